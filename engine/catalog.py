@@ -1,0 +1,286 @@
+"""The node catalog v1: one typed config model per node type, with kind, ports and defaults.
+
+Bodies (what a node does at run time) are registered by the runtime under the
+same type names; the scheduler only ever looks at `kind`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Callable, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+from engine.durations import DurationError, parse_duration
+from engine.templates import TemplateProblem, check_template
+
+Kind = Literal["trigger", "listen", "join", "router", "forEach", "terminal"]
+
+EVENT_TYPES: tuple[str, ...] = (
+    "run.succeeded",
+    "run.failed",
+    "run.cancelled",
+    "run.interrupted",
+    "run.parked",
+    "approval.requested",
+    "approval.decided",
+    "approval.expired",
+    "budget.exhausted",
+    "hold.expired",
+    "flow.published",
+)
+"""The closed set of engine events a `trigger.event` may listen to."""
+
+
+def _duration(value: Any) -> Any:
+    try:
+        seconds = parse_duration(value)
+    except DurationError as exc:
+        raise PydanticCustomError("bad_duration", str(exc)) from None
+    if seconds < 0:
+        raise PydanticCustomError("bad_duration", f"{value!r} is negative; durations are zero or more")
+    return value
+
+
+def _template(value: str) -> str:
+    try:
+        check_template(value)
+    except TemplateProblem as exc:
+        raise PydanticCustomError("bad_template", "template does not parse: {problem}", {"problem": str(exc)}) from None
+    return value
+
+
+Duration = Annotated[str | int | float, AfterValidator(_duration)]
+Template = Annotated[str, AfterValidator(_template)]
+Money = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class NodeConfig(BaseModel):
+    """Base of every node type's config: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+
+class ManualTriggerConfig(NodeConfig):
+    pass
+
+
+class ScheduleTriggerConfig(NodeConfig):
+    cron: str | None = None
+    every: str | int | float | None = None
+    timezone: str = "UTC"
+
+
+class WebhookTriggerConfig(NodeConfig):
+    dedupe_key: Template | None = None
+
+
+class EventTriggerConfig(NodeConfig):
+    event_type: str
+
+
+class QueueConfig(NodeConfig):
+    delay: Duration
+
+
+class ApprovalConfig(NodeConfig):
+    timeout: Duration
+    approvers: Literal["any"] | list[str] = "any"
+    message: Template = ""
+
+
+class BudgetReserveConfig(NodeConfig):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    for_: str = Field(alias="for", min_length=1)
+    amount: Money
+    budget: str = "default"
+
+
+class ModelConfig(NodeConfig):
+    provider: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    prompt: Template
+    output_key: str = Field(min_length=1)
+    system: Template | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    pool_wait: bool = False
+    max_pool_waits: int = Field(default=3, ge=0)
+    background: bool = False
+    hold_ttl: Duration = "30m"
+    overspend: Literal["fail", "approve", "allow"] = "fail"
+
+
+class RouterBranch(NodeConfig):
+    port: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$")
+    when: Template
+
+
+class RouterConfig(NodeConfig):
+    branches: list[RouterBranch] = Field(min_length=1)
+
+
+class JoinConfig(NodeConfig):
+    mode: Literal["all", "any"] = "all"
+    reduce: dict[str, Literal["last", "append", "merge", "sum"]] = Field(default_factory=dict)
+
+
+class ForeachConfig(NodeConfig):
+    items: Template
+    concurrency: int = Field(default=4, ge=1, le=1000)
+    output_key: str | None = None
+
+
+class SetConfig(NodeConfig):
+    values: dict[str, Template] = Field(min_length=1)
+
+
+class HttpRequestConfig(NodeConfig):
+    method: Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+    url: Template
+    headers: dict[str, Template] = Field(default_factory=dict)
+    body: Template | None = None
+    output_key: str | None = None
+    timeout: Duration = "30s"
+
+
+class TerminalConfig(NodeConfig):
+    output: Template | None = None
+
+
+Ports = Callable[[dict[str, Any]], tuple[str, ...]]
+
+
+def _fixed(*ports: str) -> Ports:
+    return lambda _config: ports
+
+
+def _router_ports(config: dict[str, Any]) -> tuple[str, ...]:
+    branches = config.get("branches")
+    names: list[str] = []
+    if isinstance(branches, list):
+        for branch in branches:
+            if isinstance(branch, dict) and isinstance(branch.get("port"), str) and branch["port"] not in names:
+                names.append(branch["port"])
+    return (*names, "default") if "default" not in names else tuple(names)
+
+
+def _http_idempotent(config: dict[str, Any]) -> bool:
+    return str(config.get("method", "")).upper() in ("GET", "HEAD")
+
+
+@dataclass(frozen=True)
+class NodeType:
+    """What the catalog knows of one node type."""
+
+    type: str
+    kind: Kind
+    title: str
+    category: str
+    config_model: type[NodeConfig]
+    ports: Ports
+    park_reasons: tuple[str, ...] = ()
+    idempotent: bool | Callable[[dict[str, Any]], bool] = True
+    summary_keys: tuple[str, ...] = field(default=())
+
+    def output_ports(self, config: dict[str, Any]) -> tuple[str, ...]:
+        """Output port names for a node with this config."""
+        return self.ports(config)
+
+    def default_idempotent(self, config: dict[str, Any]) -> bool:
+        """Whether a step of this type may run again after a crash, unless the node says."""
+        return self.idempotent(config) if callable(self.idempotent) else self.idempotent
+
+    @property
+    def has_input(self) -> bool:
+        return self.kind != "trigger"
+
+    @property
+    def parks(self) -> bool:
+        return bool(self.park_reasons)
+
+
+CATALOG: dict[str, NodeType] = {
+    spec.type: spec
+    for spec in (
+        NodeType("trigger.manual", "trigger", "Manual trigger", "Triggers", ManualTriggerConfig, _fixed("out")),
+        NodeType("trigger.schedule", "trigger", "Schedule", "Triggers", ScheduleTriggerConfig, _fixed("out"),
+                 summary_keys=("cron", "every")),
+        NodeType("trigger.webhook", "trigger", "Webhook", "Triggers", WebhookTriggerConfig, _fixed("out")),
+        NodeType("trigger.event", "trigger", "Engine event", "Triggers", EventTriggerConfig, _fixed("out"),
+                 summary_keys=("event_type",)),
+        NodeType("queue", "listen", "Queue (delay)", "Waiting", QueueConfig, _fixed("default"),
+                 park_reasons=("queue_delay",), summary_keys=("delay",)),
+        NodeType("approval", "listen", "Approval", "Waiting", ApprovalConfig, _fixed("approved", "rejected"),
+                 park_reasons=("approval",), summary_keys=("timeout",)),
+        NodeType("budget.reserve", "listen", "Budget reserve", "Money & AI", BudgetReserveConfig, _fixed("out"),
+                 summary_keys=("amount", "for")),
+        NodeType("ai.model", "listen", "AI model", "Money & AI", ModelConfig, _fixed("out"),
+                 park_reasons=("pool_capacity", "provider_response", "overspend_approval"),
+                 summary_keys=("model",)),
+        NodeType("router", "router", "Router", "Logic", RouterConfig, _router_ports),
+        NodeType("join", "join", "Join", "Logic", JoinConfig, _fixed("out"), summary_keys=("mode",)),
+        NodeType("foreach", "forEach", "For each", "Logic", ForeachConfig, _fixed("item", "done"),
+                 summary_keys=("concurrency",)),
+        NodeType("set", "listen", "Set values", "Data", SetConfig, _fixed("out")),
+        NodeType("http.request", "listen", "HTTP request", "Data", HttpRequestConfig, _fixed("out"),
+                 idempotent=_http_idempotent, summary_keys=("method", "url")),
+        NodeType("terminal", "terminal", "End", "Logic", TerminalConfig, _fixed()),
+    )
+}
+
+PARK_REASONS: tuple[str, ...] = tuple(r for spec in CATALOG.values() for r in spec.park_reasons)
+
+
+def node_type(type_name: str) -> NodeType | None:
+    """The catalog entry for `type_name`, or None."""
+    return CATALOG.get(type_name)
+
+
+def categories() -> dict[str, list[NodeType]]:
+    """Node types grouped by palette category, in catalog order."""
+    grouped: dict[str, list[NodeType]] = {}
+    for spec in CATALOG.values():
+        grouped.setdefault(spec.category, []).append(spec)
+    return grouped
+
+
+def written_keys(type_name: str, node_id: str, config: dict[str, Any]) -> tuple[str, ...]:
+    """Top-level `state` keys a node of this type writes when it runs."""
+    if type_name == "set":
+        values = config.get("values")
+        return tuple(k for k in values if isinstance(k, str)) if isinstance(values, dict) else ()
+    if type_name in ("ai.model", "http.request", "foreach"):
+        key = config.get("output_key")
+        return (key if isinstance(key, str) and key else node_id,)
+    if type_name == "approval":
+        return (node_id,)
+    return ()
+
+
+def template_fields(type_name: str, config: dict[str, Any]) -> list[tuple[str, str]]:
+    """(config path, template source) pairs a node's config holds."""
+    found: list[tuple[str, str]] = []
+
+    def add(path: str, value: Any) -> None:
+        if isinstance(value, str):
+            found.append((path, value))
+
+    if type_name == "set" and isinstance(config.get("values"), dict):
+        for key, value in config["values"].items():
+            add(f"values.{key}", value)
+    elif type_name == "router" and isinstance(config.get("branches"), list):
+        for index, branch in enumerate(config["branches"]):
+            if isinstance(branch, dict):
+                add(f"branches[{index}].when", branch.get("when"))
+    elif type_name == "http.request":
+        add("url", config.get("url"))
+        add("body", config.get("body"))
+        if isinstance(config.get("headers"), dict):
+            for key, value in config["headers"].items():
+                add(f"headers.{key}", value)
+    else:
+        for key in ("prompt", "system", "message", "items", "output", "dedupe_key"):
+            add(key, config.get(key))
+    return found

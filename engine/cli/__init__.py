@@ -1,0 +1,1 @@
+"""Command-line pieces; `app.main` dispatches to them."""

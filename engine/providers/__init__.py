@@ -1,0 +1,1 @@
+"""LLM provider adapters and the provider simulator."""

@@ -1,0 +1,1 @@
+"""Run execution: scheduler of kinds, node bodies, workers, projector and services."""

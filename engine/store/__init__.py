@@ -1,0 +1,1 @@
+"""SQL store: SQLAlchemy models, Alembic migrations, sessions."""

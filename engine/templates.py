@@ -1,0 +1,89 @@
+"""Sandboxed `{{ }}` templates: parse checks, state references and rendering."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import StrictUndefined, TemplateSyntaxError, nodes
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+_env = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
+
+
+class TemplateProblem(ValueError):
+    """A template that does not parse or does not render."""
+
+
+def is_template(text: str) -> bool:
+    """True when `text` holds template syntax."""
+    return "{{" in text or "{%" in text or "{#" in text
+
+
+@lru_cache(maxsize=8192)
+def template_state_refs(source: str) -> frozenset[str]:
+    """Top-level `state.X` / `state['X']` keys a template reads; raises TemplateProblem."""
+    if not is_template(source):
+        return frozenset()
+    try:
+        tree = _env.parse(source)
+    except TemplateSyntaxError as exc:
+        raise TemplateProblem(f"line {exc.lineno}: {exc.message}") from None
+    refs: set[str] = set()
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
+        target = node.node
+        if isinstance(target, nodes.Name) and target.name == "state":
+            if isinstance(node, nodes.Getattr):
+                refs.add(node.attr)
+            elif isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
+                refs.add(node.arg.value)
+    return frozenset(refs)
+
+
+def check_template(source: str) -> None:
+    """Raise TemplateProblem when `source` does not parse."""
+    template_state_refs(source)
+
+
+@lru_cache(maxsize=4096)
+def _compiled(source: str) -> Any:
+    return _env.from_string(source)
+
+
+def render(source: str, context: dict[str, Any]) -> str:
+    """Render a text template against a run's state container."""
+    if not is_template(source):
+        return source
+    try:
+        return str(_compiled(source).render(context))
+    except TemplateSyntaxError as exc:
+        raise TemplateProblem(f"line {exc.lineno}: {exc.message}") from None
+    except Exception as exc:  # sandbox violations, undefined names, type errors
+        raise TemplateProblem(f"{type(exc).__name__}: {exc}") from None
+
+
+def evaluate(source: str, context: dict[str, Any]) -> Any:
+    """The value of a single-expression template (`{{ x }}`), typed; text otherwise."""
+    stripped = source.strip()
+    if stripped.startswith("{{") and stripped.endswith("}}") and stripped.count("{{") == 1:
+        expression = stripped[2:-2].strip()
+        try:
+            return _compiled_expression(expression)(**context)
+        except TemplateSyntaxError as exc:
+            raise TemplateProblem(f"line {exc.lineno}: {exc.message}") from None
+        except Exception as exc:
+            raise TemplateProblem(f"{type(exc).__name__}: {exc}") from None
+    return render(source, context)
+
+
+@lru_cache(maxsize=4096)
+def _compiled_expression(expression: str) -> Any:
+    return _env.compile_expression(expression, undefined_to_none=False)
+
+
+def truthy(source: str, context: dict[str, Any]) -> bool:
+    """A router condition's truth; the text forms `false`, `0` and empty are false."""
+    value = evaluate(source, context)
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "false", "0", "none", "no")
+    return bool(value)

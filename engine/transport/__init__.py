@@ -1,0 +1,1 @@
+"""Redis transport: key names, connections, the embedded server."""

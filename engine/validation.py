@@ -1,0 +1,474 @@
+"""Publish-time validation: a pure function of the flow document.
+
+`validate()` never raises on bad input; every problem is a Diagnostic with a
+stable code from the flow-format spec.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import networkx as nx
+from croniter import croniter
+from pydantic import ValidationError
+
+from engine.catalog import CATALOG, EVENT_TYPES, NodeType, template_fields, written_keys
+from engine.durations import DurationError, parse_duration
+from engine.flow import Flow, FlowLoadError, Node, flow_from_data, parse_document
+from engine.templates import TemplateProblem, template_state_refs
+
+Severity = Literal["error", "warning"]
+
+DEFAULT_LIMITS = {"max_delay": "71h", "max_wait": "72h", "suspended_step_timeout": "24h"}
+MAX_CYCLES_LISTED = 5
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One problem found in a flow: a stable code, its severity, the node (if any) and a fix-it message."""
+
+    code: str
+    severity: Severity
+    node: str | None
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
+    """True when any diagnostic blocks publishing."""
+    return any(d.severity == "error" for d in diagnostics)
+
+
+def _did_you_mean(word: str, options: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"; did you mean \"{close[0]}\"?" if close else ""
+
+
+def validate_document(document: str | bytes | dict[str, Any] | Flow) -> tuple[Flow | None, list[Diagnostic]]:
+    """Parse (if needed) and validate; the Flow is None when the document is not a flow."""
+    if isinstance(document, Flow):
+        return document, validate(document)
+    try:
+        data = document if isinstance(document, dict) else parse_document(document)
+        flow = flow_from_data(data)
+    except FlowLoadError as exc:
+        return None, [
+            Diagnostic("invalid_document", "error", None, f"{path}: {message}") for path, message in exc.problems
+        ]
+    return flow, validate(flow)
+
+
+def validate(flow: Flow | str | bytes | dict[str, Any]) -> list[Diagnostic]:
+    """Every publish-time diagnostic for `flow`, errors first, in document order."""
+    if not isinstance(flow, Flow):
+        return validate_document(flow)[1]
+    return _Checker(flow).run()
+
+
+class _Checker:
+    def __init__(self, flow: Flow) -> None:
+        self.flow = flow
+        self.found: list[Diagnostic] = []
+        self.nodes: dict[str, Node] = {}
+        self.specs: dict[str, NodeType] = {}
+        self.ports: dict[str, tuple[str, ...]] = {}
+        self.graph: nx.DiGraph = nx.DiGraph()
+        # Edges keyed by (from, port) so router/approval branches stay distinct.
+        self.out_edges: dict[str, list[tuple[str, str]]] = {}
+
+    def add(self, code: str, node: str | None, message: str, severity: Severity = "error") -> None:
+        self.found.append(Diagnostic(code, severity, node, message))
+
+    def run(self) -> list[Diagnostic]:
+        limits = self._limits()
+        self._nodes()
+        self._edges()
+        self._triggers()
+        cyclic = self._cycles()
+        self._node_rules(limits)
+        if not cyclic:
+            self._finance_chain()
+            self._reachability()
+            self._joins()
+            self._state_flow()
+        self._unconnected_ports()
+        errors = [d for d in self.found if d.severity == "error"]
+        return errors + [d for d in self.found if d.severity != "error"]
+
+    def _limits(self) -> dict[str, float]:
+        limits: dict[str, float] = {}
+        settings = self.flow.settings
+        for name, default in DEFAULT_LIMITS.items():
+            raw = getattr(settings, name)
+            try:
+                limits[name] = parse_duration(raw if raw is not None else default)
+            except DurationError as exc:
+                self.add("bad_duration", None, f"settings.{name}: {exc}")
+                limits[name] = parse_duration(default)
+        return limits
+
+    def _nodes(self) -> None:
+        for node in self.flow.nodes:
+            if node.id in self.nodes:
+                self.add("duplicate_node_id", node.id, f"node \"{node.id}\" is defined twice; give each node its own id")
+                continue
+            self.nodes[node.id] = node
+            self.graph.add_node(node.id)
+            spec = CATALOG.get(node.type)
+            if spec is None:
+                self.add(
+                    "unknown_node_type",
+                    node.id,
+                    f"node \"{node.id}\": unknown type \"{node.type}\"{_did_you_mean(node.type, CATALOG)}",
+                )
+                continue
+            self.specs[node.id] = spec
+            self.ports[node.id] = spec.output_ports(node.config)
+            self._config(node, spec)
+
+    def _config(self, node: Node, spec: NodeType) -> None:
+        try:
+            spec.config_model.model_validate(node.config)
+        except ValidationError as exc:
+            fields = list(spec.config_model.model_fields)
+            aliases = [f.alias or name for name, f in spec.config_model.model_fields.items()]
+            for error in exc.errors(include_url=False):
+                path = ".".join(str(p) for p in error["loc"]) or "config"
+                where = f"node \"{node.id}\" ({node.type})"
+                kind = error["type"]
+                if kind == "extra_forbidden" and len(error["loc"]) == 1:
+                    key = str(error["loc"][0])
+                    known = ", ".join(aliases) if aliases else "none"
+                    self.add(
+                        "unknown_config_key",
+                        node.id,
+                        f"{where}: unknown config key \"{key}\"{_did_you_mean(key, aliases or fields)} "
+                        f"(keys: {known})",
+                    )
+                elif kind == "extra_forbidden":
+                    self.add("unknown_config_key", node.id, f"{where}: unknown config key \"{path}\"; remove it")
+                elif kind == "bad_duration":
+                    self.add("bad_duration", node.id, f"{where}: {path}: {error['msg']}")
+                elif kind == "bad_template":
+                    self.add("bad_template", node.id, f"{where}: {path}: {error['msg']}")
+                elif kind == "missing":
+                    self.add("invalid_config", node.id, f"{where}: config.{path} is required; set it")
+                else:
+                    self.add("invalid_config", node.id, f"{where}: config.{path}: {error['msg']}")
+
+    def _edges(self) -> None:
+        seen: set[tuple[str, str, str]] = set()
+        for index, edge in enumerate(self.flow.edges):
+            where = f"edge #{index + 1} ({edge.from_} → {edge.to})"
+            missing = [end for end in (edge.from_, edge.to) if end not in self.nodes]
+            if missing:
+                for end in missing:
+                    hint = _did_you_mean(end, self.nodes)
+                    self.add("edge_unknown_node", None, f"{where}: no node \"{end}\"{hint}")
+                continue
+            source_spec = self.specs.get(edge.from_)
+            target_spec = self.specs.get(edge.to)
+            port = edge.port
+            if source_spec is not None:
+                ports = self.ports[edge.from_]
+                if port is None:
+                    if len(ports) == 1:
+                        port = ports[0]
+                    elif not ports:
+                        self.add("edge_unknown_port", edge.from_, f"{where}: \"{edge.from_}\" is a terminal and has no output")
+                        continue
+                    else:
+                        self.add(
+                            "edge_unknown_port",
+                            edge.from_,
+                            f"{where}: \"{edge.from_}\" has several outputs ({', '.join(ports)}); name the port",
+                        )
+                        continue
+                elif port not in ports:
+                    if ports:
+                        self.add(
+                            "edge_unknown_port",
+                            edge.from_,
+                            f"{where}: \"{edge.from_}\" has no output port \"{port}\"{_did_you_mean(port, ports)} "
+                            f"(ports: {', '.join(ports)})",
+                        )
+                    else:
+                        self.add("edge_unknown_port", edge.from_, f"{where}: \"{edge.from_}\" is a terminal and has no output")
+                    continue
+            if target_spec is not None and not target_spec.has_input:
+                self.add("edge_unknown_port", edge.to, f"{where}: \"{edge.to}\" is a trigger and has no input; remove the edge")
+                continue
+            port = port or "out"
+            if (edge.from_, port, edge.to) in seen:
+                continue
+            seen.add((edge.from_, port, edge.to))
+            self.out_edges.setdefault(edge.from_, []).append((port, edge.to))
+            self.graph.add_edge(edge.from_, edge.to)
+
+    def _triggers(self) -> None:
+        triggers = [n for n, s in self.specs.items() if s.kind == "trigger"]
+        if not triggers:
+            self.add("no_trigger", None, "the flow has no trigger; add one (e.g. trigger.manual) so runs can start")
+        webhooks = [n for n in triggers if self.specs[n].type == "trigger.webhook"]
+        for extra in webhooks[1:]:
+            self.add(
+                "duplicate_webhook_trigger",
+                extra,
+                f"node \"{extra}\": a flow has at most one webhook trigger (\"{webhooks[0]}\" is the first); remove one",
+            )
+        by_event: dict[str, str] = {}
+        for node_id in triggers:
+            if self.specs[node_id].type != "trigger.event":
+                continue
+            event_type = self.nodes[node_id].config.get("event_type")
+            if not isinstance(event_type, str):
+                continue
+            if event_type not in EVENT_TYPES:
+                self.add(
+                    "unknown_event_type",
+                    node_id,
+                    f"node \"{node_id}\": event type \"{event_type}\" is not one the engine publishes"
+                    f"{_did_you_mean(event_type, EVENT_TYPES)} (known: {', '.join(EVENT_TYPES)})",
+                )
+            elif event_type in by_event:
+                self.add(
+                    "duplicate_event_trigger",
+                    node_id,
+                    f"node \"{node_id}\": \"{by_event[event_type]}\" already triggers on \"{event_type}\"; keep one",
+                )
+            else:
+                by_event[event_type] = node_id
+
+    def _cycles(self) -> bool:
+        if nx.is_directed_acyclic_graph(self.graph):
+            return False
+        listed = 0
+        for cycle in nx.simple_cycles(self.graph):
+            path = " → ".join([*cycle, cycle[0]])
+            self.add("cycle", cycle[0], f"the graph has a cycle: {path}; remove an edge (use foreach to iterate)")
+            listed += 1
+            if listed >= MAX_CYCLES_LISTED:
+                break
+        return True
+
+    def _node_rules(self, limits: dict[str, float]) -> None:
+        limit = limits["max_delay"]
+        for node_id, spec in self.specs.items():
+            config = self.nodes[node_id].config
+            if spec.type in ("queue", "approval"):
+                key = "delay" if spec.type == "queue" else "timeout"
+                try:
+                    seconds = parse_duration(config.get(key))
+                except DurationError:
+                    continue
+                if seconds > limit:
+                    code = "delay_too_long" if spec.type == "queue" else "decision_time_too_long"
+                    what = "delay" if spec.type == "queue" else "decision timeout"
+                    self.add(
+                        code,
+                        node_id,
+                        f"node \"{node_id}\" ({spec.type}): {what} {config.get(key)} is above the "
+                        f"{_fmt(limit)} limit (settings.max_delay); shorten it or split the wait",
+                    )
+            elif spec.type == "trigger.schedule":
+                self._schedule(node_id, config)
+            elif spec.type == "budget.reserve":
+                self._reserve_target(node_id, config)
+
+    def _schedule(self, node_id: str, config: dict[str, Any]) -> None:
+        cron, every = config.get("cron"), config.get("every")
+        where = f"node \"{node_id}\" (trigger.schedule)"
+        if cron is None and every is None:
+            self.add("bad_schedule", node_id, f"{where}: set cron (e.g. \"0 9 * * 1-5\") or every (e.g. \"15m\")")
+            return
+        if cron is not None and every is not None:
+            self.add("bad_schedule", node_id, f"{where}: set cron or every, not both")
+        if cron is not None and (not isinstance(cron, str) or not croniter.is_valid(cron)):
+            self.add("bad_schedule", node_id, f"{where}: cron {cron!r} is not a valid cron expression, e.g. \"0 9 * * 1-5\"")
+        if every is not None:
+            try:
+                seconds = parse_duration(every)
+            except DurationError as exc:
+                self.add("bad_duration", node_id, f"{where}: every: {exc}")
+                return
+            if seconds <= 0:
+                self.add("bad_schedule", node_id, f"{where}: every {every!r} must be a positive interval")
+        timezone = config.get("timezone")
+        if isinstance(timezone, str):
+            from zoneinfo import ZoneInfo
+
+            try:
+                ZoneInfo(timezone)
+            except Exception:
+                self.add("bad_schedule", node_id, f"{where}: unknown timezone {timezone!r}, e.g. \"Europe/Berlin\"")
+
+    def _reserve_target(self, node_id: str, config: dict[str, Any]) -> None:
+        target = config.get("for")
+        if not isinstance(target, str) or not target:
+            return  # invalid_config already says it is missing
+        where = f"node \"{node_id}\" (budget.reserve)"
+        spec = self.specs.get(target)
+        if spec is None or spec.type != "ai.model":
+            models = [n for n, s in self.specs.items() if s.type == "ai.model"]
+            hint = _did_you_mean(target, models) if target not in self.nodes else ""
+            what = "no such node" if target not in self.nodes else f"a {self.nodes[target].type}, not an ai.model"
+            self.add("reserve_target_invalid", node_id, f"{where}: \"for\" names \"{target}\" ({what}){hint}")
+            return
+        if not nx.is_directed_acyclic_graph(self.graph):
+            return
+        if target not in nx.descendants(self.graph, node_id):
+            self.add(
+                "reserve_target_invalid",
+                node_id,
+                f"{where}: ai.model \"{target}\" is not downstream of it; reserve before the model call",
+            )
+
+    def _finance_chain(self) -> None:
+        parking = {n for n, s in self.specs.items() if s.type in ("queue", "approval")}
+        if not parking:
+            return
+        for node_id, spec in self.specs.items():
+            if spec.type != "budget.reserve":
+                continue
+            target = self.nodes[node_id].config.get("for")
+            view = nx.restricted_view(self.graph, [target] if target in self.graph else [], [])
+            for parked in sorted(nx.descendants(view, node_id) & parking, key=list(self.nodes).index):
+                self.add(
+                    "park_inside_finance_chain",
+                    parked,
+                    f"node \"{parked}\" ({self.nodes[parked].type}) can be reached from budget.reserve \"{node_id}\" "
+                    f"before the model \"{target}\" it reserves for; a parked run holds no reserve, "
+                    f"so move the wait before the reserve or after the model",
+                )
+
+    def _reachability(self) -> None:
+        triggers = [n for n, s in self.specs.items() if s.kind == "trigger"]
+        reached: set[str] = set(triggers)
+        for trigger in triggers:
+            reached |= nx.descendants(self.graph, trigger)
+        for node_id in self.nodes:
+            if node_id not in reached:
+                self.add(
+                    "unreachable_node",
+                    node_id,
+                    f"node \"{node_id}\": no trigger reaches it, so it never runs; connect it or delete it",
+                    "warning",
+                )
+
+    def _joins(self) -> None:
+        for node_id, spec in self.specs.items():
+            if spec.kind == "join" and self.graph.in_degree(node_id) < 2:
+                self.add(
+                    "join_needs_two_inputs",
+                    node_id,
+                    f"node \"{node_id}\" (join): has {self.graph.in_degree(node_id)} incoming edge(s); "
+                    "a join merges two or more branches",
+                )
+
+    def _unconnected_ports(self) -> None:
+        for node_id, ports in self.ports.items():
+            used = {port for port, _ in self.out_edges.get(node_id, [])}
+            for port in ports:
+                if port not in used:
+                    self.add(
+                        "port_unconnected",
+                        node_id,
+                        f"node \"{node_id}\": output \"{port}\" is not connected; runs that take it end there",
+                        "warning",
+                    )
+
+    def _state_flow(self) -> None:
+        order = list(nx.topological_sort(self.graph))
+        key_bit: dict[str, int] = {}
+        writes: dict[str, int] = {}
+        writers: dict[str, list[str]] = {}
+        for node_id in order:
+            spec = self.specs.get(node_id)
+            mask = 0
+            if spec is not None:
+                for key in written_keys(spec.type, node_id, self.nodes[node_id].config):
+                    mask |= 1 << key_bit.setdefault(key, len(key_bit))
+                    writers.setdefault(key, []).append(node_id)
+            writes[node_id] = mask
+        available: dict[str, int] = {}
+        for node_id in order:
+            mask = 0
+            for pred in self.graph.predecessors(node_id):
+                mask |= available[pred] | writes[pred]
+            available[node_id] = mask
+            spec = self.specs.get(node_id)
+            if spec is None:
+                continue
+            reported: set[str] = set()
+            for path, source in template_fields(spec.type, self.nodes[node_id].config):
+                try:
+                    refs = template_state_refs(source)
+                except TemplateProblem:
+                    continue
+                for ref in sorted(refs - reported):
+                    bit = key_bit.get(ref)
+                    if bit is None or not (mask >> bit) & 1:
+                        reported.add(ref)
+                        hint = _did_you_mean(ref, key_bit)
+                        self.add(
+                            "template_unknown_reference",
+                            node_id,
+                            f"node \"{node_id}\": {path} reads state.{ref}, which no upstream node writes{hint}",
+                            "warning",
+                        )
+        for key, nodes in writers.items():
+            if len(nodes) > 1:
+                self._write_conflicts(key, nodes)
+
+    def _write_conflicts(self, key: str, nodes: list[str]) -> None:
+        for i, first in enumerate(nodes):
+            for second in nodes[i + 1 :]:
+                if nx.has_path(self.graph, first, second) or nx.has_path(self.graph, second, first):
+                    continue
+                if not self._may_run_together(first, second) or self._reduced_by_join(key, first, second):
+                    continue
+                self.add(
+                    "write_conflict",
+                    second,
+                    f"nodes \"{first}\" and \"{second}\" run in parallel and both write state.{key}; "
+                    f"add a join with a reducer for \"{key}\" or use different keys",
+                    "warning",
+                )
+
+    def _may_run_together(self, first: str, second: str) -> bool:
+        """False when only exclusive choices (router/approval ports, different triggers) lead to them."""
+        common = nx.ancestors(self.graph, first) & nx.ancestors(self.graph, second)
+        for fork in common:
+            spec = self.specs.get(fork)
+            edges = self.out_edges.get(fork, [])
+            exclusive = spec is not None and spec.kind == "router" or (spec is not None and spec.type == "approval")
+            branches_first = {(p, t) for p, t in edges if t == first or nx.has_path(self.graph, t, first)}
+            branches_second = {(p, t) for p, t in edges if t == second or nx.has_path(self.graph, t, second)}
+            for port_a, target_a in branches_first:
+                for port_b, target_b in branches_second:
+                    if target_a == target_b and port_a == port_b:
+                        continue
+                    if not exclusive or port_a == port_b:
+                        return True
+        return False
+
+    def _reduced_by_join(self, key: str, first: str, second: str) -> bool:
+        below = nx.descendants(self.graph, first) & nx.descendants(self.graph, second)
+        for node_id in below:
+            spec = self.specs.get(node_id)
+            if spec is not None and spec.kind == "join":
+                reduce = self.nodes[node_id].config.get("reduce")
+                if isinstance(reduce, dict) and key in reduce:
+                    return True
+        return False
+
+
+def _fmt(seconds: float) -> str:
+    from engine.durations import format_duration
+
+    return format_duration(seconds)
