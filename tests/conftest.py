@@ -10,3 +10,5 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 EXAMPLES = SHARED / "examples"
+
+pytest_plugins = ["tests.fixtures"]
