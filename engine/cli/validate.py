@@ -1,0 +1,124 @@
+"""`lockgate validate FILE... [--json]`: the Publish button's checks, from the command line.
+
+Exit codes: 0 no file has an error, 1 some file has one, 2 usage error or a path that cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+EXIT_OK = 0
+EXIT_INVALID = 1
+EXIT_USAGE = 2
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """The diagnostics of one flow file, as the CLI prints them."""
+
+    file: str
+    diagnostics: list[dict[str, Any]]
+
+    @property
+    def ok(self) -> bool:
+        return not any(d["severity"] == "error" for d in self.diagnostics)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "ok": self.ok, "diagnostics": self.diagnostics}
+
+
+def register(subparsers: Any) -> None:
+    """Add the `validate` command to the `lockgate` parser."""
+    parser = subparsers.add_parser(
+        "validate",
+        help="check flow files exactly as Publish does",
+        description="Check *.flow.json files with the publish-time validation. "
+        "Exit 0 when no file has an error, 1 when any has, 2 for usage errors or unreadable paths.",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="flow file(s) to check")
+    parser.add_argument("--json", action="store_true", help="print diagnostics as JSON")
+    parser.set_defaults(handler=run_validate)
+
+
+def read_flow_files(paths: list[str]) -> tuple[list[tuple[str, bytes]], list[str]]:
+    """(path as given, bytes) per readable file, and one message per path that cannot be read."""
+    contents: list[tuple[str, bytes]] = []
+    problems: list[str] = []
+    for path in paths:
+        try:
+            contents.append((path, Path(path).read_bytes()))
+        except IsADirectoryError:
+            problems.append(f"lockgate validate: {path}: is a directory; pass the *.flow.json files inside it")
+        except FileNotFoundError:
+            problems.append(f"lockgate validate: {path}: no such file; check the path")
+        except OSError as exc:
+            problems.append(f"lockgate validate: {path}: cannot be read ({exc.strerror or exc}); check its permissions")
+    return contents, problems
+
+
+def check_file(path: str, content: bytes) -> FileReport:
+    """Validate one file's bytes; never raises on bad content."""
+    from engine.validation import validate_document
+
+    _flow, diagnostics = validate_document(content)
+    return FileReport(path, [d.to_dict() for d in diagnostics])
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    """Handler of `lockgate validate`."""
+    contents, problems = read_flow_files(list(args.files))
+    if problems:
+        for message in problems:
+            print(message, file=sys.stderr)
+        return EXIT_USAGE
+    reports = [check_file(path, content) for path, content in contents]
+    if args.json:
+        print_json(reports, several=len(args.files) > 1, out=sys.stdout)
+    else:
+        print_human(reports, out=sys.stdout)
+    return EXIT_OK if all(report.ok for report in reports) else EXIT_INVALID
+
+
+def print_json(reports: list[FileReport], several: bool, out: TextIO) -> None:
+    """One object for one file, a list for several."""
+    data: Any = [r.to_dict() for r in reports] if several else reports[0].to_dict()
+    out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _tick(out: TextIO) -> str:
+    # A terminal that cannot show ✓ (e.g. an ASCII-only locale) gets a word instead of a UnicodeEncodeError.
+    try:
+        "✓".encode(out.encoding or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return "ok"
+    return "✓"
+
+
+def print_human(reports: list[FileReport], out: TextIO) -> None:
+    """`✓ file`, or one line per diagnostic, then a summary line."""
+    tick = _tick(out)
+    errors = warnings = 0
+    for report in reports:
+        if report.ok:
+            out.write(f"{tick} {report.file}\n")
+        for d in report.diagnostics:
+            node = f" [{d['node']}]" if d["node"] else ""
+            line = f"{report.file}: {d['severity']} {d['code']}{node}: {d['message']}\n"
+            out.write(line.encode(out.encoding or "utf-8", "replace").decode(out.encoding or "utf-8"))
+            if d["severity"] == "error":
+                errors += 1
+            else:
+                warnings += 1
+    failed = sum(1 for r in reports if not r.ok)
+    files = f"{len(reports)} file{'s' if len(reports) != 1 else ''}"
+    verdict = "all ok" if failed == 0 else f"{failed} with errors"
+    out.write(f"{files} checked, {verdict} ({_count(errors, 'error')}, {_count(warnings, 'warning')})\n")
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
