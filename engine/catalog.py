@@ -6,8 +6,10 @@ same type names; the scheduler only ever looks at `kind`.
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Callable, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
@@ -178,7 +180,7 @@ class NodeType:
     kind: Kind
     title: str
     category: str
-    config_model: type[NodeConfig]
+    config_model: builtins.type[NodeConfig]
     ports: Ports
     park_reasons: tuple[str, ...] = ()
     idempotent: bool | Callable[[dict[str, Any]], bool] = True

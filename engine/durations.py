@@ -46,7 +46,7 @@ def format_duration(seconds: float) -> str:
     """Compact form for display: 86400 -> `24h`, 5400 -> `1h30m`, 0.5 -> `500ms`."""
     if seconds < 1 and seconds > 0:
         return f"{round(seconds * 1000)}ms"
-    total = int(round(seconds))
+    total = round(seconds)
     if total == 0:
         return "0s"
     parts = []

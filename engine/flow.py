@@ -128,7 +128,8 @@ def flow_from_data(data: Any) -> Flow:
         raise FlowLoadError([("$", f"a flow is a JSON object, got {type(data).__name__}")])
     if data.get("format") != FORMAT:
         got = data.get("format")
-        raise FlowLoadError([("$.format", f"expected \"{FORMAT}\", got {json.dumps(got) if got is not None else 'nothing'}")])
+        shown = json.dumps(got) if got is not None else "nothing"
+        raise FlowLoadError([("$.format", f"expected \"{FORMAT}\", got {shown}")])
     try:
         return Flow.model_validate(data)
     except ValidationError as exc:

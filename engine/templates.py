@@ -31,13 +31,17 @@ def template_state_refs(source: str) -> frozenset[str]:
         raise TemplateProblem(f"line {exc.lineno}: {exc.message}") from None
     refs: set[str] = set()
     for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
-        target = node.node
-        if isinstance(target, nodes.Name) and target.name == "state":
-            if isinstance(node, nodes.Getattr):
-                refs.add(node.attr)
-            elif isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
-                refs.add(node.arg.value)
+        if isinstance(node, nodes.Getattr) and _is_state(node.node):
+            refs.add(node.attr)
+        elif isinstance(node, nodes.Getitem) and _is_state(node.node):
+            key = node.arg.value if isinstance(node.arg, nodes.Const) else None
+            if isinstance(key, str):
+                refs.add(key)
     return frozenset(refs)
+
+
+def _is_state(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.Name) and node.name == "state"
 
 
 def check_template(source: str) -> None:
