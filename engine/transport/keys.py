@@ -1,0 +1,135 @@
+"""Every Redis key, stream, consumer group and channel name the engine uses, in one place.
+
+Each name is built from a prefix (`EngineConfig.key_prefix`, default ``lg``) so several engines
+(or tests) can share one server. Each entry says its Redis type and which service writes it.
+To add a key: add a property or method here, with its type and owner; never format key names
+elsewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_PREFIX = "lg"
+
+
+@dataclass(frozen=True)
+class Keyspace:
+    """The names of everything the engine keeps in Redis, under one prefix."""
+
+    prefix: str = DEFAULT_PREFIX
+
+    def __post_init__(self) -> None:
+        if not self.prefix or any(ch in self.prefix for ch in " :*?[]{}"):
+            raise ValueError(
+                f"key prefix {self.prefix!r} is not usable: it must be non-empty and contain no spaces, "
+                "':' or glob characters; pick a plain word such as 'lg'"
+            )
+
+    def _key(self, *parts: str) -> str:
+        return ":".join((self.prefix, *parts))
+
+    # --- runs: jobs, events, live updates -------------------------------------------------
+
+    @property
+    def jobs(self) -> str:
+        """Stream of job messages (start/resume a run). Written by `create_run()` and the due waker;
+        read by workers through group `jobs_group`."""
+        return self._key("jobs")
+
+    @property
+    def jobs_group(self) -> str:
+        """Consumer group of workers on `jobs`."""
+        return "workers"
+
+    @property
+    def jobs_dead(self) -> str:
+        """Stream of job messages the reaper gave up on (retry cap reached). Written by the reaper."""
+        return self._key("jobs", "dead")
+
+    @property
+    def events(self) -> str:
+        """Stream of typed run events. Written by workers (and decision/approval services);
+        read by the projector through group `events_group`."""
+        return self._key("events")
+
+    @property
+    def events_group(self) -> str:
+        """Consumer group of the projector on `events`."""
+        return "projector"
+
+    @property
+    def live(self) -> str:
+        """Pub/sub channel: each change the projector applied, for the canvas live mode and panels.
+        Published by the projector."""
+        return self._key("live")
+
+    @property
+    def projector_lease(self) -> str:
+        """String with TTL: holder id of the one active projector. Set (NX, PX) and renewed by the
+        projector holding it."""
+        return self._key("projector", "lease")
+
+    @property
+    def heartbeats(self) -> str:
+        """Hash run_id -> last heartbeat (epoch seconds) of the worker running it. Written by workers;
+        read by the watchdog."""
+        return self._key("heartbeats")
+
+    def run_cancel(self, run_id: str) -> str:
+        """String flag with TTL: cancel requested for a running run. Set by the cancel API; read by
+        workers at each step boundary."""
+        return self._key("run", run_id, "cancel")
+
+    def idempotency(self, key: str) -> str:
+        """String with TTL: run id already created for this idempotency key (fast duplicate guard in
+        front of the SQL unique constraint). Set (NX) by `create_run()`."""
+        return self._key("idem", key)
+
+    # --- parking ---------------------------------------------------------------------------
+
+    @property
+    def due(self) -> str:
+        """Sorted set member -> due time (epoch seconds) of parked runs. Written by the projector /
+        parking code (`DueSet.schedule`); popped atomically by due wakers."""
+        return self._key("due")
+
+    @property
+    def due_nudge(self) -> str:
+        """Pub/sub channel: 'an earlier due time was scheduled, recompute your sleep'. Published by
+        `DueSet.schedule` (only when the new member became the earliest) and `DueSet.nudge`;
+        subscribed by due wakers."""
+        return self._key("due", "nudge")
+
+    def approval_decision(self, approval_id: str) -> str:
+        """String (NX) holding the winning decision of an approval, so exactly one decision wins
+        among concurrent attempts. Set by the approvals service."""
+        return self._key("approval", approval_id, "decision")
+
+    # --- money and provider concurrency ----------------------------------------------------
+
+    def budget(self, name: str) -> str:
+        """Hash (limit, spent, held) mirror of a budget used for atomic reservation. Written by the
+        money service (Lua)."""
+        return self._key("budget", name)
+
+    @property
+    def concurrency_cap(self) -> str:
+        """String with TTL: current global cap on concurrent model calls. Set by the concurrency
+        control loop; when it expires workers fall back to the static setting."""
+        return self._key("concurrency", "cap")
+
+    @property
+    def call_slots(self) -> str:
+        """Sorted set slot holder -> lease expiry: model calls in flight under `concurrency_cap`.
+        Written by workers (acquire/release)."""
+        return self._key("concurrency", "slots")
+
+    def provider_telemetry(self, provider: str) -> str:
+        """Hash of the latest rate-limit telemetry of one provider (remaining requests/tokens, resets,
+        429 count). Written by model calls; read by the concurrency control loop."""
+        return self._key("provider", provider, "telemetry")
+
+    def all_keys_pattern(self) -> str:
+        """SCAN pattern matching every key of this keyspace (for cleanup in tests and tools)."""
+        return f"{self.prefix}:*"
