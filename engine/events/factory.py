@@ -1,0 +1,134 @@
+"""Factory functions: the only way events are made. They stamp id, sequence, time and attempt."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from engine.clock import Clock
+from engine.events.models import (
+    ApprovalDecided,
+    ApprovalRequested,
+    HoldCharged,
+    HoldPlaced,
+    HoldReleased,
+    RunCancelled,
+    RunFailed,
+    RunInterrupted,
+    RunParked,
+    RunResumed,
+    RunStarted,
+    RunSucceeded,
+    StepCompleted,
+    StepFailed,
+    StepSkipped,
+    StepStarted,
+    WaitingOn,
+)
+
+
+def new_event_id() -> str:
+    """A random 128-bit event id (hex)."""
+    return os.urandom(16).hex()
+
+
+class EventStamper:
+    """Stamps one run's events: a thread-safe per-run sequence, the clock and the job attempt."""
+
+    def __init__(self, run_id: str, clock: Clock, *, attempt: int = 1, last_seq: int = 0) -> None:
+        self.run_id = run_id
+        self.clock = clock
+        self.attempt = attempt
+        self._seq = last_seq
+        self._lock = threading.Lock()
+
+    @property
+    def last_seq(self) -> int:
+        return self._seq
+
+    def stamp(self) -> dict[str, Any]:
+        with self._lock:
+            self._seq += 1
+            seq = self._seq
+        return {"event_id": new_event_id(), "run_id": self.run_id, "seq": seq, "ts": self.clock.now(),
+                "attempt": self.attempt}
+
+    # --- run lifecycle ------------------------------------------------------------------
+
+    def run_started(self, flow_id: str, version: int, trigger: str, inputs: dict[str, Any],
+                    worker: str = "") -> RunStarted:
+        return RunStarted(**self.stamp(), flow_id=flow_id, version=version, trigger=trigger, inputs=inputs,
+                          worker=worker)
+
+    def run_parked(self, node: str, reason: str, due_at: float | None) -> RunParked:
+        return RunParked(**self.stamp(), waiting_on=WaitingOn(node=node, reason=reason, due_at=due_at))
+
+    def run_resumed(self, node: str, worker: str = "") -> RunResumed:
+        return RunResumed(**self.stamp(), node=node, worker=worker)
+
+    def run_succeeded(self, result: Any) -> RunSucceeded:
+        return RunSucceeded(**self.stamp(), result=result)
+
+    def run_failed(self, error: str, error_type: str = "step_failed", node: str | None = None) -> RunFailed:
+        return RunFailed(**self.stamp(), error=error, error_type=error_type, node=node)
+
+    def run_cancelled(self, reason: str = "cancelled by request", node: str | None = None) -> RunCancelled:
+        return RunCancelled(**self.stamp(), reason=reason, node=node)
+
+    def run_interrupted(self, reason: str) -> RunInterrupted:
+        return RunInterrupted(**self.stamp(), reason=reason)
+
+    # --- steps --------------------------------------------------------------------------
+
+    def step_started(self, node: str, step: str, node_type: str, step_attempt: int = 1,
+                     given: dict[str, Any] | None = None) -> StepStarted:
+        return StepStarted(**self.stamp(), node=node, step=step, node_type=node_type, step_attempt=step_attempt,
+                           given=given or {})
+
+    def step_completed(self, node: str, step: str, ports: list[str], writes: dict[str, Any],
+                       duration_ms: float, step_attempt: int = 1) -> StepCompleted:
+        return StepCompleted(**self.stamp(), node=node, step=step, ports=ports, writes=writes,
+                             duration_ms=duration_ms, step_attempt=step_attempt)
+
+    def step_failed(self, node: str, step: str, error: str, *, error_type: str = "error", step_attempt: int = 1,
+                    will_retry: bool = False, retry_in: float | None = None, continued: bool = False,
+                    duration_ms: float = 0.0) -> StepFailed:
+        return StepFailed(**self.stamp(), node=node, step=step, error=error, error_type=error_type,
+                          step_attempt=step_attempt, will_retry=will_retry, retry_in=retry_in, continued=continued,
+                          duration_ms=duration_ms)
+
+    def step_skipped(self, node: str, step: str, reason: str = "dead_path") -> StepSkipped:
+        return StepSkipped(**self.stamp(), node=node, step=step, reason=reason)
+
+    # --- approvals and money (issues 4 and 5 emit these) ---------------------------------
+
+    def approval_requested(self, node: str, approval_id: str, timeout_at: float,
+                           approvers: list[str] | str = "any", message: str = "") -> ApprovalRequested:
+        return ApprovalRequested(**self.stamp(), node=node, approval_id=approval_id, timeout_at=timeout_at,
+                                 approvers=approvers, message=message)  # type: ignore[arg-type]
+
+    def approval_decided(self, node: str, approval_id: str, decision: str, decided_by: str,
+                         comment: str = "") -> ApprovalDecided:
+        return ApprovalDecided(**self.stamp(), node=node, approval_id=approval_id, decision=decision,  # type: ignore[arg-type]
+                               decided_by=decided_by, comment=comment)
+
+    def hold_placed(self, node: str, hold_id: str, budget: str, amount: float, expires_at: float) -> HoldPlaced:
+        return HoldPlaced(**self.stamp(), node=node, hold_id=hold_id, budget=budget, amount=amount,
+                          expires_at=expires_at)
+
+    def hold_charged(self, node: str, hold_id: str, amount: float) -> HoldCharged:
+        return HoldCharged(**self.stamp(), node=node, hold_id=hold_id, amount=amount)
+
+    def hold_released(self, node: str, hold_id: str, amount: float, reason: str = "") -> HoldReleased:
+        return HoldReleased(**self.stamp(), node=node, hold_id=hold_id, amount=amount, reason=reason)
+
+
+class ExternalStamper(EventStamper):
+    """Stamps events from outside a worker (cancel API, decisions): sequence 0, attempt 0."""
+
+    def __init__(self, run_id: str, clock: Clock) -> None:
+        super().__init__(run_id, clock, attempt=0)
+
+    def stamp(self) -> dict[str, Any]:
+        return {"event_id": new_event_id(), "run_id": self.run_id, "seq": 0, "ts": self.clock.now(), "attempt": 0}

@@ -1,0 +1,205 @@
+"""Typed run events: what workers (and the decision services) report, and all the projector reads.
+
+Every event carries `schema_version`, `event_id`, `run_id`, a per-run `seq`, `ts` (epoch seconds)
+and `attempt` (the job delivery that produced it, so a reclaimed job's zombie can be fenced).
+Build events only through `engine.events.factory`; never assemble the dicts by hand.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+SCHEMA_VERSION = 1
+
+StepStatus = Literal["running", "completed", "failed", "skipped", "parked", "cancelled"]
+
+
+class EventBase(BaseModel):
+    """Fields every event has."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    event_id: str = Field(min_length=1)
+    run_id: str = Field(min_length=1)
+    seq: int = Field(ge=0, description="per-run sequence; 0 for events from outside a worker (cancel API)")
+    ts: float
+    attempt: int = Field(default=1, ge=0, description="job delivery that produced the event (fencing)")
+
+
+class RunStarted(EventBase):
+    type: Literal["run_started"] = "run_started"
+    flow_id: str
+    version: int
+    trigger: str
+    inputs: dict[str, Any] = Field(description="frozen inputs, secrets redacted as ***")
+    worker: str = ""
+
+
+class StepStarted(EventBase):
+    type: Literal["step_started"] = "step_started"
+    node: str
+    step: str = Field(description="step key: node id, or node id[index] inside a foreach")
+    node_type: str
+    step_attempt: int = 1
+    given: dict[str, Any] = Field(default_factory=dict, description="rendered config the body got, redacted")
+
+
+class StepCompleted(EventBase):
+    type: Literal["step_completed"] = "step_completed"
+    node: str
+    step: str
+    ports: list[str] = Field(default_factory=list, description="output ports the step delivered")
+    writes: dict[str, Any] = Field(default_factory=dict, description="state keys the step wrote, redacted")
+    duration_ms: float = 0.0
+    step_attempt: int = 1
+
+
+class StepFailed(EventBase):
+    type: Literal["step_failed"] = "step_failed"
+    node: str
+    step: str
+    error: str
+    error_type: str = "error"
+    step_attempt: int = 1
+    will_retry: bool = False
+    retry_in: float | None = None
+    continued: bool = Field(default=False, description="continue_on_fail: the run goes on")
+    duration_ms: float = 0.0
+
+
+class StepSkipped(EventBase):
+    type: Literal["step_skipped"] = "step_skipped"
+    node: str
+    step: str
+    reason: str = "dead_path"
+
+
+class WaitingOn(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    node: str
+    reason: str
+    due_at: float | None = None
+
+
+class RunParked(EventBase):
+    type: Literal["run_parked"] = "run_parked"
+    waiting_on: WaitingOn
+
+
+class RunResumed(EventBase):
+    type: Literal["run_resumed"] = "run_resumed"
+    node: str
+    worker: str = ""
+
+
+class RunSucceeded(EventBase):
+    type: Literal["run_succeeded"] = "run_succeeded"
+    result: Any = None
+
+
+class RunFailed(EventBase):
+    type: Literal["run_failed"] = "run_failed"
+    error: str
+    error_type: str = "step_failed"
+    node: str | None = None
+
+
+class RunCancelled(EventBase):
+    type: Literal["run_cancelled"] = "run_cancelled"
+    reason: str = "cancelled by request"
+    node: str | None = Field(default=None, description="the step boundary where a running run stopped")
+
+
+class RunInterrupted(EventBase):
+    type: Literal["run_interrupted"] = "run_interrupted"
+    reason: str
+
+
+class ApprovalRequested(EventBase):
+    type: Literal["approval_requested"] = "approval_requested"
+    node: str
+    approval_id: str
+    approvers: list[str] | Literal["any"] = "any"
+    message: str = ""
+    timeout_at: float
+
+
+class ApprovalDecided(EventBase):
+    type: Literal["approval_decided"] = "approval_decided"
+    node: str
+    approval_id: str
+    decision: Literal["approved", "rejected"]
+    decided_by: str
+    comment: str = ""
+
+
+class HoldPlaced(EventBase):
+    type: Literal["hold_placed"] = "hold_placed"
+    node: str
+    hold_id: str
+    budget: str
+    amount: float = Field(ge=0)
+    expires_at: float
+
+
+class HoldCharged(EventBase):
+    type: Literal["hold_charged"] = "hold_charged"
+    node: str
+    hold_id: str
+    amount: float = Field(ge=0, description="the real cost charged against the hold")
+
+
+class HoldReleased(EventBase):
+    type: Literal["hold_released"] = "hold_released"
+    node: str
+    hold_id: str
+    amount: float = Field(ge=0, description="the amount returned to the budget")
+    reason: str = ""
+
+
+EVENT_MODELS: tuple[type[EventBase], ...] = (
+    RunStarted,
+    StepStarted,
+    StepCompleted,
+    StepFailed,
+    StepSkipped,
+    RunParked,
+    RunResumed,
+    RunSucceeded,
+    RunFailed,
+    RunCancelled,
+    RunInterrupted,
+    ApprovalRequested,
+    ApprovalDecided,
+    HoldPlaced,
+    HoldCharged,
+    HoldReleased,
+)
+
+Event = Annotated[
+    RunStarted
+    | StepStarted
+    | StepCompleted
+    | StepFailed
+    | StepSkipped
+    | RunParked
+    | RunResumed
+    | RunSucceeded
+    | RunFailed
+    | RunCancelled
+    | RunInterrupted
+    | ApprovalRequested
+    | ApprovalDecided
+    | HoldPlaced
+    | HoldCharged
+    | HoldReleased,
+    Field(discriminator="type"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+EVENT_TYPE_NAMES: tuple[str, ...] = tuple(model.model_fields["type"].default for model in EVENT_MODELS)
