@@ -14,6 +14,7 @@ from engine import __version__
 # Keep imports inside handlers so `lockgate --help` stays fast.
 COMMAND_MODULES: list[str] = [
     "engine.cli.validate",
+    "engine.cli.provider_sim",
 ]
 
 
