@@ -1,0 +1,111 @@
+"""SQL engines for SQLite and PostgreSQL, schema upgrades, and transaction scopes.
+
+SQLite: WAL (readers never block the writer), ``busy_timeout`` (writers wait instead of failing),
+foreign keys on, and every transaction begun ``BEGIN IMMEDIATE`` so a writer takes the write lock
+up front; a DEFERRED transaction that reads and then writes can fail with "database is locked"
+when another writer got there first, which busy_timeout cannot fix. Read-only scopes
+(`read_scope`) begin DEFERRED so readers do not queue behind writers.
+
+PostgreSQL: psycopg 3 (``postgresql+psycopg://``); plain ``postgresql://`` URLs are mapped to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+BUSY_TIMEOUT_MS = 30_000
+READ_ONLY_OPTION = "lockgate_read_only"
+# Any constant works; both processes just need the same one.
+_PG_MIGRATION_LOCK_ID = 0x4C6F636B  # "Lock"
+
+
+def normalize_url(url: str) -> str:
+    """Map `postgres://` / `postgresql://` to the psycopg 3 driver; leave others as they are."""
+    for plain in ("postgres://", "postgresql://"):
+        if url.startswith(plain):
+            return "postgresql+psycopg://" + url[len(plain) :]
+    return url
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # Let SQLAlchemy's `begin` event issue BEGIN itself (pysqlite would otherwise defer it).
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA synchronous=NORMAL")  # durable across app crashes in WAL; fsyncs at checkpoints
+    cursor.close()
+
+
+def _sqlite_begin(connection: sa.Connection) -> None:
+    if connection.get_execution_options().get(READ_ONLY_OPTION):
+        connection.exec_driver_sql("BEGIN")
+    else:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_engine(url: str, **options: Any) -> sa.Engine:
+    """An engine for `url` (SQLite file or PostgreSQL) configured as the module docstring says."""
+    url = normalize_url(url)
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        connect_args = {"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}
+        engine = sa.create_engine(url, connect_args=connect_args, **options)
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+        sa.event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    options.setdefault("pool_pre_ping", True)
+    return sa.create_engine(url, **options)
+
+
+def _alembic_config(connection: sa.Connection) -> Any:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    config.attributes["connection"] = connection
+    return config
+
+
+def init_db(engine: sa.Engine) -> None:
+    """Upgrade the schema to the newest migration. Idempotent; two processes may call it at once
+    (SQLite: the IMMEDIATE transaction serializes them; PostgreSQL: an advisory transaction lock)."""
+    from alembic import command
+
+    with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(sa.text("SELECT pg_advisory_xact_lock(:id)"), {"id": _PG_MIGRATION_LOCK_ID})
+        command.upgrade(_alembic_config(connection), "head")
+
+
+def schema_revision(engine: sa.Engine) -> str | None:
+    """The migration the database is at (None when it has never been initialised)."""
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+@contextmanager
+def session_scope(engine: sa.Engine) -> Iterator[Session]:
+    """A session in one write transaction: committed on success, rolled back on an exception."""
+    with Session(engine, expire_on_commit=False) as session, session.begin():
+        yield session
+
+
+@contextmanager
+def read_scope(engine: sa.Engine) -> Iterator[Session]:
+    """A session for reading only (SQLite: a DEFERRED transaction that never blocks writers)."""
+    with engine.connect() as connection:
+        connection = connection.execution_options(**{READ_ONLY_OPTION: True})
+        with Session(bind=connection, expire_on_commit=False) as session, session.begin():
+            yield session
