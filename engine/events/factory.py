@@ -106,11 +106,11 @@ class EventStamper:
     def approval_requested(self, node: str, approval_id: str, timeout_at: float,
                            approvers: list[str] | str = "any", message: str = "") -> ApprovalRequested:
         return ApprovalRequested(**self.stamp(), node=node, approval_id=approval_id, timeout_at=timeout_at,
-                                 approvers=approvers, message=message)  # type: ignore[arg-type]
+                                 approvers=approvers, message=message)
 
     def approval_decided(self, node: str, approval_id: str, decision: str, decided_by: str,
                          comment: str = "") -> ApprovalDecided:
-        return ApprovalDecided(**self.stamp(), node=node, approval_id=approval_id, decision=decision,  # type: ignore[arg-type]
+        return ApprovalDecided(**self.stamp(), node=node, approval_id=approval_id, decision=decision,
                                decided_by=decided_by, comment=comment)
 
     def hold_placed(self, node: str, hold_id: str, budget: str, amount: float, expires_at: float) -> HoldPlaced:

@@ -1,0 +1,100 @@
+"""The body registry: what a node of each type does, keyed by node type.
+
+The scheduler knows kinds only; adding a node type means registering a body here (or in the
+issue that owns it) and never touching the scheduler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.clock import Clock
+from engine.flow import Node
+from engine.runtime.context import RunContext
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """A body's outcome: the ports it delivers (None: every output port), state writes, a terminal result."""
+
+    ports: tuple[str, ...] | None = None
+    writes: dict[str, Any] = field(default_factory=dict)
+    result: Any = None
+    items: list[Any] | None = None
+    """foreach only: the items to iterate."""
+
+
+@dataclass(frozen=True)
+class Park:
+    """A body that must wait: the run parks on this node and resumes here (issue 4 fills the waits)."""
+
+    reason: str
+    due_at: float | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StepCall:
+    """Everything a body may read for one step."""
+
+    node: Node
+    ctx: RunContext
+    clock: Clock
+    extra_names: dict[str, Any] = field(default_factory=dict)
+    """Template names beyond the state container (`item`, `index` inside a foreach)."""
+    resumed: bool = False
+    """True when the run parked on this node and is now resuming it."""
+    branch_writes: list[dict[str, Any]] = field(default_factory=list)
+    """join only: state writes of each delivered branch, in completion order."""
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.node.config
+
+    def names(self) -> dict[str, Any]:
+        return self.ctx.template_context(self.extra_names)
+
+
+class StepError(Exception):
+    """A step failure with a short type (`http_status`, `template_error`, ...) for the run record."""
+
+    def __init__(self, message: str, error_type: str = "error") -> None:
+        super().__init__(message)
+        self.error_type = error_type
+
+
+Body = Callable[[StepCall], StepResult | Park]
+
+
+@dataclass(frozen=True)
+class BodySpec:
+    body: Body
+    blocking: bool = False
+    """True for bodies that wait on I/O: buffered events are flushed before they run (live progress)."""
+
+
+_REGISTRY: dict[str, BodySpec] = {}
+
+
+def register_body(type_name: str, *, blocking: bool = False) -> Callable[[Body], Body]:
+    """Decorator: register `fn` as the body of node type `type_name` (replacing any earlier one)."""
+
+    def decorate(fn: Body) -> Body:
+        _REGISTRY[type_name] = BodySpec(fn, blocking)
+        return fn
+
+    return decorate
+
+
+def body_for(type_name: str) -> BodySpec | None:
+    """The registered body of a node type, or None."""
+    if not _REGISTRY:
+        import engine.runtime.builtin_bodies  # noqa: F401  (registers the built-in bodies)
+    return _REGISTRY.get(type_name)
+
+
+def registered_types() -> tuple[str, ...]:
+    body_for("")
+    return tuple(_REGISTRY)

@@ -1,0 +1,288 @@
+"""Executes one run's steps in a worker: scheduling, bodies, retries, continue_on_fail, foreach, parking.
+
+It reports only through events handed to an `Emitter`; it never touches SQL. Everything it needs
+to resume a parked run is in `checkpoint()`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from engine.clock import Clock
+from engine.durations import parse_duration
+from engine.events import EventBase, EventStamper
+from engine.runtime.bodies import Park, StepCall, StepError, StepResult, body_for
+from engine.runtime.context import RunContext
+from engine.runtime.plan import FlowPlan
+from engine.runtime.scheduler import Scheduler
+from engine.templates import TemplateProblem
+
+
+class Emitter(Protocol):
+    def emit(self, event: EventBase) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+Outcome = Literal["succeeded", "failed", "cancelled", "parked"]
+
+
+@dataclass
+class RunOutcome:
+    status: Outcome
+    park: Park | None = None
+    parked_node: str | None = None
+    result: Any = None
+
+
+class _Cancelled(Exception):
+    def __init__(self, node: str) -> None:
+        self.node = node
+
+
+class _StepFailed(Exception):
+    def __init__(self, node: str, message: str, error_type: str) -> None:
+        super().__init__(message)
+        self.node = node
+        self.error_type = error_type
+
+
+class _Parked(Exception):
+    def __init__(self, node: str, park: Park) -> None:
+        self.node = node
+        self.park = park
+
+
+@dataclass
+class _Scope:
+    """One scheduling scope: the run's top level, or one foreach iteration."""
+
+    scheduler: Scheduler
+    state: dict[str, Any]
+    names: dict[str, Any] = field(default_factory=dict)
+    suffix: str = ""
+    order: list[str] = field(default_factory=list)
+    writes: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def backoff_delay(backoff: str, base: float, attempt: int) -> float:
+    """Seconds to wait before retry number `attempt` (1 = first retry)."""
+    return base * attempt if backoff == "linear" else base * (2 ** (attempt - 1))
+
+
+def _normal_ports(plan: FlowPlan, node_id: str) -> tuple[str, ...]:
+    kind = plan.kinds[node_id]
+    if kind == "router":
+        return ("default",)
+    if kind == "forEach":
+        return ("done",)
+    return plan.ports[node_id][:1] if plan.kinds[node_id] == "listen" else plan.ports[node_id]
+
+
+class RunExecutor:
+    """Runs one run from its trigger (or its parked node) until it ends or parks."""
+
+    def __init__(self, plan: FlowPlan, ctx: RunContext, stamper: EventStamper, emitter: Emitter, clock: Clock, *,
+                 cancel_requested: Callable[[], bool] = lambda: False,
+                 sleep: Callable[[float], None] = time.sleep, worker: str = "") -> None:
+        self.plan = plan
+        self.ctx = ctx
+        self.stamper = stamper
+        self.emitter = emitter
+        self.clock = clock
+        self.cancel_requested = cancel_requested
+        self.sleep = sleep
+        self.worker = worker
+        self.result: Any = None
+        self.top = _Scope(Scheduler(plan, plan.trigger_scope(ctx.trigger), ctx.trigger), ctx.state)
+
+    # --- entry points ---------------------------------------------------------------------
+
+    def start(self, redacted_inputs: dict[str, Any]) -> RunOutcome:
+        self.emitter.emit(self.stamper.run_started(self.ctx.flow_id, self.ctx.version, self.ctx.trigger,
+                                                   redacted_inputs, self.worker))
+        return self._guarded(None)
+
+    def resume(self, parked_node: str) -> RunOutcome:
+        self.emitter.emit(self.stamper.run_resumed(parked_node, self.worker))
+        return self._guarded(parked_node)
+
+    def _guarded(self, resume_node: str | None) -> RunOutcome:
+        try:
+            if resume_node is not None:
+                self._run_step(self.top, resume_node, resumed=True)
+            self._run_scope(self.top)
+        except _Parked as parked:
+            self.emitter.emit(self.stamper.run_parked(parked.node, parked.park.reason, parked.park.due_at))
+            return RunOutcome("parked", park=parked.park, parked_node=parked.node)
+        except _Cancelled as cancelled:
+            self.emitter.emit(self.stamper.run_cancelled(node=cancelled.node))
+            return RunOutcome("cancelled")
+        except _StepFailed as failed:
+            self.emitter.emit(self.stamper.run_failed(self.ctx.redact(str(failed)), failed.error_type, failed.node))
+            return RunOutcome("failed")
+        except Exception as exc:  # a bug of ours must fail the run, never the worker
+            message = f"engine error: {type(exc).__name__}: {exc}"
+            self.emitter.emit(self.stamper.run_failed(self.ctx.redact(message), "engine_error"))
+            return RunOutcome("failed")
+        result = self.ctx.redact(self.result)
+        self.emitter.emit(self.stamper.run_succeeded(result))
+        return RunOutcome("succeeded", result=result)
+
+    # --- scheduling -------------------------------------------------------------------------
+
+    def _run_scope(self, scope: _Scope) -> None:
+        while True:
+            ready, skipped = scope.scheduler.advance()
+            for node_id in skipped:
+                self.emitter.emit(self.stamper.step_skipped(node_id, node_id + scope.suffix))
+            if not ready:
+                return
+            for node_id in ready:
+                if self.cancel_requested():
+                    raise _Cancelled(node_id + scope.suffix)
+                self._run_step(scope, node_id)
+
+    def _branch_writes(self, scope: _Scope, join_id: str) -> list[dict[str, Any]]:
+        sources = scope.scheduler.delivered_sources(join_id)
+        lineages = [self.plan.ancestors(edge.source) | {edge.source} for edge in sources]
+        common = frozenset.intersection(*lineages) if lineages else frozenset()
+        branches = []
+        for lineage in lineages:
+            merged: dict[str, Any] = {}
+            for node_id in scope.order:
+                if node_id in lineage and node_id not in common:
+                    merged.update(scope.writes.get(node_id, {}))
+            branches.append(merged)
+        return branches
+
+    # --- one step ---------------------------------------------------------------------------
+
+    def _run_step(self, scope: _Scope, node_id: str, *, resumed: bool = False) -> None:
+        node = self.plan.nodes[node_id]
+        step = node_id + scope.suffix
+        spec = body_for(node.type)
+        scope.scheduler.start(node_id)
+        retry = node.retry
+        max_attempts = retry.max_attempts if retry else 1
+        base_delay = parse_duration(retry.base_delay) if retry else 0.0
+        names = dict(scope.names)
+        names["state"] = scope.state
+        call = StepCall(node=node, ctx=self.ctx, clock=self.clock, extra_names=names, resumed=resumed)
+        if self.plan.kinds[node_id] == "join":
+            call.branch_writes = self._branch_writes(scope, node_id)
+        for attempt in range(1, max_attempts + 1):
+            self.emitter.emit(self.stamper.step_started(node_id, step, node.type, attempt))
+            began = time.perf_counter()
+            try:
+                if spec is None:
+                    raise StepError(f'node "{node_id}": no body is registered for type "{node.type}"', "no_body")
+                if spec.blocking:
+                    self.emitter.flush()
+                outcome = spec.body(call)
+                if isinstance(outcome, Park):
+                    if scope is not self.top:
+                        raise StepError(f'node "{node_id}" ({node.type}) cannot wait inside a foreach yet; '
+                                        "move it out of the loop", "park_in_foreach")
+                    self.emitter.flush()
+                    raise _Parked(node_id, outcome)
+                writes = self._iterate(scope, node_id, outcome) if outcome.items is not None else outcome.writes
+            except (_Parked, _Cancelled):
+                raise
+            except Exception as exc:
+                error_type = exc.error_type if isinstance(exc, StepError) else (
+                    "template_error" if isinstance(exc, TemplateProblem) else "exception")
+                message = str(exc) if isinstance(exc, StepError | _StepFailed) else (
+                    f'node "{node_id}" ({node.type}): {type(exc).__name__}: {exc}')
+                message = self.ctx.redact(message)
+                elapsed = (time.perf_counter() - began) * 1000
+                if attempt < max_attempts:
+                    delay = backoff_delay(retry.backoff if retry else "linear", base_delay, attempt)
+                    self.emitter.emit(self.stamper.step_failed(
+                        node_id, step, message, error_type=error_type, step_attempt=attempt, will_retry=True,
+                        retry_in=delay, duration_ms=elapsed))
+                    self.emitter.flush()
+                    if delay > 0:
+                        self.sleep(delay)
+                    continue
+                if node.continue_on_fail:
+                    self.emitter.emit(self.stamper.step_failed(
+                        node_id, step, message, error_type=error_type, step_attempt=attempt, continued=True,
+                        duration_ms=elapsed))
+                    self.ctx.errors[step] = {"message": message, "type": error_type, "attempts": attempt}
+                    scope.scheduler.complete(node_id, _normal_ports(self.plan, node_id))
+                    scope.order.append(node_id)
+                    return
+                self.emitter.emit(self.stamper.step_failed(
+                    node_id, step, message, error_type=error_type, step_attempt=attempt, duration_ms=elapsed))
+                raise _StepFailed(step, message, error_type) from None
+            self._complete(scope, node_id, step, outcome, writes, attempt, (time.perf_counter() - began) * 1000)
+            return
+
+    def _complete(self, scope: _Scope, node_id: str, step: str, outcome: StepResult, writes: dict[str, Any],
+                  attempt: int, elapsed_ms: float) -> None:
+        scope.state.update(writes)
+        ports = outcome.ports if outcome.ports is not None else self.plan.ports[node_id]
+        if outcome.items is not None:
+            ports = ("done",)
+        if self.plan.kinds[node_id] == "terminal":
+            self.result = outcome.result
+        self.emitter.emit(self.stamper.step_completed(node_id, step, list(ports), self.ctx.redact(writes), elapsed_ms,
+                                                      attempt))
+        scope.scheduler.complete(node_id, ports)
+        scope.order.append(node_id)
+        scope.writes[node_id] = writes
+
+    # --- foreach ------------------------------------------------------------------------------
+
+    def _iterate(self, scope: _Scope, node_id: str, outcome: StepResult) -> dict[str, Any]:
+        items = outcome.items or []
+        node = self.plan.nodes[node_id]
+        iteration_scope = self.plan.iteration_scope(node_id)
+        results: list[dict[str, Any]] = [{} for _ in items]
+
+        def run_one(index: int) -> None:
+            sub = _Scope(Scheduler(self.plan, iteration_scope, node_id, ("item",)), dict(scope.state),
+                         names={**scope.names, "item": items[index], "index": index},
+                         suffix=f"{scope.suffix}[{index}]")
+            self._run_scope(sub)
+            for written in sub.order:
+                results[index].update(sub.writes.get(written, {}))
+
+        if items and len(iteration_scope) > 1:
+            self.emitter.flush()
+            concurrency = min(int(node.config.get("concurrency", 4)), len(items))
+            with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"foreach-{node_id}") as pool:
+                for future in [pool.submit(run_one, index) for index in range(len(items))]:
+                    future.result()
+        key = node.config.get("output_key") or node_id
+        value: list[Any] = results if len(iteration_scope) > 1 else list(items)
+        return {key: value}
+
+    # --- parking --------------------------------------------------------------------------------
+
+    def checkpoint(self, parked_node: str) -> dict[str, Any]:
+        """What a resume needs: state, errors, scheduling so far, writes per node, the sequence."""
+        return {
+            "parked_node": parked_node,
+            "state": self.ctx.state,
+            "errors": self.ctx.errors,
+            "scheduler": self.top.scheduler.snapshot(),
+            "order": self.top.order,
+            "writes": self.top.writes,
+            "result": self.result,
+            "seq": self.stamper.last_seq,
+        }
+
+    def restore(self, checkpoint: dict[str, Any]) -> None:
+        self.ctx.state.clear()
+        self.ctx.state.update(checkpoint.get("state", {}))
+        self.ctx.errors.update(checkpoint.get("errors", {}))
+        self.top.scheduler.restore(checkpoint.get("scheduler", {}))
+        self.top.order = list(checkpoint.get("order", []))
+        self.top.writes = dict(checkpoint.get("writes", {}))
+        self.result = checkpoint.get("result")
