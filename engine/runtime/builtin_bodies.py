@@ -38,7 +38,8 @@ def router_body(call: StepCall) -> StepResult:
             if truthy(branch["when"], names):
                 return StepResult(ports=(branch["port"],))
         except TemplateProblem as exc:
-            raise StepError(f'node "{call.node.id}" (router): branches[{index}].when: {exc}', "template_error") from None
+            raise StepError(f'node "{call.node.id}" (router): branches[{index}].when: {exc}',
+                            "template_error") from None
     return StepResult(ports=("default",))
 
 
