@@ -26,7 +26,8 @@ class ChatRequest:
     max_tokens: int | None = None
 
     @classmethod
-    def from_prompt(cls, model: str, prompt: str, system: str | None = None, max_tokens: int | None = None) -> ChatRequest:
+    def from_prompt(cls, model: str, prompt: str, system: str | None = None,
+                    max_tokens: int | None = None) -> ChatRequest:
         """A request from an `ai.model` node's rendered prompt and optional system text."""
         messages = ((ChatMessage("system", system),) if system else ()) + (ChatMessage("user", prompt),)
         return cls(model=model, messages=messages, max_tokens=max_tokens)
@@ -79,6 +80,9 @@ class BackgroundCall:
     model: str
     connection: str
     started_at: float
+    estimated_prompt_tokens: int = 0
+    immediate: ChatResult | None = None
+    """Set when the provider ignored `background` and answered at once."""
 
 
 class ProviderError(Exception):
@@ -147,4 +151,15 @@ class ProviderAdapter(Protocol):
 
     def poll_background(self, call: BackgroundCall) -> ChatResult | None:
         """The answer when the background call finished, None while it is still in progress."""
+        ...
+
+
+class TelemetrySink(Protocol):
+    """Where adapters drop each response's rate-limit telemetry; implementations must never raise."""
+
+    def record_response(self, provider: str, connection: str, telemetry: RateLimitTelemetry) -> None:
+        ...
+
+    def record_rate_limited(self, provider: str, connection: str, retry_after: float,
+                            telemetry: RateLimitTelemetry) -> None:
         ...

@@ -94,8 +94,9 @@ class _Limits:
             now = self._clock.now()
             window = self._window(key, now)
             reset = max(0.0, window.started_at + settings.window_seconds - now)
-            over_requests = settings.requests_per_window is not None and window.requests + 1 > settings.requests_per_window
-            over_tokens = settings.tokens_per_window is not None and window.tokens + tokens > settings.tokens_per_window
+            request_limit, token_limit = settings.requests_per_window, settings.tokens_per_window
+            over_requests = request_limit is not None and window.requests + 1 > request_limit
+            over_tokens = token_limit is not None and window.tokens + tokens > token_limit
             admitted = not (over_requests or over_tokens)
             if admitted:
                 window.requests += 1
@@ -115,7 +116,7 @@ class _Limits:
 def completion_body(model: str, messages: list[dict[str, Any]], max_tokens: int | None) -> dict[str, Any]:
     """The chat-completion JSON the simulator answers `messages` with."""
     contents = [str(m.get("content", "")) for m in messages]
-    user_text = next((c for m, c in zip(reversed(messages), reversed(contents)) if m.get("role") == "user"), "")
+    user_text = next((str(m.get("content", "")) for m in reversed(messages) if m.get("role") == "user"), "")
     text = answer_for(user_text)
     finish_reason = "stop"
     if max_tokens is not None and count_tokens(text) > max_tokens:
@@ -157,10 +158,12 @@ class ProviderSimulator:
     @property
     def url(self) -> str:
         """Base URL for adapters, including `/v1`."""
-        return f"http://{self._server.server_address[0]}:{self.port}/v1"
+        host = self._server.server_address[0]
+        return f"http://{host if isinstance(host, str) else host.decode()}:{self.port}/v1"
 
     def start(self) -> ProviderSimulator:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="provider-sim", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="provider-sim",
+                                        daemon=True)
         self._thread.start()
         return self
 
@@ -278,6 +281,8 @@ def _make_handler(sim: ProviderSimulator) -> type[BaseHTTPRequestHandler]:
                 model = str(body["model"])
                 messages = list(body["messages"])
                 max_tokens = body.get("max_tokens")
+                if not all(isinstance(m, dict) for m in messages) or not isinstance(max_tokens, int | None):
+                    raise TypeError("messages must be objects and max_tokens an integer")
             except (ValueError, KeyError, TypeError):
                 self._error(400, "body must be JSON with 'model' and 'messages'", "invalid_request_error")
                 return
@@ -285,7 +290,7 @@ def _make_handler(sim: ProviderSimulator) -> type[BaseHTTPRequestHandler]:
                 sim.counters.by_model[model] = sim.counters.by_model.get(model, 0) + 1
             fault = self.headers.get("x-sim-fault") or (
                 model[len(FAULT_MODEL_PREFIX):] if model.startswith(FAULT_MODEL_PREFIX) else None)
-            contents = [str(m.get("content", "")) for m in messages if isinstance(m, dict)]
+            contents = [str(m.get("content", "")) for m in messages]
             admitted, headers, reset = sim._limits.admit(key, prompt_tokens(contents) + int(max_tokens or 0))
             if not admitted or fault == "429":
                 sim._count(rate_limited=1)
@@ -300,7 +305,7 @@ def _make_handler(sim: ProviderSimulator) -> type[BaseHTTPRequestHandler]:
                 sim._count(faults=1)
                 self._fault(fault, headers)
                 return
-            completion = completion_body(model, messages, max_tokens if isinstance(max_tokens, int) else None)
+            completion = completion_body(model, messages, max_tokens)
             if body.get("background"):
                 seconds = float(self.headers.get("x-sim-background-seconds") or sim.settings.background_seconds)
                 job_id = sim._add_job(completion, seconds)
