@@ -81,6 +81,16 @@ class Keyspace:
         workers at each step boundary."""
         return self._key("run", run_id, "cancel")
 
+    def run_checkpoint(self, run_id: str) -> str:
+        """String (JSON): a parked run's sealed context (state, scheduling, sequence) until it resumes.
+        Written by the worker that parks it; read and deleted by the worker that resumes it."""
+        return self._key("run", run_id, "checkpoint")
+
+    def run_secrets(self, run_id: str) -> str:
+        """String (JSON): a run's secret input values, kept only here (events and SQL hold `***`).
+        Set by `create_run()`; read by workers; deleted when the run ends."""
+        return self._key("run", run_id, "secrets")
+
     def idempotency(self, key: str) -> str:
         """String with TTL: run id already created for this idempotency key (fast duplicate guard in
         front of the SQL unique constraint). Set (NX) by `create_run()`."""
