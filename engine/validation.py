@@ -11,13 +11,13 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-import networkx as nx
 from croniter import croniter
 from pydantic import ValidationError
 
 from engine.catalog import CATALOG, EVENT_TYPES, NodeType, template_fields, written_keys
-from engine.durations import DurationError, parse_duration
-from engine.flow import Flow, FlowLoadError, Node, flow_from_data, parse_document
+from engine.durations import DurationError, format_duration, parse_duration
+from engine.flow import Edge, Flow, FlowLoadError, Node, flow_from_data, parse_document
+from engine.flow_graph import FlowGraph
 from engine.templates import TemplateProblem, template_state_refs
 
 Severity = Literal["error", "warning"]
@@ -77,9 +77,10 @@ class _Checker:
         self.nodes: dict[str, Node] = {}
         self.specs: dict[str, NodeType] = {}
         self.ports: dict[str, tuple[str, ...]] = {}
-        self.graph: nx.DiGraph = nx.DiGraph()
         # Edges keyed by (from, port) so router/approval branches stay distinct.
         self.out_edges: dict[str, list[tuple[str, str]]] = {}
+        self._edge_ports: dict[tuple[str, str], set[str]] = {}
+        self.graph = FlowGraph((), ())
 
     def add(self, code: str, node: str | None, message: str, severity: Severity = "error") -> None:
         self.found.append(Diagnostic(code, severity, node, message))
@@ -88,10 +89,12 @@ class _Checker:
         limits = self._limits()
         self._nodes()
         self._edges()
+        self.graph = FlowGraph(self.nodes, ((s, t) for s, edges in self.out_edges.items() for _, t in edges))
         self._triggers()
         cyclic = self._cycles()
         self._node_rules(limits)
         if not cyclic:
+            self._reserve_targets_downstream()
             self._finance_chain()
             self._reachability()
             self._joins()
@@ -115,10 +118,10 @@ class _Checker:
     def _nodes(self) -> None:
         for node in self.flow.nodes:
             if node.id in self.nodes:
-                self.add("duplicate_node_id", node.id, f"node \"{node.id}\" is defined twice; give each node its own id")
+                message = f"node \"{node.id}\" is defined twice; give each node its own id"
+                self.add("duplicate_node_id", node.id, message)
                 continue
             self.nodes[node.id] = node
-            self.graph.add_node(node.id)
             spec = CATALOG.get(node.type)
             if spec is None:
                 self.add(
@@ -162,53 +165,50 @@ class _Checker:
                     self.add("invalid_config", node.id, f"{where}: config.{path}: {error['msg']}")
 
     def _edges(self) -> None:
-        seen: set[tuple[str, str, str]] = set()
         for index, edge in enumerate(self.flow.edges):
-            where = f"edge #{index + 1} ({edge.from_} → {edge.to})"
-            missing = [end for end in (edge.from_, edge.to) if end not in self.nodes]
-            if missing:
-                for end in missing:
-                    hint = _did_you_mean(end, self.nodes)
-                    self.add("edge_unknown_node", None, f"{where}: no node \"{end}\"{hint}")
+            if edge.from_ not in self.nodes or edge.to not in self.nodes:
+                for end in (edge.from_, edge.to):
+                    if end not in self.nodes:
+                        hint = _did_you_mean(end, self.nodes)
+                        self.add("edge_unknown_node", None, f"{_edge_name(index, edge)}: no node \"{end}\"{hint}")
                 continue
-            source_spec = self.specs.get(edge.from_)
+            port = self._edge_port(index, edge)
+            if port is None:
+                continue
             target_spec = self.specs.get(edge.to)
-            port = edge.port
-            if source_spec is not None:
-                ports = self.ports[edge.from_]
-                if port is None:
-                    if len(ports) == 1:
-                        port = ports[0]
-                    elif not ports:
-                        self.add("edge_unknown_port", edge.from_, f"{where}: \"{edge.from_}\" is a terminal and has no output")
-                        continue
-                    else:
-                        self.add(
-                            "edge_unknown_port",
-                            edge.from_,
-                            f"{where}: \"{edge.from_}\" has several outputs ({', '.join(ports)}); name the port",
-                        )
-                        continue
-                elif port not in ports:
-                    if ports:
-                        self.add(
-                            "edge_unknown_port",
-                            edge.from_,
-                            f"{where}: \"{edge.from_}\" has no output port \"{port}\"{_did_you_mean(port, ports)} "
-                            f"(ports: {', '.join(ports)})",
-                        )
-                    else:
-                        self.add("edge_unknown_port", edge.from_, f"{where}: \"{edge.from_}\" is a terminal and has no output")
-                    continue
             if target_spec is not None and not target_spec.has_input:
-                self.add("edge_unknown_port", edge.to, f"{where}: \"{edge.to}\" is a trigger and has no input; remove the edge")
+                self.add(
+                    "edge_unknown_port",
+                    edge.to,
+                    f"{_edge_name(index, edge)}: \"{edge.to}\" is a trigger and has no input; remove the edge",
+                )
                 continue
-            port = port or "out"
-            if (edge.from_, port, edge.to) in seen:
-                continue
-            seen.add((edge.from_, port, edge.to))
-            self.out_edges.setdefault(edge.from_, []).append((port, edge.to))
-            self.graph.add_edge(edge.from_, edge.to)
+            ports = self._edge_ports.setdefault((edge.from_, edge.to), set())
+            if port not in ports:
+                ports.add(port)
+                self.out_edges.setdefault(edge.from_, []).append((port, edge.to))
+
+    def _edge_port(self, index: int, edge: Edge) -> str | None:
+        """The output port an edge leaves from, or None (reported) when the source has no such port."""
+        if edge.from_ not in self.specs:
+            return edge.port or "out"  # unknown type: already reported, its ports are unknown
+        ports = self.ports[edge.from_]
+        if edge.port is not None and edge.port in ports:
+            return edge.port
+        if edge.port is None and len(ports) == 1:
+            return ports[0]
+        where = _edge_name(index, edge)
+        if not ports:
+            message = f"{where}: \"{edge.from_}\" is a terminal and has no output; remove the edge"
+        elif edge.port is None:
+            message = f"{where}: \"{edge.from_}\" has several outputs ({', '.join(ports)}); name the port"
+        else:
+            message = (
+                f"{where}: \"{edge.from_}\" has no output port \"{edge.port}\"{_did_you_mean(edge.port, ports)} "
+                f"(ports: {', '.join(ports)})"
+            )
+        self.add("edge_unknown_port", edge.from_, message)
+        return None
 
     def _triggers(self) -> None:
         triggers = [n for n, s in self.specs.items() if s.kind == "trigger"]
@@ -219,7 +219,8 @@ class _Checker:
             self.add(
                 "duplicate_webhook_trigger",
                 extra,
-                f"node \"{extra}\": a flow has at most one webhook trigger (\"{webhooks[0]}\" is the first); remove one",
+                f"node \"{extra}\": a flow has at most one webhook trigger "
+                f"(\"{webhooks[0]}\" is the first); remove one",
             )
         by_event: dict[str, str] = {}
         for node_id in triggers:
@@ -245,15 +246,11 @@ class _Checker:
                 by_event[event_type] = node_id
 
     def _cycles(self) -> bool:
-        if nx.is_directed_acyclic_graph(self.graph):
+        if self.graph.acyclic:
             return False
-        listed = 0
-        for cycle in nx.simple_cycles(self.graph):
+        for cycle in self.graph.cycles(MAX_CYCLES_LISTED):
             path = " → ".join([*cycle, cycle[0]])
             self.add("cycle", cycle[0], f"the graph has a cycle: {path}; remove an edge (use foreach to iterate)")
-            listed += 1
-            if listed >= MAX_CYCLES_LISTED:
-                break
         return True
 
     def _node_rules(self, limits: dict[str, float]) -> None:
@@ -289,7 +286,8 @@ class _Checker:
         if cron is not None and every is not None:
             self.add("bad_schedule", node_id, f"{where}: set cron or every, not both")
         if cron is not None and (not isinstance(cron, str) or not croniter.is_valid(cron)):
-            self.add("bad_schedule", node_id, f"{where}: cron {cron!r} is not a valid cron expression, e.g. \"0 9 * * 1-5\"")
+            example = "e.g. \"0 9 * * 1-5\""
+            self.add("bad_schedule", node_id, f"{where}: cron {cron!r} is not a valid cron expression, {example}")
         if every is not None:
             try:
                 seconds = parse_duration(every)
@@ -318,26 +316,39 @@ class _Checker:
             hint = _did_you_mean(target, models) if target not in self.nodes else ""
             what = "no such node" if target not in self.nodes else f"a {self.nodes[target].type}, not an ai.model"
             self.add("reserve_target_invalid", node_id, f"{where}: \"for\" names \"{target}\" ({what}){hint}")
-            return
-        if not nx.is_directed_acyclic_graph(self.graph):
-            return
-        if target not in nx.descendants(self.graph, node_id):
+
+    def _reserve_targets_downstream(self) -> None:
+        for node_id, target in self._reserves():
+            spec = self.specs.get(target) if target is not None else None
+            if target is None or spec is None or spec.type != "ai.model" or self.graph.reaches(node_id, target):
+                continue
             self.add(
                 "reserve_target_invalid",
                 node_id,
-                f"{where}: ai.model \"{target}\" is not downstream of it; reserve before the model call",
+                f"node \"{node_id}\" (budget.reserve): ai.model \"{target}\" is not downstream of it; "
+                "connect the reserve before the model call",
             )
 
+    def _reserves(self) -> list[tuple[str, str | None]]:
+        """(reserve node, the node its `for` names, if a string) for every budget.reserve."""
+        found: list[tuple[str, str | None]] = []
+        for node_id, spec in self.specs.items():
+            if spec.type == "budget.reserve":
+                target = self.nodes[node_id].config.get("for")
+                found.append((node_id, target if isinstance(target, str) else None))
+        return found
+
     def _finance_chain(self) -> None:
-        parking = {n for n, s in self.specs.items() if s.type in ("queue", "approval")}
+        parking = [n for n, s in self.specs.items() if s.type in ("queue", "approval")]
         if not parking:
             return
-        for node_id, spec in self.specs.items():
-            if spec.type != "budget.reserve":
+        parking_mask = self.graph.mask(parking)
+        document_order = {node_id: index for index, node_id in enumerate(self.nodes)}
+        for node_id, target in self._reserves():
+            if not self.graph.descendants(node_id) & parking_mask:
                 continue
-            target = self.nodes[node_id].config.get("for")
-            view = nx.restricted_view(self.graph, [target] if target in self.graph else [], [])
-            for parked in sorted(nx.descendants(view, node_id) & parking, key=list(self.nodes).index):
+            reached = self.graph.reachable_avoiding(node_id, target, parking_mask)
+            for parked in sorted(self.graph.members(reached), key=document_order.__getitem__):
                 self.add(
                     "park_inside_finance_chain",
                     parked,
@@ -348,11 +359,11 @@ class _Checker:
 
     def _reachability(self) -> None:
         triggers = [n for n, s in self.specs.items() if s.kind == "trigger"]
-        reached: set[str] = set(triggers)
+        reached = self.graph.mask(triggers)
         for trigger in triggers:
-            reached |= nx.descendants(self.graph, trigger)
+            reached |= self.graph.descendants(trigger)
         for node_id in self.nodes:
-            if node_id not in reached:
+            if not reached & self.graph.bit(node_id):
                 self.add(
                     "unreachable_node",
                     node_id,
@@ -362,12 +373,13 @@ class _Checker:
 
     def _joins(self) -> None:
         for node_id, spec in self.specs.items():
-            if spec.kind == "join" and self.graph.in_degree(node_id) < 2:
+            inputs = len(self.graph.pred[node_id])
+            if spec.kind == "join" and inputs < 2:
                 self.add(
                     "join_needs_two_inputs",
                     node_id,
-                    f"node \"{node_id}\" (join): has {self.graph.in_degree(node_id)} incoming edge(s); "
-                    "a join merges two or more branches",
+                    f"node \"{node_id}\" (join): has {inputs} incoming edge(s); "
+                    "a join merges two or more branches; connect another branch or remove the join",
                 )
 
     def _unconnected_ports(self) -> None:
@@ -383,7 +395,7 @@ class _Checker:
                     )
 
     def _state_flow(self) -> None:
-        order = list(nx.topological_sort(self.graph))
+        order = self.graph.order or []
         key_bit: dict[str, int] = {}
         writes: dict[str, int] = {}
         writers: dict[str, list[str]] = {}
@@ -398,77 +410,107 @@ class _Checker:
         available: dict[str, int] = {}
         for node_id in order:
             mask = 0
-            for pred in self.graph.predecessors(node_id):
+            for pred in self.graph.pred[node_id]:
                 mask |= available[pred] | writes[pred]
             available[node_id] = mask
             spec = self.specs.get(node_id)
-            if spec is None:
-                continue
-            reported: set[str] = set()
-            for path, source in template_fields(spec.type, self.nodes[node_id].config):
-                try:
-                    refs = template_state_refs(source)
-                except TemplateProblem:
-                    continue
-                for ref in sorted(refs - reported):
-                    bit = key_bit.get(ref)
-                    if bit is None or not (mask >> bit) & 1:
-                        reported.add(ref)
-                        hint = _did_you_mean(ref, key_bit)
-                        self.add(
-                            "template_unknown_reference",
-                            node_id,
-                            f"node \"{node_id}\": {path} reads state.{ref}, which no upstream node writes{hint}",
-                            "warning",
-                        )
-        for key, nodes in writers.items():
-            if len(nodes) > 1:
-                self._write_conflicts(key, nodes)
+            if spec is not None:
+                self._template_refs(node_id, spec, mask, key_bit, writers)
+        self._write_conflicts(writers)
 
-    def _write_conflicts(self, key: str, nodes: list[str]) -> None:
-        for i, first in enumerate(nodes):
-            for second in nodes[i + 1 :]:
-                if nx.has_path(self.graph, first, second) or nx.has_path(self.graph, second, first):
+    def _template_refs(
+        self, node_id: str, spec: NodeType, available: int, key_bit: dict[str, int], writers: dict[str, list[str]]
+    ) -> None:
+        reported: set[str] = set()
+        for path, source in template_fields(spec.type, self.nodes[node_id].config):
+            try:
+                refs = template_state_refs(source)
+            except TemplateProblem:
+                continue  # bad_template already reported by the config check
+            for ref in sorted(refs - reported):
+                bit = key_bit.get(ref)
+                if bit is not None and (available >> bit) & 1:
                     continue
-                if not self._may_run_together(first, second) or self._reduced_by_join(key, first, second):
-                    continue
+                reported.add(ref)
+                if bit is None:
+                    why = f"which no node writes{_did_you_mean(ref, key_bit)}"
+                else:
+                    written_by = ", ".join(f"\"{w}\"" for w in writers[ref][:3])
+                    why = f"which only {written_by} write(s), not upstream of this node; "
+                    why += "connect them or read another key"
                 self.add(
-                    "write_conflict",
-                    second,
-                    f"nodes \"{first}\" and \"{second}\" run in parallel and both write state.{key}; "
-                    f"add a join with a reducer for \"{key}\" or use different keys",
+                    "template_unknown_reference",
+                    node_id,
+                    f"node \"{node_id}\": {path} reads state.{ref}, {why}",
                     "warning",
                 )
 
-    def _may_run_together(self, first: str, second: str) -> bool:
-        """False when only exclusive choices (router/approval ports, different triggers) lead to them."""
-        common = nx.ancestors(self.graph, first) & nx.ancestors(self.graph, second)
-        for fork in common:
-            spec = self.specs.get(fork)
-            edges = self.out_edges.get(fork, [])
-            exclusive = spec is not None and spec.kind == "router" or (spec is not None and spec.type == "approval")
-            branches_first = {(p, t) for p, t in edges if t == first or nx.has_path(self.graph, t, first)}
-            branches_second = {(p, t) for p, t in edges if t == second or nx.has_path(self.graph, t, second)}
-            for port_a, target_a in branches_first:
-                for port_b, target_b in branches_second:
-                    if target_a == target_b and port_a == port_b:
+    def _write_conflicts(self, writers: dict[str, list[str]]) -> None:
+        reducers: dict[str, list[str]] = {}
+        for node_id, spec in self.specs.items():
+            reduce = self.nodes[node_id].config.get("reduce")
+            if spec.kind == "join" and isinstance(reduce, dict):
+                for key in reduce:
+                    reducers.setdefault(key, []).append(node_id)
+        graph = self.graph
+        for key, nodes in writers.items():
+            if len(nodes) < 2:
+                continue
+            writer_mask = graph.mask(nodes)
+            reducing_joins = graph.mask(reducers.get(key, ()))
+            for first in nodes:
+                # Writers neither above nor below `first`; count each pair once, from its earlier member.
+                ordered = graph.ancestors(first) | graph.descendants(first) | ((graph.bit(first) << 1) - 1)
+                for second in graph.members(writer_mask & ~ordered):
+                    if graph.descendants(first) & graph.descendants(second) & reducing_joins:
                         continue
-                    if not exclusive or port_a == port_b:
-                        return True
+                    if not self._may_run_together(first, second):
+                        continue
+                    self.add(
+                        "write_conflict",
+                        second,
+                        f"nodes \"{first}\" and \"{second}\" run in parallel and both write state.{key}; "
+                        f"add a join with a reducer for \"{key}\" or use different keys",
+                        "warning",
+                    )
+
+    def _may_run_together(self, first: str, second: str) -> bool:
+        """True when some fork sends one run down two branches, one leading only to `first`, one only to `second`.
+
+        A fork whose every branch reaches both (a diamond that joins again) does not separate them; router and
+        approval ports are exclusive choices, so branches from different ports of one never run together.
+        """
+        graph = self.graph
+        above_first, above_second = graph.ancestors(first), graph.ancestors(second)
+        common = above_first & above_second
+        if not common:
+            return False  # only different triggers lead to them
+        first_side = (above_first | graph.bit(first)) & ~(above_second | graph.bit(second))
+        second_side = (above_second | graph.bit(second)) & ~(above_first | graph.bit(first))
+        into_second = self._fork_ports_into(second_side, common)
+        for fork, ports_first in self._fork_ports_into(first_side, common).items():
+            ports_second = into_second.get(fork)
+            if ports_second is None:
+                continue
+            spec = self.specs.get(fork)
+            exclusive = spec is not None and (spec.kind == "router" or spec.type == "approval")
+            if not exclusive or ports_first & ports_second:
+                return True
         return False
 
-    def _reduced_by_join(self, key: str, first: str, second: str) -> bool:
-        below = nx.descendants(self.graph, first) & nx.descendants(self.graph, second)
-        for node_id in below:
-            spec = self.specs.get(node_id)
-            if spec is not None and spec.kind == "join":
-                reduce = self.nodes[node_id].config.get("reduce")
-                if isinstance(reduce, dict) and key in reduce:
-                    return True
-        return False
+    def _fork_ports_into(self, side: int, forks: int) -> dict[str, set[str]]:
+        """For each node of `forks` with an edge into `side`: the ports of those edges."""
+        found: dict[str, set[str]] = {}
+        for target in self.graph.members(side):
+            for fork in self.graph.pred[target]:
+                if forks & self.graph.bit(fork):
+                    found.setdefault(fork, set()).update(self._edge_ports[(fork, target)])
+        return found
+
+
+def _edge_name(index: int, edge: Edge) -> str:
+    return f"edge #{index + 1} ({edge.from_} → {edge.to})"
 
 
 def _fmt(seconds: float) -> str:
-    from engine.durations import format_duration
-
     return format_duration(seconds)
