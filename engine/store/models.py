@@ -247,3 +247,11 @@ class ApiKey(Base):
     """Rights, e.g. ['approvals:decide', 'runs:create']."""
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
+@sa.event.listens_for(FlowVersion, "before_update")
+def _refuse_version_change(_mapper: Any, _connection: Any, target: FlowVersion) -> None:
+    raise ValueError(
+        f'version {target.version} of flow "{target.flow_id}" is published and immutable; '
+        "publish a new version instead of editing this one"
+    )

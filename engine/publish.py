@@ -1,0 +1,168 @@
+"""Publishing flows: validated, content-hashed, immutable versions numbered 1, 2, 3… per flow.
+
+Runs pin the version they started on, so republishing never changes a running run. Publishing
+content identical to the latest version returns that version instead of a new number.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from engine.flow import Flow, dump_flow, load_flow_text
+from engine.store.db import read_scope, session_scope
+from engine.store.models import FlowRecord, FlowVersion
+from engine.validation import Diagnostic, has_errors, validate
+
+Target = sa.Engine | Session
+
+
+@dataclass(frozen=True)
+class PublishedVersion:
+    flow_id: str
+    version: int
+    content_hash: str
+    published_at: datetime
+
+
+class PublishRefused(ValueError):
+    """The flow has validation errors; nothing was stored."""
+
+    def __init__(self, flow_id: str, diagnostics: list[Diagnostic]) -> None:
+        self.flow_id = flow_id
+        self.diagnostics = diagnostics
+        errors = [d for d in diagnostics if d.severity == "error"]
+        lines = "\n".join(f"  {d.code}{f' ({d.node})' if d.node else ''}: {d.message}" for d in errors)
+        super().__init__(
+            f'flow "{flow_id}" was not published: {len(errors)} validation error(s); fix them and publish again:\n'
+            f"{lines}"
+        )
+
+
+class UnknownFlowVersion(LookupError):
+    """No such flow, or no such version of it."""
+
+
+def content_hash(document: str) -> str:
+    """sha256 hex of a flow document's text."""
+    return hashlib.sha256(document.encode("utf-8")).hexdigest()
+
+
+def _version_of(row: FlowVersion) -> PublishedVersion:
+    return PublishedVersion(row.flow_id, row.version, row.content_hash, row.published_at)
+
+
+@contextmanager
+def _writing(target: Target) -> Iterator[Session]:
+    if isinstance(target, Session):
+        yield target
+    else:
+        with session_scope(target) as session:
+            yield session
+
+
+@contextmanager
+def _reading(target: Target) -> Iterator[Session]:
+    if isinstance(target, Session):
+        yield target
+    else:
+        with read_scope(target) as session:
+            yield session
+
+
+def _lock_flow_row(session: Session, flow: Flow, now: datetime) -> FlowRecord:
+    """The flow's row, created if missing, locked for this transaction (PostgreSQL: FOR UPDATE;
+    SQLite: the IMMEDIATE transaction already holds the database's write lock)."""
+    dialect = session.get_bind().dialect.name
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    values = {"id": flow.id, "name": flow.name, "latest_version": 0, "enabled": True, "created_at": now}
+    new_row = insert(FlowRecord).values(**values, updated_at=now)
+    session.execute(new_row.on_conflict_do_nothing(index_elements=["id"]))
+    locked = sa.select(FlowRecord).where(FlowRecord.id == flow.id).with_for_update()
+    return session.scalars(locked.execution_options(populate_existing=True)).one()
+
+
+def publish(target: Target, flow: Flow, *, now: datetime | None = None) -> PublishedVersion:
+    """Validate `flow` and store it as its next version (or return the latest if identical).
+
+    `target`: an Engine (own transaction) or a Session (the caller's transaction, not committed here).
+    Raises `PublishRefused` when validation finds errors.
+    """
+    diagnostics = validate(flow)
+    if has_errors(diagnostics):
+        raise PublishRefused(flow.id, diagnostics)
+    document = dump_flow(flow)
+    digest = content_hash(document)
+    stamp = now or datetime.now(UTC)
+    with _writing(target) as session:
+        record = _lock_flow_row(session, flow, stamp)
+        if record.latest_version:
+            latest = session.scalars(
+                sa.select(FlowVersion).where(
+                    FlowVersion.flow_id == flow.id, FlowVersion.version == record.latest_version
+                )
+            ).one()
+            if latest.content_hash == digest:
+                return _version_of(latest)
+        record.latest_version += 1
+        record.name = flow.name
+        record.updated_at = stamp
+        row = FlowVersion(
+            flow_id=flow.id, version=record.latest_version, content_hash=digest, document=document, published_at=stamp
+        )
+        session.add(row)
+        session.flush()
+        return _version_of(row)
+
+
+_parsed: dict[str, Flow] = {}
+_parsed_lock = threading.Lock()
+_PARSED_CACHE_LIMIT = 256
+
+
+def _flow_of(row: FlowVersion) -> Flow:
+    # Versions are immutable, so a parsed document is reused by its hash (run starts are hot).
+    with _parsed_lock:
+        cached = _parsed.get(row.content_hash)
+    if cached is not None:
+        return cached
+    flow = load_flow_text(row.document)
+    with _parsed_lock:
+        if len(_parsed) >= _PARSED_CACHE_LIMIT:
+            _parsed.pop(next(iter(_parsed)))
+        _parsed[row.content_hash] = flow
+    return flow
+
+
+def get_version(target: Target, flow_id: str, version: int | None = None) -> tuple[PublishedVersion, Flow]:
+    """A published version and its flow (None: the latest). Treat the returned Flow as read-only:
+    it is shared between callers."""
+    with _reading(target) as session:
+        query = sa.select(FlowVersion).where(FlowVersion.flow_id == flow_id)
+        if version is None:
+            query = query.order_by(FlowVersion.version.desc()).limit(1)
+        else:
+            query = query.where(FlowVersion.version == version)
+        row = session.scalars(query).first()
+        if row is None:
+            what = f'flow "{flow_id}"' if version is None else f'version {version} of flow "{flow_id}"'
+            raise UnknownFlowVersion(f"{what} is not published; publish the flow first (lockgate run publishes it)")
+        return _version_of(row), _flow_of(row)
+
+
+def list_versions(target: Target, flow_id: str) -> list[PublishedVersion]:
+    """Every published version of `flow_id`, oldest first ([] when none)."""
+    with _reading(target) as session:
+        rows = session.scalars(
+            sa.select(FlowVersion).where(FlowVersion.flow_id == flow_id).order_by(FlowVersion.version)
+        ).all()
+        return [_version_of(row) for row in rows]

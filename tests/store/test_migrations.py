@@ -1,0 +1,63 @@
+"""Migrations create the schema the models describe, on SQLite and PostgreSQL, also when two
+processes start at once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+
+from engine.store.db import init_db, make_engine, schema_revision
+from engine.store.models import Base
+
+HEAD = "0001"
+
+
+def test_models_and_migrations_agree(store: sa.Engine) -> None:
+    with store.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        assert compare_metadata(context, Base.metadata) == []
+
+
+def test_init_db_is_idempotent(store: sa.Engine) -> None:
+    init_db(store)
+    init_db(store)
+    assert schema_revision(store) == HEAD
+    tables = set(sa.inspect(store).get_table_names())
+    assert set(Base.metadata.tables) <= tables
+
+
+def test_fresh_database_has_no_revision(db_url: str) -> None:
+    engine = make_engine(db_url)
+    assert schema_revision(engine) is None
+    init_db(engine)
+    assert schema_revision(engine) == HEAD
+    engine.dispose()
+
+
+_MIGRATE = """
+import sys
+from engine.store.db import init_db, make_engine, schema_revision
+engine = make_engine(sys.argv[1])
+init_db(engine)
+print(schema_revision(engine))
+"""
+
+
+def test_two_processes_migrate_at_once(db_url: str) -> None:
+    processes = [
+        subprocess.Popen([sys.executable, "-c", _MIGRATE, db_url], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(3)
+    ]
+    outcomes = [process.communicate(timeout=60) for process in processes]
+    for process, (out, err) in zip(processes, outcomes, strict=True):
+        assert process.returncode == 0, err.decode()
+        assert out.decode().strip() == HEAD
+    engine = make_engine(db_url)
+    with engine.connect() as connection:
+        versions = connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalars().all()
+    assert versions == [HEAD]
+    engine.dispose()
