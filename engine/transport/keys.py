@@ -140,6 +140,38 @@ class Keyspace:
         429 count). Written by model calls; read by the concurrency control loop."""
         return self._key("provider", provider, "telemetry")
 
+    @property
+    def budget_names(self) -> str:
+        """Set of every budget name in the ledger. Written by the money ledger (`set_budget`)."""
+        return self._key("budgets")
+
+    def hold(self, hold_id: str) -> str:
+        """Hash of one budget hold (budget, amount, state placed/charged/released, expires_at, run,
+        node). Written by the money ledger (Lua), each transition exactly once."""
+        return self._key("hold", hold_id)
+
+    @property
+    def holds_expiring(self) -> str:
+        """Sorted set hold_id -> expires_at of holds still `placed`. Written by the money ledger;
+        read by its expired-hold sweep."""
+        return self._key("holds", "expiring")
+
+    def connection_slots(self, provider: str, connection: str) -> str:
+        """Sorted set lease id -> lease expiry: calls in flight on one provider connection (its
+        capacity bounds them). Written by workers through the provider pool (Lua)."""
+        return self._key("provider", provider, "conn", connection, "slots")
+
+    def provider_blocked_until(self, provider: str) -> str:
+        """String with TTL: epoch seconds before which no call should go to this provider (its last
+        429's retry-after, or its request window being used up). Set by the telemetry sink."""
+        return self._key("provider", provider, "blocked")
+
+    @property
+    def concurrency_control(self) -> str:
+        """Hash of the control loop's own state (last tick, last target, last cut). Written by the
+        concurrency control loop and the telemetry sink's 429 cut."""
+        return self._key("concurrency", "control")
+
     def all_keys_pattern(self) -> str:
         """SCAN pattern matching every key of this keyspace (for cleanup in tests and tools)."""
         return f"{self.prefix}:*"
