@@ -1,0 +1,90 @@
+"""`lockgate` with no arguments: the QApplication, a qasync event loop, the main window, a clean quit."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+from app.bridge import EngineBridge
+from app.settings import APPLICATION, ORGANIZATION, AppSettings
+from app.window import MainWindow
+from engine.config import EngineConfig
+
+READY_ENV = "LOCKGATE_EXIT_WHEN_READY"
+"""When set, print `ready <seconds>` once the window is shown and idle, then quit (startup measurement)."""
+NO_ENGINE_ENV = "LOCKGATE_NO_ENGINE"
+"""When set, the window opens without starting the embedded engine."""
+
+_IMPORTED_AT = time.perf_counter()
+
+
+def engine_config(settings: AppSettings) -> EngineConfig:
+    """The settings' engine locations; LOCKGATE_DATA_DIR / _REDIS_URL / _DB_URL (e.g. `--data-dir`) win."""
+    config = settings.engine_config()
+    overrides: dict[str, object] = {}
+    if os.environ.get("LOCKGATE_DATA_DIR"):
+        overrides["data_dir"] = Path(os.environ["LOCKGATE_DATA_DIR"]).expanduser()
+    if os.environ.get("LOCKGATE_REDIS_URL"):
+        overrides["redis_url"] = os.environ["LOCKGATE_REDIS_URL"]
+    if os.environ.get("LOCKGATE_DB_URL"):
+        overrides["db_url"] = os.environ["LOCKGATE_DB_URL"]
+    return dataclasses.replace(config, **overrides) if overrides else config  # type: ignore[arg-type]
+
+
+def create_application(argv: Sequence[str] | None = None) -> QApplication:
+    existing = QApplication.instance()
+    if isinstance(existing, QApplication):
+        return existing
+    app = QApplication(list(argv) if argv is not None else sys.argv[:1])
+    app.setOrganizationName(ORGANIZATION)
+    app.setApplicationName(APPLICATION)
+    app.setApplicationDisplayName("Lockgate")
+    # Fusion looks the same on every platform and honours the palette the themes set.
+    app.setStyle("Fusion")
+    return app
+
+
+def create_main_window(app: QApplication, settings: AppSettings, start_engine: bool = True) -> MainWindow:
+    """The themed main window with its engine bridge; opens the example on a first start."""
+    from app.theme import apply_app_theme
+
+    apply_app_theme(app, settings.theme)
+    bridge = EngineBridge(engine_config(settings))
+    window = MainWindow(settings, bridge)
+    if not settings.first_start_done:
+        window.first_start()
+    if start_engine:
+        # After the first paint, so the window is interactive before the engine is up.
+        QTimer.singleShot(0, bridge.start)
+    return window
+
+
+def run_app(argv: Sequence[str] | None = None, settings: AppSettings | None = None) -> int:
+    """Open the app and run until the main window closes."""
+    import qasync
+
+    app = create_application(argv)
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    window = create_main_window(app, settings or AppSettings(), start_engine=not os.environ.get(NO_ENGINE_ENV))
+    window.show()
+    if os.environ.get(READY_ENV):
+        def report_ready() -> None:
+            print(f"ready {time.perf_counter() - _IMPORTED_AT:.3f}", flush=True)
+            window.close()
+
+        QTimer.singleShot(0, report_ready)
+
+    closed = asyncio.Event()
+    app.lastWindowClosed.connect(closed.set)
+    with loop:
+        loop.run_until_complete(closed.wait())
+    return 0

@@ -1,0 +1,95 @@
+"""The Problems panel: the current document's diagnostics; picking one selects its node."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QStyle,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.validation import Diagnostic
+
+COLUMNS = ("", "Code", "Node", "Message")
+
+
+class ProblemsPanel(QWidget):
+    """A table of diagnostics, errors first; `node_activated(id)` when the user picks a row with a node."""
+
+    node_activated = Signal(str)
+    counts_changed = Signal(int, int)
+    """(errors, warnings) after each update, for the dock title and status bar."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.diagnostics: list[Diagnostic] = []
+        self.summary = QLabel(self)
+        self.summary.setObjectName("problemsSummary")
+        self.table = QTableWidget(0, len(COLUMNS), self)
+        self.table.setObjectName("problemsTable")
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        self.table.verticalHeader().hide()
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setWordWrap(False)
+        self.table.setShowGrid(False)
+        self.table.setAlternatingRowColors(True)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Fixed)
+        header.resizeSection(0, 28)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        self.table.itemSelectionChanged.connect(self._selection_changed)
+        self.table.itemActivated.connect(lambda _item: self._selection_changed())
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.table)
+        self.set_diagnostics([])
+
+    def set_diagnostics(self, diagnostics: list[Diagnostic]) -> None:
+        """Show `diagnostics` (errors first, each group in document order)."""
+        ordered = [d for d in diagnostics if d.severity == "error"] + [d for d in diagnostics if d.severity != "error"]
+        self.diagnostics = ordered
+        style = self.style()
+        icons = {
+            "error": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxCritical),
+            "warning": style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning),
+        }
+        self.table.blockSignals(True)
+        self.table.setRowCount(len(ordered))
+        for row, diagnostic in enumerate(ordered):
+            severity = QTableWidgetItem(icons.get(diagnostic.severity, icons["warning"]), "")
+            severity.setToolTip(diagnostic.severity)
+            severity.setData(Qt.ItemDataRole.UserRole, diagnostic.severity)
+            cells = (severity, QTableWidgetItem(diagnostic.code), QTableWidgetItem(diagnostic.node or "—"),
+                     QTableWidgetItem(diagnostic.message))
+            cells[3].setToolTip(diagnostic.message)
+            for column, item in enumerate(cells):
+                self.table.setItem(row, column, item)
+        self.table.blockSignals(False)
+        errors = sum(1 for d in ordered if d.severity == "error")
+        warnings = len(ordered) - errors
+        if not ordered:
+            self.summary.setText("No problems: this flow can be published.")
+        else:
+            self.summary.setText(f"{errors} error{'s' if errors != 1 else ''}, "
+                                 f"{warnings} warning{'s' if warnings != 1 else ''}"
+                                 + (" — fix the errors to publish." if errors else "."))
+        self.counts_changed.emit(errors, warnings)
+
+    def _selection_changed(self) -> None:
+        row = self.table.currentRow()
+        if 0 <= row < len(self.diagnostics):
+            node = self.diagnostics[row].node
+            if node:
+                self.node_activated.emit(node)

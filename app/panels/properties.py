@@ -1,0 +1,275 @@
+"""The properties panel: editors generated from the selected node's typed config model.
+
+Every change goes through the document's edit methods (undoable commands); the
+panel redraws from the document's notifications, so undo updates it too.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QLabel,
+    QLineEdit,
+    QScrollArea,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.field_kinds import FieldSpec, config_fields
+from app.panels.field_editors import DurationEditor, FieldEditor, NodeRefEditor, editor_for
+from engine.catalog import CATALOG
+
+if TYPE_CHECKING:
+    from canvas.document import FlowDocument
+
+IDEMPOTENT_CHOICES: tuple[tuple[str, bool | None], ...] = (
+    ("As the node type says", None),
+    ("Yes: may run again after a crash", True),
+    ("No: fail the run instead of repeating", False),
+)
+RETRY_DEFAULTS: dict[str, Any] = {"max_attempts": 3, "backoff": "exponential", "base_delay": "1s"}
+
+
+class PropertiesPanel(QWidget):
+    """Shows and edits one node of one document."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("propertiesPanel")
+        self.document: FlowDocument | None = None
+        self.node_id: str | None = None
+        self.editors: dict[str, FieldEditor] = {}
+        self._built_for: tuple[str, str] | None = None
+
+        self.scroll_area = QScrollArea(self)
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setFrameShape(QScrollArea.Shape.NoFrame)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self.scroll_area)
+        self.empty_label = QLabel("Select a node to edit its properties.", self)
+        self.empty_label.setObjectName("emptyHint")
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_label.setWordWrap(True)
+        self.scroll_area.setWidget(self.empty_label)
+
+    # ----- wiring ------------------------------------------------------------------
+
+    def set_document(self, document: FlowDocument | None) -> None:
+        if self.document is document:
+            return
+        if self.document is not None:
+            for signal in (self.document.node_changed, self.document.node_removed):
+                try:
+                    signal.disconnect(self._on_node_event)
+                except (RuntimeError, TypeError):
+                    pass
+            try:
+                self.document.flow_changed.disconnect(self._refresh_references)
+            except (RuntimeError, TypeError):
+                pass
+        self.document = document
+        if document is not None:
+            document.node_changed.connect(self._on_node_event)
+            document.node_removed.connect(self._on_node_event)
+            document.flow_changed.connect(self._refresh_references)
+        self.show_node(None)
+
+    def show_node(self, node_id: str | None) -> None:
+        """Edit `node_id` of the current document (None: show the empty hint)."""
+        self.node_id = node_id
+        node = self.document.node(node_id) if self.document is not None and node_id else None
+        if node is None:
+            self.node_id = None
+            self._built_for = None
+            self.editors = {}
+            self.empty_label = QLabel("Select a node to edit its properties.")
+            self.empty_label.setObjectName("emptyHint")
+            self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            self.empty_label.setWordWrap(True)
+            self.scroll_area.setWidget(self.empty_label)
+            return
+        if self._built_for != (node.id, node.type):
+            self._build(node.id, node.type)
+        self._refresh()
+
+    def show_selection(self, node_ids: list[str]) -> None:
+        """The canvas selection: one node is edited, none or many show the hint."""
+        self.show_node(node_ids[0] if len(node_ids) == 1 else None)
+
+    def _on_node_event(self, node_id: str) -> None:
+        if node_id == self.node_id:
+            self.show_node(node_id)
+
+    def _refresh_references(self) -> None:
+        if self.node_id is not None:
+            self._refresh()
+
+    # ----- building ----------------------------------------------------------------
+
+    def _build(self, node_id: str, type_name: str) -> None:
+        self._built_for = (node_id, type_name)
+        self.editors = {}
+        page = QWidget()
+        page.setObjectName("propertiesPage")
+        column = QVBoxLayout(page)
+        column.setContentsMargins(8, 8, 8, 8)
+        column.setSpacing(10)
+
+        spec = CATALOG.get(type_name)
+        header = QLabel(f"<b>{spec.title if spec else type_name}</b> &nbsp;<span style='color:gray'>{type_name}</span>")
+        header.setObjectName("propertiesHeader")
+        column.addWidget(header)
+
+        basics = QFormLayout()
+        basics.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.id_label = QLabel(node_id)
+        self.id_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.id_label.setToolTip("The node id: templates and references use it; it never changes once published")
+        self.title_edit = QLineEdit()
+        self.title_edit.setObjectName("field_title")
+        self.title_edit.setPlaceholderText(spec.title if spec else "")
+        self.title_edit.editingFinished.connect(self._commit_title)
+        basics.addRow("Id", self.id_label)
+        basics.addRow("Title", self.title_edit)
+        column.addLayout(basics)
+
+        fields = config_fields(type_name)
+        if spec is None:
+            column.addWidget(QLabel(f"Unknown node type {type_name!r}: its config cannot be edited here."))
+        elif fields:
+            config_box = QGroupBox("Configuration")
+            form = QFormLayout(config_box)
+            form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+            for field in fields:
+                editor = editor_for(field)
+                editor.committed.connect(lambda value, key=field.key: self._commit_config(key, value))
+                self.editors[field.key] = editor
+                if field.kind == "bool":
+                    form.addRow("", editor)
+                else:
+                    label = QLabel(field.label + (" *" if field.required else ""))
+                    label.setToolTip("Required" if field.required else f"Optional (default {field.default!r})")
+                    form.addRow(label, editor)
+            column.addWidget(config_box)
+
+        column.addWidget(self._build_behaviour())
+        column.addStretch(1)
+        self.scroll_area.setWidget(page)
+
+    def _build_behaviour(self) -> QGroupBox:
+        box = QGroupBox("On failure")
+        form = QFormLayout(box)
+        self.retry_check = QCheckBox("Retry the step")
+        self.retry_check.setObjectName("field_retry")
+        self.retry_check.clicked.connect(self._commit_retry)
+        self.retry_attempts = QSpinBox()
+        self.retry_attempts.setObjectName("field_retry_max_attempts")
+        self.retry_attempts.setRange(1, 100)
+        self.retry_attempts.setKeyboardTracking(False)
+        self.retry_attempts.valueChanged.connect(self._commit_retry)
+        self.retry_backoff = QComboBox()
+        self.retry_backoff.setObjectName("field_retry_backoff")
+        self.retry_backoff.addItems(["exponential", "linear"])
+        self.retry_backoff.activated.connect(self._commit_retry)
+        self.retry_delay = DurationEditor(FieldSpec("base_delay", "Base delay", "duration", True, "1s"))
+        self.retry_delay.setObjectName("field_retry_base_delay")
+        self.retry_delay.committed.connect(self._commit_retry)
+        self.continue_check = QCheckBox("Continue the run when this step fails")
+        self.continue_check.setObjectName("field_continue_on_fail")
+        self.continue_check.clicked.connect(
+            lambda checked: self._commit_node_field("continue_on_fail", bool(checked))
+        )
+        self.idempotent_combo = QComboBox()
+        self.idempotent_combo.setObjectName("field_idempotent")
+        for text, value in IDEMPOTENT_CHOICES:
+            self.idempotent_combo.addItem(text, value)
+        self.idempotent_combo.activated.connect(
+            lambda _i: self._commit_node_field("idempotent", self.idempotent_combo.currentData())
+        )
+        form.addRow("", self.retry_check)
+        form.addRow("Attempts", self.retry_attempts)
+        form.addRow("Backoff", self.retry_backoff)
+        form.addRow("Base delay", self.retry_delay)
+        form.addRow("", self.continue_check)
+        form.addRow("Idempotent", self.idempotent_combo)
+        return box
+
+    # ----- showing -----------------------------------------------------------------
+
+    def _refresh(self) -> None:
+        assert self.document is not None and self.node_id is not None
+        node = self.document.node(self.node_id)
+        if node is None:
+            return
+        if self.title_edit.text() != node.title:
+            self.title_edit.setText(node.title)
+        for key, editor in self.editors.items():
+            if isinstance(editor, NodeRefEditor):
+                ref_type = editor.spec.ref_type
+                editor.set_candidates(
+                    [(n.id, n.title) for n in self.document.flow_ref().nodes if n.type == ref_type]
+                )
+            editor.show_value(node.config.get(key))
+        retry = node.retry
+        widgets = (self.retry_check, self.retry_attempts, self.retry_backoff, self.continue_check,
+                   self.idempotent_combo)
+        for widget in widgets:
+            widget.blockSignals(True)
+        try:
+            self.retry_check.setChecked(retry is not None)
+            self.retry_attempts.setValue(retry.max_attempts if retry else RETRY_DEFAULTS["max_attempts"])
+            self.retry_backoff.setCurrentText(retry.backoff if retry else RETRY_DEFAULTS["backoff"])
+            self.continue_check.setChecked(node.continue_on_fail)
+            self.idempotent_combo.setCurrentIndex(max(self.idempotent_combo.findData(node.idempotent), 0))
+        finally:
+            for widget in widgets:
+                widget.blockSignals(False)
+        self.retry_delay.show_value(retry.base_delay if retry else RETRY_DEFAULTS["base_delay"])
+        for retry_widget in (self.retry_attempts, self.retry_backoff, self.retry_delay):
+            retry_widget.setEnabled(retry is not None)
+
+    # ----- committing (always through the document's commands) ---------------------
+
+    def _commit_title(self) -> None:
+        if self.document is not None and self.node_id is not None:
+            self.document.rename_node(self.node_id, self.title_edit.text().strip())
+
+    def _commit_config(self, key: str, value: Any) -> None:
+        if self.document is not None and self.node_id is not None:
+            self.document.set_config_field(self.node_id, key, value)
+
+    def _commit_node_field(self, field: str, value: Any) -> None:
+        if self.document is None or self.node_id is None:
+            return
+        node = self.document.node(self.node_id)
+        if node is not None and getattr(node, field) != value:
+            self.document.set_node_field(self.node_id, field, value)
+
+    def _commit_retry(self, *_args: object) -> None:
+        if self.document is None or self.node_id is None:
+            return
+        node = self.document.node(self.node_id)
+        if node is None:
+            return
+        if not self.retry_check.isChecked():
+            if node.retry is not None:
+                self.document.set_node_field(self.node_id, "retry", None)
+            return
+        retry = {
+            "max_attempts": self.retry_attempts.value(),
+            "backoff": self.retry_backoff.currentText(),
+            "base_delay": self.retry_delay.line.text().strip() or RETRY_DEFAULTS["base_delay"],
+        }
+        # Only what differs from the defaults is written, so the file stays minimal.
+        retry = {k: v for k, v in retry.items() if v != RETRY_DEFAULTS[k]}
+        current = node.retry.model_dump(exclude_unset=True) if node.retry is not None else None
+        if current != retry:
+            self.document.set_node_field(self.node_id, "retry", retry)

@@ -1,0 +1,99 @@
+"""What the engine panels show, as plain rows (the bridge converts the engine's records into these)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from engine.durations import format_duration
+
+RUN_STATUSES: tuple[str, ...] = ("queued", "running", "waiting", "succeeded", "failed", "interrupted", "cancelled")
+STATUS_COLOURS: dict[str, str] = {
+    "queued": "#8a8f98",
+    "running": "#2f80ed",
+    "waiting": "#d68a00",
+    "succeeded": "#219653",
+    "failed": "#d64545",
+    "interrupted": "#b4529f",
+    "cancelled": "#6b7280",
+}
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run_id: str
+    flow_id: str
+    version: int
+    status: str
+    started_at: datetime | None
+    finished_at: datetime | None
+    cost_usd: float
+    current_node: str | None = None
+    waiting_reason: str | None = None
+    waiting_until: datetime | None = None
+
+    def where(self, now: datetime) -> str:
+        """The current node, or what the run waits on and for how long."""
+        if self.status == "waiting" and self.current_node:
+            text = f"{self.current_node}: {self.waiting_reason or 'waiting'}"
+            if self.waiting_until is not None:
+                text += f" ({time_left(self.waiting_until, now)} left)"
+            return text
+        return self.current_node or ""
+
+    def duration(self, now: datetime) -> str:
+        if self.started_at is None:
+            return ""
+        end = self.finished_at or now
+        return format_duration(max(0.0, round((end - self.started_at).total_seconds())))
+
+
+@dataclass(frozen=True)
+class ApprovalRow:
+    approval_id: str
+    flow_id: str
+    run_id: str
+    node: str
+    message: str
+    requested_at: datetime
+    expires_at: datetime | None
+
+
+@dataclass(frozen=True)
+class BudgetRow:
+    name: str
+    limit_usd: float
+    spent_usd: float
+    held_usd: float
+    period: str
+
+    @property
+    def remaining_usd(self) -> float:
+        return max(0.0, self.limit_usd - self.spent_usd - self.held_usd)
+
+
+@dataclass(frozen=True)
+class HoldRow:
+    hold_id: str
+    run_id: str
+    node: str
+    amount_usd: float
+    state: str
+    expires_at: datetime | None
+
+
+def time_left(until: datetime, now: datetime) -> str:
+    seconds = (until - now).total_seconds()
+    return "due" if seconds <= 0 else format_duration(round(seconds))
+
+
+def local_time(moment: datetime | None) -> str:
+    if moment is None:
+        return ""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def usd(amount: float) -> str:
+    return f"${amount:,.4f}".rstrip("0").rstrip(".") if amount and amount < 0.01 else f"${amount:,.2f}"

@@ -1,0 +1,344 @@
+"""The Settings dialog: data folder, Redis, database, providers, budgets and approval API keys.
+
+Secrets typed here go to the SecretStore at once on OK and are only ever shown
+masked afterwards; a generated approval key is shown in full exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets as token_source
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.settings import (
+    AppSettings,
+    BudgetSetting,
+    ProviderSetting,
+    SecretStore,
+    approval_key_secret_name,
+    mask_secret,
+    provider_secret_name,
+)
+
+PERIODS = ("day", "week", "month")
+
+
+class SettingsError(ValueError):
+    """A value in the dialog that cannot be saved; the message says which and how to fix it."""
+
+
+def _table(headers: tuple[str, ...]) -> QTableWidget:
+    table = QTableWidget(0, len(headers))
+    table.setHorizontalHeaderLabels(list(headers))
+    table.verticalHeader().hide()
+    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+    return table
+
+
+def _cell(table: QTableWidget, row: int, column: int) -> str:
+    item = table.item(row, column)
+    return item.text().strip() if item is not None else ""
+
+
+def parse_price_table(text: str, provider: str) -> dict[str, dict[str, float]]:
+    """`{"model": {"input": 0.5, "output": 1.5}}` (USD per 1M tokens) from the Price table cell."""
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise SettingsError(f"provider {provider!r}: the price table is not JSON ({exc}); "
+                            'write it like {"sim-small": {"input": 0.5, "output": 1.5}}') from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"provider {provider!r}: the price table must map model names to prices")
+    prices: dict[str, dict[str, float]] = {}
+    for model, entry in data.items():
+        if not isinstance(entry, dict) or set(entry) - {"input", "output"} or not all(
+            isinstance(v, int | float) and v >= 0 for v in entry.values()
+        ):
+            raise SettingsError(f"provider {provider!r}, model {model!r}: give input and output prices in USD per "
+                                "million tokens, zero or more")
+        prices[str(model)] = {k: float(v) for k, v in entry.items()}
+    return prices
+
+
+class SettingsDialog(QDialog):
+    def __init__(self, settings: AppSettings, parent: QWidget | None = None, store: SecretStore | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Lockgate settings")
+        self.setMinimumSize(640, 420)
+        self.settings = settings
+        self.store = store or settings.secret_store()
+        self.new_secrets: dict[str, str] = {}
+        self.deleted_secrets: set[str] = set()
+
+        self.tabs = QTabWidget(self)
+        self.tabs.addTab(self._engine_tab(), "Engine")
+        self.tabs.addTab(self._providers_tab(), "Providers")
+        self.tabs.addTab(self._budgets_tab(), "Budgets")
+        self.tabs.addTab(self._keys_tab(), "Approval API keys")
+        self.secrets_note = QLabel(self.store.where, self)
+        self.secrets_note.setObjectName("secretsNote")
+        self.secrets_note.setWordWrap(True)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.tabs)
+        layout.addWidget(self.secrets_note)
+        layout.addWidget(buttons)
+
+    # ----- tabs ---------------------------------------------------------------------
+
+    def _engine_tab(self) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.data_dir_edit = QLineEdit(str(self.settings.data_dir))
+        self.data_dir_edit.setObjectName("dataDirEdit")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse_data_dir)
+        row = QHBoxLayout()
+        row.addWidget(self.data_dir_edit, 1)
+        row.addWidget(browse)
+        self.redis_edit = QLineEdit(self.settings.redis_url)
+        self.redis_edit.setObjectName("redisUrlEdit")
+        self.redis_edit.setPlaceholderText("empty: the embedded server, kept in the data folder")
+        self.db_edit = QLineEdit(self.settings.db_url)
+        self.db_edit.setObjectName("dbUrlEdit")
+        self.db_edit.setPlaceholderText("empty: SQLite file lockgate.db in the data folder")
+        form.addRow("Data folder", row)
+        form.addRow("Redis URL", self.redis_edit)
+        form.addRow("Database URL", self.db_edit)
+        note = QLabel("Engine locations take effect the next time Lockgate starts.")
+        note.setObjectName("emptyHint")
+        form.addRow("", note)
+        return page
+
+    def _providers_tab(self) -> QWidget:
+        self.providers_table = _table(("Name", "Base URL", "API key", "Prices (USD per 1M tokens, JSON)"))
+        self.providers_table.setObjectName("providersTable")
+        for provider in self.settings.providers():
+            self._add_provider_row(provider)
+        self.providers_table.itemChanged.connect(self._provider_item_changed)
+        return self._with_buttons(self.providers_table, lambda: self._add_provider_row(None), self._remove_provider)
+
+    def _budgets_tab(self) -> QWidget:
+        self.budgets_table = _table(("Name", "Limit (USD)", "Period"))
+        self.budgets_table.setObjectName("budgetsTable")
+        for budget in self.settings.budgets():
+            self._add_budget_row(budget)
+        return self._with_buttons(self.budgets_table, lambda: self._add_budget_row(None),
+                                  lambda: self._remove_row(self.budgets_table))
+
+    def _keys_tab(self) -> QWidget:
+        self.keys_table = _table(("Name", "Key"))
+        self.keys_table.setObjectName("keysTable")
+        self.keys_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        for name in self.settings.approval_key_names():
+            self._append_key_row(name, self.store.masked(approval_key_secret_name(name)))
+        return self._with_buttons(self.keys_table, self._generate_key, self._remove_key, add_text="Generate key…")
+
+    def _with_buttons(self, table: QTableWidget, add: Any, remove: Any, add_text: str = "Add") -> QWidget:
+        page = QWidget()
+        layout = QVBoxLayout(page)
+        layout.addWidget(table)
+        row = QHBoxLayout()
+        add_button = QPushButton(add_text)
+        add_button.clicked.connect(lambda: add())
+        remove_button = QPushButton("Remove")
+        remove_button.clicked.connect(lambda: remove())
+        row.addWidget(add_button)
+        row.addWidget(remove_button)
+        row.addStretch(1)
+        layout.addLayout(row)
+        return page
+
+    # ----- rows ---------------------------------------------------------------------
+
+    def _add_provider_row(self, provider: ProviderSetting | None) -> None:
+        table = self.providers_table
+        table.blockSignals(True)
+        row = table.rowCount()
+        table.insertRow(row)
+        name = provider.name if provider else ""
+        table.setItem(row, 0, QTableWidgetItem(name))
+        table.setItem(row, 1, QTableWidgetItem(provider.base_url if provider else ""))
+        key_item = QTableWidgetItem(self.store.masked(provider_secret_name(name)) if name else "")
+        key_item.setToolTip("Type a new key to replace it; it is stored as a secret and shown masked")
+        table.setItem(row, 2, key_item)
+        table.setItem(row, 3, QTableWidgetItem(json.dumps(provider.prices) if provider and provider.prices else ""))
+        table.blockSignals(False)
+
+    def _provider_item_changed(self, item: QTableWidgetItem) -> None:
+        if item.column() != 2:
+            return
+        typed = item.text().strip()
+        if not typed or "…" in typed:
+            return
+        name = _cell(self.providers_table, item.row(), 0)
+        if not name:
+            self.providers_table.blockSignals(True)
+            item.setText("")
+            self.providers_table.blockSignals(False)
+            QMessageBox.warning(self, "Provider name first", "Name the provider before giving its API key.")
+            return
+        self.new_secrets[provider_secret_name(name)] = typed
+        self.providers_table.blockSignals(True)
+        item.setText(mask_secret(typed))
+        self.providers_table.blockSignals(False)
+
+    def set_provider_key(self, row: int, key: str) -> None:
+        """Type `key` into a provider's API key cell (as a user would)."""
+        item = self.providers_table.item(row, 2)
+        assert item is not None
+        item.setText(key)
+
+    def _remove_provider(self) -> None:
+        row = self.providers_table.currentRow()
+        if row >= 0:
+            name = _cell(self.providers_table, row, 0)
+            if name:
+                self.deleted_secrets.add(provider_secret_name(name))
+            self.providers_table.removeRow(row)
+
+    def _add_budget_row(self, budget: BudgetSetting | None) -> None:
+        table = self.budgets_table
+        row = table.rowCount()
+        table.insertRow(row)
+        table.setItem(row, 0, QTableWidgetItem(budget.name if budget else "default"))
+        table.setItem(row, 1, QTableWidgetItem(f"{budget.limit_usd:g}" if budget else "10"))
+        period = QComboBox()
+        period.addItems(list(PERIODS))
+        period.setCurrentText(budget.period if budget else "month")
+        table.setCellWidget(row, 2, period)
+
+    def _append_key_row(self, name: str, masked: str) -> None:
+        row = self.keys_table.rowCount()
+        self.keys_table.insertRow(row)
+        self.keys_table.setItem(row, 0, QTableWidgetItem(name))
+        self.keys_table.setItem(row, 1, QTableWidgetItem(masked))
+
+    def add_approval_key(self, name: str) -> str:
+        """Create a new approval API key named `name`; returns it (the only time it is seen in full)."""
+        name = name.strip()
+        existing = {_cell(self.keys_table, r, 0) for r in range(self.keys_table.rowCount())}
+        if not name or name in existing:
+            raise SettingsError(f"approval key name {name!r} is empty or taken; choose another name")
+        key = "lgk-" + token_source.token_urlsafe(24)
+        self.new_secrets[approval_key_secret_name(name)] = key
+        self.deleted_secrets.discard(approval_key_secret_name(name))
+        self._append_key_row(name, mask_secret(key))
+        return key
+
+    def _generate_key(self) -> None:
+        name, ok = QInputDialog.getText(self, "New approval key", "Name (who or what uses this key):")
+        if not ok:
+            return
+        try:
+            key = self.add_approval_key(name)
+        except SettingsError as exc:
+            QMessageBox.warning(self, "Approval key", str(exc))
+            return
+        QMessageBox.information(self, "Approval key created",
+                                f"Copy this key now; it will not be shown again:\n\n{key}")
+
+    def _remove_key(self) -> None:
+        row = self.keys_table.currentRow()
+        if row >= 0:
+            name = _cell(self.keys_table, row, 0)
+            self.deleted_secrets.add(approval_key_secret_name(name))
+            self.new_secrets.pop(approval_key_secret_name(name), None)
+            self.keys_table.removeRow(row)
+
+    @staticmethod
+    def _remove_row(table: QTableWidget) -> None:
+        if table.currentRow() >= 0:
+            table.removeRow(table.currentRow())
+
+    def _browse_data_dir(self) -> None:
+        chosen = QFileDialog.getExistingDirectory(self, "Data folder", self.data_dir_edit.text())
+        if chosen:
+            self.data_dir_edit.setText(chosen)
+
+    # ----- saving -------------------------------------------------------------------
+
+    def collect(self) -> tuple[list[ProviderSetting], list[BudgetSetting]]:
+        """The providers and budgets in the tables; raises SettingsError naming a bad cell."""
+        providers: list[ProviderSetting] = []
+        names: set[str] = set()
+        for row in range(self.providers_table.rowCount()):
+            name = _cell(self.providers_table, row, 0)
+            if not name:
+                raise SettingsError(f"provider row {row + 1} has no name; name it or remove the row")
+            if name in names:
+                raise SettingsError(f"provider {name!r} is listed twice; keep one row")
+            names.add(name)
+            base_url = _cell(self.providers_table, row, 1)
+            if not base_url.startswith(("http://", "https://")):
+                raise SettingsError(f"provider {name!r}: base URL {base_url!r} must start with http:// or https://")
+            providers.append(ProviderSetting(name, base_url, parse_price_table(_cell(self.providers_table, row, 3),
+                                                                               name)))
+        budgets: list[BudgetSetting] = []
+        for row in range(self.budgets_table.rowCount()):
+            name = _cell(self.budgets_table, row, 0)
+            try:
+                limit = float(_cell(self.budgets_table, row, 1))
+            except ValueError:
+                raise SettingsError(f"budget {name!r}: the limit must be a number of USD, like 25 or 2.50") from None
+            if not name or limit < 0:
+                raise SettingsError(f"budget row {row + 1}: give it a name and a limit of zero or more USD")
+            widget = self.budgets_table.cellWidget(row, 2)
+            period = widget.currentText() if isinstance(widget, QComboBox) else "month"
+            budgets.append(BudgetSetting(name, limit, period))  # type: ignore[arg-type]
+        return providers, budgets
+
+    def save(self) -> None:
+        """Write everything to the settings and the secret store; raises SettingsError."""
+        providers, budgets = self.collect()
+        data_dir = self.data_dir_edit.text().strip()
+        self.settings.data_dir = Path(data_dir).expanduser() if data_dir else None
+        self.settings.redis_url = self.redis_edit.text()
+        self.settings.db_url = self.db_edit.text()
+        self.settings.set_providers(providers)
+        self.settings.set_budgets(budgets)
+        self.settings.set_approval_key_names(
+            [_cell(self.keys_table, r, 0) for r in range(self.keys_table.rowCount())]
+        )
+        for name in self.deleted_secrets - set(self.new_secrets):
+            self.store.delete(name)
+        for name, secret in self.new_secrets.items():
+            self.store.set(name, secret)
+        self.new_secrets.clear()
+        self.deleted_secrets.clear()
+        self.settings.sync()
+
+    def accept(self) -> None:
+        try:
+            self.save()
+        except (SettingsError, OSError) as exc:
+            QMessageBox.warning(self, "Settings not saved", str(exc))
+            return
+        super().accept()

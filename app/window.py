@@ -1,0 +1,525 @@
+"""The main window: palette, canvas tabs, properties, and the Problems / Runs / Approvals / Holds / Log docks.
+
+The window wires widgets that each have one job; menus and shortcuts come from
+`app.actions`. User questions (save changes? which file?) go through callables
+so tests can answer them without a modal dialog.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QByteArray, Qt
+from PySide6.QtGui import QActionGroup, QCloseEvent
+from PySide6.QtWidgets import (
+    QApplication,
+    QDialog,
+    QDockWidget,
+    QFileDialog,
+    QHeaderView,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QMessageBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app import actions as action_specs
+from app.bridge import EngineBridge
+from app.examples import FIRST_START_EXAMPLE, FIRST_START_HINT, example_bytes, example_names
+from app.flow_tabs import FlowTabs
+from app.panels.approvals import ApprovalsPanel
+from app.panels.holds import HoldsPanel
+from app.panels.log import LogPanel
+from app.panels.problems import ProblemsPanel
+from app.panels.properties import PropertiesPanel
+from app.panels.runs import RunsPanel
+from app.settings import AppSettings, ThemeMode
+from engine import __version__
+from engine.flow import FlowLoadError
+from engine.validation import has_errors
+
+if TYPE_CHECKING:
+    from canvas.document import FlowDocument
+
+FLOW_FILE_FILTER = "Lockgate flows (*.flow.json);;JSON files (*.json);;All files (*)"
+SaveAnswer = QMessageBox.StandardButton
+STATUS_MESSAGE_MS = 6000
+CANVAS_SHORTCUTS: tuple[tuple[str, str], ...] = (
+    ("Quick-add a node (canvas)", "Tab, Shift+A"),
+    ("Delete the selection (canvas)", "Delete"),
+    ("Fit all or the selection (canvas)", "F"),
+    ("Copy, paste, duplicate (canvas)", "Ctrl+C, Ctrl+V, Ctrl+D"),
+    ("Select all (canvas)", "Ctrl+A"),
+)
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, settings: AppSettings, bridge: EngineBridge | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("mainWindow")
+        self.setWindowTitle("Lockgate")
+        self.resize(1440, 900)
+        self.settings = settings
+        self.bridge = bridge
+        # Questions to the user; tests replace them with plain answers.
+        self.ask_to_save: Callable[[FlowDocument], SaveAnswer] = self._ask_to_save_dialog
+        self.choose_open_path: Callable[[], Path | None] = self._open_path_dialog
+        self.choose_save_path: Callable[[FlowDocument], Path | None] = self._save_path_dialog
+        self._untitled_count = 0
+
+        self.tabs = FlowTabs(self)
+        self.setCentralWidget(self.tabs)
+        self._build_docks()
+        self.actions_by_id = action_specs.build_actions(self, self._handlers())
+        self.menus = action_specs.build_menus(self.menuBar(), self.actions_by_id)
+        self._build_recent_menu()
+        self._build_theme_group()
+        self.toolbar = QToolBar("Main toolbar", self)
+        self.toolbar.setObjectName("mainToolbar")
+        self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        action_specs.build_toolbar(self.toolbar, self.actions_by_id)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
+        self.hint_label = QLabel(self)
+        self.hint_label.setObjectName("hintLabel")
+        self.statusBar().addWidget(self.hint_label, 1)
+        self.engine_label = QLabel(self)
+        self.statusBar().addPermanentWidget(self.engine_label)
+
+        self.tabs.current_document_changed.connect(self._current_document_changed)
+        self.tabs.selection_changed.connect(self.properties.show_selection)
+        self.tabs.close_requested.connect(self.close_tab)
+        self.problems.node_activated.connect(self.reveal_node)
+        self.problems.counts_changed.connect(self._problem_counts_changed)
+        if bridge is not None:
+            bridge.log_message.connect(self.log.append)
+            bridge.state_changed.connect(self._engine_state_changed)
+            self._engine_state_changed(bridge.state)
+        else:
+            self._engine_state_changed("unavailable")
+        self._current_document_changed(None)
+        self.restore_layout()
+
+    # ----- construction -----------------------------------------------------------
+
+    def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName("dock_" + title.lower().replace(" & ", "_").replace(" ", "_"))
+        dock.setWidget(widget)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                         | QDockWidget.DockWidgetFeature.DockWidgetClosable
+                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _build_docks(self) -> None:
+        from canvas.palette import NodePalette
+
+        self.palette_widget = NodePalette(self)
+        self.properties = PropertiesPanel(self)
+        self.problems = ProblemsPanel(self)
+        self.runs = RunsPanel(self)
+        self.approvals = ApprovalsPanel(self)
+        self.holds = HoldsPanel(self)
+        self.log = LogPanel(self)
+        left, right, bottom = (Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.RightDockWidgetArea,
+                               Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.docks: dict[str, QDockWidget] = {
+            "Palette": self._dock("Palette", self.palette_widget, left),
+            "Properties": self._dock("Properties", self.properties, right),
+            "Problems": self._dock("Problems", self.problems, bottom),
+            "Runs": self._dock("Runs", self.runs, bottom),
+            "Approvals": self._dock("Approvals", self.approvals, bottom),
+            "Holds & budgets": self._dock("Holds & budgets", self.holds, bottom),
+            "Log": self._dock("Log", self.log, bottom),
+        }
+        for name in ("Runs", "Approvals", "Holds & budgets", "Log"):
+            self.tabifyDockWidget(self.docks["Problems"], self.docks[name])
+        self.docks["Problems"].raise_()
+        self.setCorner(Qt.Corner.BottomLeftCorner, left)
+        self.setCorner(Qt.Corner.BottomRightCorner, right)
+        self.resizeDocks([self.docks["Palette"]], [210], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.docks["Properties"]], [330], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.docks["Problems"]], [200], Qt.Orientation.Vertical)
+
+    def _handlers(self) -> dict[str, Callable[[], object]]:
+        return {
+            "new": self.new_flow,
+            "open": self.open_dialog,
+            "save": self.save,
+            "save_as": self.save_as,
+            "close_tab": lambda: self.close_tab(self.tabs.currentIndex()),
+            "settings": self.show_settings,
+            "quit": self.close,
+            "undo": self.undo,
+            "redo": self.redo,
+            "validate": self.validate,
+            "publish": self.publish,
+            "run": self.run_flow,
+            "live": self.toggle_live,
+            "theme_system": lambda: self.set_theme("system"),
+            "theme_light": lambda: self.set_theme("light"),
+            "theme_dark": lambda: self.set_theme("dark"),
+            "shortcuts": self.show_shortcuts,
+            "about": self.show_about,
+        }
+
+    def _build_recent_menu(self) -> None:
+        file_menu = self.menus["&File"]
+        self.recent_menu = QMenu("Open &Recent", self)
+        self.recent_menu.setObjectName("recentMenu")
+        self.examples_menu = QMenu("Open E&xample", self)
+        for name in example_names():
+            example = self.examples_menu.addAction(name.removesuffix(".flow.json"))
+            example.triggered.connect(lambda _checked=False, n=name: self.open_example(n))
+        entries = file_menu.actions()
+        after_open = entries[entries.index(self.actions_by_id["open"]) + 1]
+        file_menu.insertMenu(after_open, self.recent_menu)
+        file_menu.insertMenu(after_open, self.examples_menu)
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        self._fill_recent_menu()
+        view_menu = self.menus["&View"]
+        view_menu.addSeparator()
+        panels = view_menu.addMenu("&Panels")
+        for dock in self.docks.values():
+            panels.addAction(dock.toggleViewAction())
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        files = self.settings.recent_files()
+        for path in files:
+            entry = self.recent_menu.addAction(Path(path).name)
+            entry.setToolTip(path)
+            entry.triggered.connect(lambda _checked=False, p=path: self.open_file(Path(p)))
+        if not files:
+            self.recent_menu.addAction("(no recent files)").setEnabled(False)
+        else:
+            self.recent_menu.addSeparator()
+            self.recent_menu.addAction("Clear list", self._clear_recent)
+
+    def _clear_recent(self) -> None:
+        self.settings.clear_recent_files()
+        self._fill_recent_menu()
+
+    def _build_theme_group(self) -> None:
+        group = QActionGroup(self)
+        group.setExclusive(True)
+        for mode in ("system", "light", "dark"):
+            group.addAction(self.actions_by_id[f"theme_{mode}"])
+        self.actions_by_id[f"theme_{self.settings.theme}"].setChecked(True)
+
+    # ----- layout persistence -----------------------------------------------------
+
+    def restore_layout(self) -> None:
+        geometry, state = self.settings.window_state()
+        if geometry:
+            self.restoreGeometry(QByteArray(geometry))
+        if state:
+            self.restoreState(QByteArray(state))
+
+    def save_layout(self) -> None:
+        self.settings.save_window_state(bytes(self.saveGeometry().data()), bytes(self.saveState().data()))
+        self.settings.sync()
+
+    # ----- documents ----------------------------------------------------------------
+
+    @property
+    def document(self) -> FlowDocument | None:
+        return self.tabs.current_document()
+
+    def add_document(self, document: FlowDocument) -> None:
+        self.tabs.add_document(document)
+        self._current_document_changed(document)
+
+    def new_flow(self) -> FlowDocument:
+        from canvas.document import FlowDocument, empty_flow
+
+        self._untitled_count += 1
+        suffix = f"-{self._untitled_count}" if self._untitled_count > 1 else ""
+        document = FlowDocument.from_flow(empty_flow(f"untitled{suffix}", f"Untitled{suffix.replace('-', ' ')}"))
+        self.add_document(document)
+        return document
+
+    def open_dialog(self) -> None:
+        path = self.choose_open_path()
+        if path is not None:
+            self.open_file(path)
+
+    def open_file(self, path: Path) -> FlowDocument | None:
+        """Open (or switch to) a flow file; problems in it show in Problems, a non-flow is refused."""
+        from canvas.document import FlowDocument
+
+        existing = self.tabs.index_of_path(path)
+        if existing >= 0:
+            self.tabs.setCurrentIndex(existing)
+            return self.tabs.document_at(existing)
+        try:
+            document = FlowDocument.open(path)
+        except (OSError, FlowLoadError) as exc:
+            self.log.append(f"Could not open {path}: {exc}")
+            QMessageBox.warning(self, "Cannot open flow", f"{path} cannot be opened:\n\n{exc}")
+            return None
+        self.add_document(document)
+        self.settings.add_recent_file(path)
+        self._fill_recent_menu()
+        self.statusBar().showMessage(f"Opened {path.name}", STATUS_MESSAGE_MS)
+        return document
+
+    def open_example(self, name: str) -> FlowDocument:
+        """Open a bundled example as a new, unsaved flow (so Save asks where to put it)."""
+        from canvas.document import FlowDocument
+        from engine.flow import load_flow_text
+
+        document = FlowDocument.from_flow(load_flow_text(example_bytes(name)))
+        self.add_document(document)
+        return document
+
+    def save(self) -> bool:
+        document = self.document
+        if document is None:
+            return False
+        if document.path is None:
+            return self.save_as()
+        return self._write(document, Path(document.path))
+
+    def save_as(self) -> bool:
+        document = self.document
+        if document is None:
+            return False
+        path = self.choose_save_path(document)
+        if path is None:
+            return False
+        return self._write(document, path)
+
+    def _write(self, document: FlowDocument, path: Path) -> bool:
+        try:
+            written = document.save(path)
+        except OSError as exc:
+            QMessageBox.warning(self, "Not saved", f"{path} could not be written: {exc}")
+            return False
+        self.settings.add_recent_file(written)
+        self._fill_recent_menu()
+        self.tabs.refresh_title(document)
+        self.statusBar().showMessage(f"Saved {Path(written).name}", STATUS_MESSAGE_MS)
+        return True
+
+    def close_tab(self, index: int) -> bool:
+        """Close a tab, asking to save unsaved changes; False when the user cancelled."""
+        if not 0 <= index < self.tabs.count():
+            return False
+        document = self.tabs.document_at(index)
+        if document.is_dirty():
+            answer = self.ask_to_save(document)
+            if answer == QMessageBox.StandardButton.Cancel:
+                return False
+            if answer == QMessageBox.StandardButton.Save:
+                self.tabs.setCurrentIndex(index)
+                if not self.save():
+                    return False
+        self.tabs.remove_at(index)
+        if self.tabs.count() == 0:
+            self._current_document_changed(None)
+        return True
+
+    def _ask_to_save_dialog(self, document: FlowDocument) -> SaveAnswer:
+        name = self.tabs.tabText(self.tabs.index_of(document)).removesuffix(" *")
+        return QMessageBox.question(
+            self, "Unsaved changes", f"Save the changes to {name} before closing?",
+            QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Save,
+        )
+
+    def _open_path_dialog(self) -> Path | None:
+        chosen, _filter = QFileDialog.getOpenFileName(self, "Open flow", "", FLOW_FILE_FILTER)
+        return Path(chosen) if chosen else None
+
+    def _save_path_dialog(self, document: FlowDocument) -> Path | None:
+        suggested = str(document.path) if document.path else f"{document.flow_ref().id}.flow.json"
+        chosen, _filter = QFileDialog.getSaveFileName(self, "Save flow as", suggested, FLOW_FILE_FILTER)
+        if not chosen:
+            return None
+        path = Path(chosen)
+        return path if path.name.endswith(".json") else path.with_name(path.name + ".flow.json")
+
+    # ----- following the current document --------------------------------------
+
+    def _current_document_changed(self, document: FlowDocument | None) -> None:
+        previous = getattr(self, "_watched_document", None)
+        if previous is not None and previous is not document:
+            for signal, slot in ((previous.diagnostics_changed, self.problems.set_diagnostics),
+                                 (previous.undo_stack.canUndoChanged, self._update_edit_actions),
+                                 (previous.undo_stack.canRedoChanged, self._update_edit_actions)):
+                try:
+                    signal.disconnect(slot)
+                except (RuntimeError, TypeError):
+                    pass
+        self._watched_document = document
+        self.properties.set_document(document)
+        if document is not None:
+            document.diagnostics_changed.connect(self.problems.set_diagnostics)
+            document.undo_stack.canUndoChanged.connect(self._update_edit_actions)
+            document.undo_stack.canRedoChanged.connect(self._update_edit_actions)
+            self.problems.set_diagnostics(document.diagnostics())
+            flow = document.flow_ref()
+            self.setWindowTitle(f"{flow.name or flow.id} — Lockgate")
+        else:
+            self.problems.set_diagnostics([])
+            self.setWindowTitle("Lockgate")
+        for action_id in ("save", "save_as", "close_tab", "validate", "publish", "run", "live"):
+            self.actions_by_id[action_id].setEnabled(document is not None)
+        self._update_edit_actions()
+
+    def _update_edit_actions(self, *_args: object) -> None:
+        document = self.document
+        self.actions_by_id["undo"].setEnabled(document is not None and document.undo_stack.canUndo())
+        self.actions_by_id["redo"].setEnabled(document is not None and document.undo_stack.canRedo())
+
+    def undo(self) -> None:
+        if self.document is not None:
+            self.document.undo_stack.undo()
+
+    def redo(self) -> None:
+        if self.document is not None:
+            self.document.undo_stack.redo()
+
+    def reveal_node(self, node_id: str) -> None:
+        """Select and centre `node_id` in the current canvas (from Problems or Runs)."""
+        editor = self.tabs.current_editor()
+        if editor is None or self.document is None or self.document.node(node_id) is None:
+            return
+        editor.view.select_node(node_id)
+        editor.view.center_on_node(node_id)
+        self.properties.show_node(node_id)
+
+    def _problem_counts_changed(self, errors: int, warnings: int) -> None:
+        title = "Problems" + (f" ({errors + warnings})" if errors + warnings else "")
+        self.docks["Problems"].setWindowTitle(title)
+
+    # ----- flow commands ------------------------------------------------------------
+
+    def validate(self) -> None:
+        document = self.document
+        if document is None:
+            return
+        diagnostics = document.validate_now()
+        self.docks["Problems"].show()
+        self.docks["Problems"].raise_()
+        errors = sum(1 for d in diagnostics if d.severity == "error")
+        warnings = len(diagnostics) - errors
+        if not diagnostics:
+            self.statusBar().showMessage("Valid: no problems found.", STATUS_MESSAGE_MS)
+        else:
+            self.statusBar().showMessage(f"{errors} error(s), {warnings} warning(s): see Problems.", STATUS_MESSAGE_MS)
+
+    def publish(self) -> None:
+        document = self.document
+        if document is None:
+            return
+        diagnostics = document.validate_now()
+        if has_errors(diagnostics):
+            self.docks["Problems"].show()
+            self.docks["Problems"].raise_()
+            errors = sum(1 for d in diagnostics if d.severity == "error")
+            self.statusBar().showMessage(
+                f"Publish refused: {errors} error(s) in {document.flow_ref().id}; fix them (see Problems) and "
+                "publish again.", STATUS_MESSAGE_MS)
+            return
+        self._needs_engine("Publish")
+
+    def run_flow(self) -> None:
+        if self.document is not None:
+            self._needs_engine("Run")
+
+    def toggle_live(self) -> None:
+        if not self._needs_engine("Live mode"):
+            self.actions_by_id["live"].setChecked(False)
+
+    def _needs_engine(self, what: str) -> bool:
+        if self.bridge is not None and self.bridge.available:
+            return True
+        reason = self.bridge.unavailable_reason if self.bridge is not None else "no engine is attached"
+        message = f"{what} needs the engine: {reason}."
+        self.statusBar().showMessage(message, STATUS_MESSAGE_MS)
+        self.log.append(message)
+        return False
+
+    # ----- engine state ---------------------------------------------------------------
+
+    def _engine_state_changed(self, state: str) -> None:
+        self.engine_label.setText(f"Engine: {state}")
+        if state != "running":
+            reason = self.bridge.unavailable_reason if self.bridge is not None else ""
+            text = f"The engine is {state}" + (f": {reason}." if reason else ".")
+            self.runs.set_unavailable(text)
+            self.approvals.set_unavailable(text)
+            self.holds.set_unavailable(text)
+
+    # ----- view, settings, help -----------------------------------------------------
+
+    def set_theme(self, mode: ThemeMode) -> None:
+        from app.theme import apply_app_theme
+
+        self.settings.theme = mode
+        self.settings.sync()
+        self.actions_by_id[f"theme_{mode}"].setChecked(True)
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            apply_app_theme(app, mode)
+
+    def show_settings(self) -> None:
+        from app.settings_dialog import SettingsDialog
+
+        SettingsDialog(self.settings, self).exec()
+
+    def show_hint(self, text: str) -> None:
+        self.hint_label.setText(text)
+
+    def show_shortcuts(self) -> None:
+        dialog = QDialog(self)
+        dialog.setWindowTitle("Keyboard shortcuts")
+        rows = [*action_specs.shortcut_table(), *CANVAS_SHORTCUTS]
+        table = QTableWidget(len(rows), 2, dialog)
+        table.setObjectName("shortcutsTable")
+        table.setHorizontalHeaderLabels(["Command", "Keys"])
+        table.verticalHeader().hide()
+        table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        for row, (command, keys) in enumerate(rows):
+            table.setItem(row, 0, QTableWidgetItem(command))
+            table.setItem(row, 1, QTableWidgetItem(keys))
+        layout = QVBoxLayout(dialog)
+        layout.addWidget(table)
+        dialog.resize(460, 520)
+        self.shortcuts_dialog = dialog
+        dialog.show()
+
+    def show_about(self) -> None:
+        QMessageBox.about(self, "About Lockgate",
+                          f"Lockgate {__version__}\nDurable automation flows that wait without losing a run, "
+                          "a cent or a decision.")
+
+    # ----- first start and quitting -------------------------------------------------
+
+    def first_start(self) -> None:
+        """Open the triage example and say what to try."""
+        self.open_example(FIRST_START_EXAMPLE)
+        self.show_hint(FIRST_START_HINT)
+        self.settings.first_start_done = True
+        self.settings.sync()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        for index in reversed(range(self.tabs.count())):
+            if self.tabs.document_at(index).is_dirty() and not self.close_tab(index):
+                event.ignore()
+                return
+        self.save_layout()
+        if self.bridge is not None:
+            self.bridge.stop()
+        event.accept()
+
