@@ -1,0 +1,137 @@
+"""`create_run()`: the single way a run comes to exist, and `cancel_run()`.
+
+create_run: idempotency guard, budget preflight, version resolve, input check, run record
+`queued`, job message on the jobs stream — in that order, so a refused run leaves no trace.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import orjson
+import sqlalchemy as sa
+
+from engine.events import ExternalStamper, encode_event
+from engine.flow import Flow
+from engine.publish import get_version
+from engine.runtime.emitter import EVENT_FIELD
+from engine.runtime.handles import EngineHandles
+from engine.runtime.inputs import check_inputs, redacted_inputs, secret_names
+from engine.runtime.jobs import encode_job, start_job
+from engine.runtime.transitions import TERMINAL
+from engine.store.models import Run
+
+IDEMPOTENCY_TTL_SECONDS = 7 * 24 * 3600
+CANCEL_FLAG_TTL_SECONDS = 7 * 24 * 3600
+
+BudgetPreflight = Callable[[Flow, dict[str, Any]], None]
+"""Raises to refuse a run before it exists (the money issue replaces the no-op)."""
+
+
+def no_budget_preflight(flow: Flow, inputs: dict[str, Any]) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class CreatedRun:
+    run_id: str
+    flow_id: str
+    version: int
+    status: str
+    duplicate: bool = False
+    """True when the idempotency key had already created this run."""
+
+
+class RunRefused(ValueError):
+    """create_run refused before any run existed."""
+
+
+def _trigger_of(flow: Flow, trigger: str | None) -> str:
+    triggers = [node for node in flow.nodes if node.type.startswith("trigger.")]
+    if trigger is not None:
+        if not any(node.id == trigger for node in triggers):
+            names = ", ".join(node.id for node in triggers) or "none"
+            raise RunRefused(f'flow "{flow.id}" has no trigger node "{trigger}" (its triggers: {names})')
+        return trigger
+    for node in triggers:
+        if node.type == "trigger.manual":
+            return node.id
+    if not triggers:
+        raise RunRefused(f'flow "{flow.id}" has no trigger node; add a trigger.manual and publish again')
+    return triggers[0].id
+
+
+def _existing_run(handles: EngineHandles, key: str) -> CreatedRun | None:
+    with handles.sql.connect() as conn:
+        row = conn.execute(sa.select(Run.id, Run.flow_id, Run.version, Run.status)
+                           .where(Run.idempotency_key == key)).first()
+    return CreatedRun(row.id, row.flow_id, row.version, row.status, duplicate=True) if row else None
+
+
+def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | None = None, *,
+               version: int | None = None, trigger: str | None = None, idempotency_key: str | None = None,
+               budget_preflight: BudgetPreflight = no_budget_preflight) -> CreatedRun:
+    """Create a queued run of a published flow and enqueue its job; raises RunRefused / InputError."""
+    if idempotency_key:
+        found = _existing_run(handles, idempotency_key)
+        if found is not None:
+            return found
+    published, flow = get_version(handles.sql, flow_id, version)
+    trigger_id = _trigger_of(flow, trigger)
+    resolved = check_inputs(flow, inputs or {})
+    budget_preflight(flow, resolved)
+    run_id = uuid.uuid4().hex
+    if idempotency_key and not handles.client.set(handles.keys.idempotency(idempotency_key), run_id, nx=True,
+                                                  ex=IDEMPOTENCY_TTL_SECONDS):
+        found = _existing_run(handles, idempotency_key)
+        if found is not None:
+            return found
+    shown = redacted_inputs(flow, resolved)
+    now = datetime.fromtimestamp(handles.clock.now(), UTC)
+    try:
+        with handles.sql.begin() as conn:
+            conn.execute(sa.insert(cast(sa.Table, Run.__table__)).values(
+                id=run_id, flow_id=flow.id, version=published.version, status="queued", trigger=trigger_id,
+                idempotency_key=idempotency_key or None, inputs=shown, state={}, cost_micros=0, last_seq=0,
+                created_at=now, updated_at=now))
+    except sa.exc.IntegrityError:
+        if idempotency_key:
+            found = _existing_run(handles, idempotency_key)
+            if found is not None:
+                return found
+        raise
+    secrets = {name: resolved[name] for name in secret_names(flow) if name in resolved}
+    pipe = handles.client.pipeline(transaction=False)
+    if secrets:
+        pipe.set(handles.keys.run_secrets(run_id), orjson.dumps(secrets))
+    pipe.xadd(handles.keys.jobs, encode_job(start_job(run_id, flow.id, published.version, trigger_id, shown,
+                                                      bool(secrets))))
+    pipe.execute()
+    return CreatedRun(run_id, flow.id, published.version, "queued")
+
+
+def cancel_run(handles: EngineHandles, run_id: str, reason: str = "cancelled by request") -> str:
+    """Cancel a run: queued and waiting runs at once, running ones at their next step boundary.
+
+    Returns the run's status as seen (`cancelled` when it was stopped at once, `cancelling` for a
+    running run, the terminal status unchanged for a finished one). Raises LookupError for an unknown run.
+    """
+    with handles.sql.connect() as conn:
+        status = conn.execute(sa.select(Run.status).where(Run.id == run_id)).scalar()
+    if status is None:
+        raise LookupError(f'run "{run_id}" does not exist; list runs with `lockgate runs list`')
+    if status in TERMINAL:
+        return str(status)
+    pipe = handles.client.pipeline(transaction=False)
+    pipe.set(handles.keys.run_cancel(run_id), reason, ex=CANCEL_FLAG_TTL_SECONDS)
+    if status in ("queued", "waiting"):
+        event = ExternalStamper(run_id, handles.clock).run_cancelled(reason)
+        pipe.xadd(handles.keys.events, {EVENT_FIELD: encode_event(event)})
+        pipe.zrem(handles.keys.due, run_id)
+        pipe.delete(handles.keys.run_checkpoint(run_id), handles.keys.run_secrets(run_id))
+    pipe.execute()
+    return "cancelled" if status in ("queued", "waiting") else "cancelling"

@@ -1,0 +1,52 @@
+"""Job messages on the jobs stream: start a run, or resume a parked one."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+JOB_FIELD = b"j"
+
+
+@dataclass(frozen=True)
+class Job:
+    run_id: str
+    action: Literal["start", "resume"]
+    flow_id: str = ""
+    version: int = 0
+    trigger: str = ""
+    inputs: dict[str, Any] = field(default_factory=dict)
+    """Redacted inputs; secret values live under the run's secrets key only."""
+    has_secrets: bool = False
+
+
+class BadJob(ValueError):
+    """A job message the worker cannot read."""
+
+
+def encode_job(job: Job) -> dict[Any, Any]:
+    """Stream fields of a job message."""
+    return {JOB_FIELD: orjson.dumps(asdict(job))}
+
+
+def decode_job(fields: dict[bytes, bytes]) -> Job:
+    raw = fields.get(JOB_FIELD)
+    if raw is None:
+        raise BadJob(f"job message has no {JOB_FIELD.decode()!r} field (fields: {sorted(k.decode() for k in fields)})")
+    try:
+        data = orjson.loads(raw)
+        return Job(**data)
+    except (orjson.JSONDecodeError, TypeError) as exc:
+        raise BadJob(f"job message is not a job: {exc}") from None
+
+
+def start_job(run_id: str, flow_id: str, version: int, trigger: str, inputs: dict[str, Any],
+              has_secrets: bool) -> Job:
+    return Job(run_id, "start", flow_id, version, trigger, inputs, has_secrets)
+
+
+def resume_job(run_id: str) -> Job:
+    """A resume needs only the run id: the checkpoint holds everything else."""
+    return Job(run_id, "resume")

@@ -1,0 +1,252 @@
+"""Applies a batch of events to SQL in one transaction, idempotently: the projector's pure SQL half.
+
+Applying an event twice, or a whole batch again, changes nothing: event ids already in
+`applied_events` are skipped, and every change sets values (never `+= 1`). Events the state machine
+refuses and events that fail to parse are captured as dead letters (and recorded as handled so a
+redelivery does not capture them twice).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import sqlalchemy as sa
+
+from engine.events import Event, PoisonEvent, decode_event
+from engine.runtime.transitions import IllegalTransition, check_transition
+from engine.store.models import AppliedEvent, DeadLetter, Run, Step
+from engine.store.types import utc_from_epoch
+
+RUNS = cast(sa.Table, Run.__table__)
+STEPS = cast(sa.Table, Step.__table__)
+APPLIED = cast(sa.Table, AppliedEvent.__table__)
+DEAD = cast(sa.Table, DeadLetter.__table__)
+
+_RUN_MUTABLE = ("status", "state", "result", "error", "error_type", "waiting_on", "current_node", "last_seq",
+                "started_at", "first_parked_at", "finished_at", "updated_at")
+_STEP_MUTABLE = ("node_type", "status", "attempts", "input", "output", "ports", "error", "error_type",
+                 "duration_ms", "started_at", "finished_at")
+_STEP_FINAL = frozenset({"succeeded", "failed", "skipped"})
+
+
+@dataclass
+class LiveChange:
+    """One applied change, as the live channel publishes it."""
+
+    run_id: str
+    flow_id: str
+    version: int
+    status: str
+    seq: int
+    event: str
+    node: str | None = None
+    step: str | None = None
+    step_status: str | None = None
+    waiting_on: dict[str, Any] | None = None
+
+    def to_data(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+@dataclass
+class BatchResult:
+    applied: int = 0
+    duplicates: int = 0
+    dead: int = 0
+    changes: list[LiveChange] = field(default_factory=list)
+    terminal_runs: list[tuple[str, str]] = field(default_factory=list)
+    """(run id, final status) of runs that ended in this batch."""
+
+
+@dataclass
+class _Work:
+    runs: dict[str, dict[str, Any]]
+    steps: dict[tuple[str, str], dict[str, Any]]
+    dirty_runs: set[str] = field(default_factory=set)
+    new_steps: set[tuple[str, str]] = field(default_factory=set)
+    dirty_steps: set[tuple[str, str]] = field(default_factory=set)
+
+
+def _chunks(items: list[Any], size: int = 500) -> list[list[Any]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: str = "events") -> BatchResult:
+    """Apply (message id, raw event) pairs in one transaction; returns what changed."""
+    result = BatchResult()
+    now = datetime.now(UTC)
+    decoded: list[tuple[str, Event]] = []
+    dead_rows: list[dict[str, Any]] = []
+    for message_id, raw in messages:
+        try:
+            decoded.append((message_id, decode_event(raw)))
+        except PoisonEvent as exc:
+            dead_rows.append({"source": source, "message_id": message_id, "payload": raw, "error": str(exc),
+                              "created_at": now})
+    with engine.begin() as conn:
+        ids = list({event.event_id for _, event in decoded})
+        seen: set[str] = set()
+        for chunk in _chunks(ids):
+            seen.update(conn.execute(sa.select(APPLIED.c.event_id).where(APPLIED.c.event_id.in_(chunk))).scalars())
+        fresh: list[tuple[str, Event]] = []
+        for message_id, event in decoded:
+            if event.event_id in seen:
+                result.duplicates += 1
+                continue
+            seen.add(event.event_id)
+            fresh.append((message_id, event))
+        work = _load(conn, {event.run_id for _, event in fresh})
+        applied_rows = []
+        for message_id, event in fresh:
+            try:
+                change = _apply(work, event)
+            except (IllegalTransition, LookupError) as exc:
+                dead_rows.append({"source": source, "message_id": message_id, "payload": _raw(event),
+                                  "error": str(exc), "created_at": now})
+            else:
+                result.applied += 1
+                if change is not None:
+                    result.changes.append(change)
+                    if change.event in ("run_succeeded", "run_failed", "run_cancelled", "run_interrupted"):
+                        result.terminal_runs.append((change.run_id, change.status))
+            applied_rows.append({"event_id": event.event_id, "run_id": event.run_id, "seq": event.seq,
+                                 "event_type": event.type, "applied_at": now})
+        _write(conn, work, applied_rows, dead_rows)
+    result.dead = len(dead_rows)
+    return result
+
+
+def _raw(event: Event) -> bytes:
+    from engine.events import encode_event
+
+    return encode_event(event)
+
+
+def _load(conn: sa.Connection, run_ids: set[str]) -> _Work:
+    runs: dict[str, dict[str, Any]] = {}
+    steps: dict[tuple[str, str], dict[str, Any]] = {}
+    for chunk in _chunks(sorted(run_ids)):
+        for row in conn.execute(sa.select(RUNS).where(RUNS.c.id.in_(chunk))).mappings():
+            runs[row["id"]] = dict(row)
+        for row in conn.execute(sa.select(STEPS).where(STEPS.c.run_id.in_(chunk))).mappings():
+            steps[(row["run_id"], row["step"])] = dict(row)
+    return _Work(runs, steps)
+
+
+def _write(conn: sa.Connection, work: _Work, applied_rows: list[dict[str, Any]],
+           dead_rows: list[dict[str, Any]]) -> None:
+    if applied_rows:
+        conn.execute(sa.insert(APPLIED), applied_rows)
+    if dead_rows:
+        conn.execute(sa.insert(DEAD), dead_rows)
+    if work.dirty_runs:
+        params = [{"b_id": run_id, **{col: work.runs[run_id][col] for col in _RUN_MUTABLE}}
+                  for run_id in work.dirty_runs]
+        conn.execute(sa.update(RUNS).where(RUNS.c.id == sa.bindparam("b_id"))
+                     .values({col: sa.bindparam(col) for col in _RUN_MUTABLE}), params)
+    inserts = [work.steps[key] for key in work.new_steps]
+    if inserts:
+        conn.execute(sa.insert(STEPS), [{k: v for k, v in row.items() if k != "id"} for row in inserts])
+    updates = [work.steps[key] for key in work.dirty_steps - work.new_steps]
+    if updates:
+        conn.execute(sa.update(STEPS).where(STEPS.c.id == sa.bindparam("b_id"))
+                     .values({col: sa.bindparam(col) for col in _STEP_MUTABLE}),
+                     [{"b_id": row["id"], **{col: row[col] for col in _STEP_MUTABLE}} for row in updates])
+
+
+def _step(work: _Work, run_id: str, step: str, node: str) -> dict[str, Any]:
+    key = (run_id, step)
+    row = work.steps.get(key)
+    if row is None:
+        row = {"run_id": run_id, "step": step, "node_id": node, "node_type": None, "status": "pending",
+               "attempts": 0, "input": None, "output": None, "ports": None, "error": None, "error_type": None,
+               "duration_ms": None, "started_at": None, "finished_at": None}
+        work.steps[key] = row
+        work.new_steps.add(key)
+    work.dirty_steps.add(key)
+    return row
+
+
+def _apply(work: _Work, event: Event) -> LiveChange | None:
+    run = work.runs.get(event.run_id)
+    if run is None:
+        raise LookupError(f'run "{event.run_id}": {event.type} names a run the store does not have')
+    target = check_transition(event.run_id, run["status"], event.type)
+    at = utc_from_epoch(event.ts)
+    work.dirty_runs.add(event.run_id)
+    run["last_seq"] = max(run["last_seq"] or 0, event.seq)
+    run["updated_at"] = at
+    node: str | None = getattr(event, "node", None)
+    step_key: str | None = None
+    step_status: str | None = None
+    if target is not None:
+        run["status"] = target
+    match event.type:
+        case "run_started":
+            run["started_at"] = run["started_at"] or at
+        case "run_resumed":
+            run["waiting_on"] = None
+            run["current_node"] = event.node
+        case "run_parked":
+            waiting = event.waiting_on.model_dump()
+            node = waiting["node"]
+            run["waiting_on"] = waiting
+            run["current_node"] = node
+            run["first_parked_at"] = run["first_parked_at"] or at
+            row = _step(work, event.run_id, node, node)
+            if row["status"] not in _STEP_FINAL:
+                row["status"] = step_status = "suspended"
+                step_key = node
+        case "run_succeeded":
+            run["result"] = event.result
+            run["finished_at"] = at
+            run["waiting_on"] = None
+        case "run_failed" | "run_cancelled" | "run_interrupted":
+            run["finished_at"] = at
+            run["waiting_on"] = None
+            if event.type == "run_failed":
+                run["error"], run["error_type"] = event.error, event.error_type
+            elif event.type == "run_cancelled":
+                run["error"], run["error_type"] = event.reason, "cancelled"
+            else:
+                run["error"], run["error_type"] = event.reason, "interrupted"
+        case "step_started":
+            row = _step(work, event.run_id, event.step, event.node)
+            step_key = event.step
+            if row["status"] not in _STEP_FINAL:
+                row.update(status="running", node_type=event.node_type, input=event.given or row["input"])
+                row["attempts"] = max(row["attempts"] or 0, event.step_attempt)
+                row["started_at"] = row["started_at"] or at
+            step_status = row["status"]
+            run["current_node"] = event.node
+        case "step_completed":
+            row = _step(work, event.run_id, event.step, event.node)
+            row.update(status="succeeded", output=event.writes, ports=event.ports, error=None, error_type=None,
+                       duration_ms=event.duration_ms, finished_at=at)
+            row["attempts"] = max(row["attempts"] or 0, event.step_attempt)
+            row["started_at"] = row["started_at"] or at
+            if event.writes and "[" not in event.step:
+                run["state"] = {**(run["state"] or {}), **event.writes}
+            step_key, step_status = event.step, "succeeded"
+        case "step_failed":
+            row = _step(work, event.run_id, event.step, event.node)
+            if row["status"] not in _STEP_FINAL:
+                row.update(error=event.error, error_type=event.error_type, duration_ms=event.duration_ms)
+                row["attempts"] = max(row["attempts"] or 0, event.step_attempt)
+                row["status"] = "running" if event.will_retry else "failed"
+                if not event.will_retry:
+                    row["finished_at"] = at
+            step_key, step_status = event.step, row["status"]
+        case "step_skipped":
+            row = _step(work, event.run_id, event.step, event.node)
+            if row["status"] == "pending":
+                row.update(status="skipped", finished_at=at)
+            step_key, step_status = event.step, row["status"]
+        case _:
+            # approvals and holds: accepted into the run's sequence here; their tables belong to issues 4 and 5
+            pass
+    return LiveChange(run_id=event.run_id, flow_id=run["flow_id"], version=run["version"], status=run["status"],
+                      seq=event.seq, event=event.type, node=node, step=step_key, step_status=step_status,
+                      waiting_on=run["waiting_on"])

@@ -1,0 +1,135 @@
+"""The projector: the only writer of run state. Reads the events stream in batches, applies each
+batch in one SQL transaction (`projection.apply_batch`), acknowledges it, and publishes every
+applied change on the live channel. A Redis lease keeps exactly one projector active among
+processes; a standby takes over when the lease lapses.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import redis
+import sqlalchemy as sa
+
+from engine.runtime.emitter import EVENT_FIELD
+from engine.runtime.projection import BatchResult, apply_batch
+from engine.runtime.worker import ensure_group
+from engine.transport.keys import Keyspace
+
+log = logging.getLogger("lockgate.projector")
+
+LEASE_SECONDS = 5.0
+BATCH_SIZE = 1000
+
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+class ProjectorLease:
+    """The Redis lease that makes one projector active: SET NX PX, renewed only by its holder."""
+
+    def __init__(self, client: redis.Redis, key: str, holder: str, seconds: float = LEASE_SECONDS) -> None:
+        self.client = client
+        self.key = key
+        self.holder = holder
+        self.ms = int(seconds * 1000)
+        self._renew = client.register_script(_RENEW)
+        self._release = client.register_script(_RELEASE)
+
+    def acquire_or_renew(self) -> bool:
+        """True while this holder has the lease."""
+        if self._renew(keys=[self.key], args=[self.holder, self.ms]):
+            return True
+        return bool(self.client.set(self.key, self.holder, nx=True, px=self.ms))
+
+    def release(self) -> None:
+        self._release(keys=[self.key], args=[self.holder])
+
+
+class Projector:
+    """Consumes the events stream (group `projector`) while it holds the lease."""
+
+    def __init__(self, client: redis.Redis, keys: Keyspace, sql: sa.Engine, *, holder: str | None = None,
+                 on_batch: Callable[[BatchResult], None] | None = None, block_ms: int = 200) -> None:
+        self.client = client
+        self.keys = keys
+        self.sql = sql
+        self.holder = holder or f"projector-{uuid.uuid4().hex[:12]}"
+        self.lease = ProjectorLease(client, keys.projector_lease, self.holder)
+        self.on_batch = on_batch
+        self.block_ms = block_ms
+        self.active = False
+
+    def run(self, stop: threading.Event) -> None:
+        ensure_group(self.client, self.keys.events, self.keys.events_group)
+        try:
+            while not stop.is_set():
+                try:
+                    self.active = self.lease.acquire_or_renew()
+                    if not self.active:
+                        stop.wait(LEASE_SECONDS / 5)
+                        continue
+                    self.step(block_ms=self.block_ms)
+                except redis.ConnectionError:
+                    if stop.is_set():
+                        return
+                    log.warning("projector %s: Redis connection lost; retrying in 1s", self.holder)
+                    stop.wait(1.0)
+                except (sa.exc.OperationalError, sa.exc.IntegrityError) as exc:
+                    log.warning("projector %s: database error, batch left pending for retry: %s", self.holder, exc)
+                    stop.wait(0.5)
+        finally:
+            if self.active:
+                try:
+                    self.lease.release()
+                except redis.RedisError:
+                    pass
+            self.active = False
+
+    def step(self, block_ms: int | None = None, pending_first: bool = True) -> BatchResult:
+        """Apply one batch: first anything delivered to us but not acknowledged, then new events."""
+        entries = []
+        if pending_first:
+            entries = self._read("0", None)
+        if not entries:
+            entries = self._read(">", block_ms)
+        if not entries:
+            return BatchResult()
+        messages = [(mid.decode(), fields.get(EVENT_FIELD, b"")) for mid, fields in entries]
+        result = apply_batch(self.sql, messages, source=self.keys.events)
+        ids = [mid for mid, _ in entries]
+        pipe = self.client.pipeline(transaction=False)
+        pipe.xack(self.keys.events, self.keys.events_group, *ids)
+        pipe.xdel(self.keys.events, *ids)
+        for change in result.changes:
+            pipe.publish(self.keys.live, orjson.dumps(change.to_data()))
+        pipe.execute()
+        if self.on_batch is not None:
+            self.on_batch(result)
+        return result
+
+    def _read(self, start: str, block_ms: int | None) -> list[tuple[bytes, dict[bytes, bytes]]]:
+        # Every projector reads as the same consumer: the lease, not the group, decides who is active,
+        # so a successor sees its predecessor's unacknowledged batch as its own pending entries.
+        reply: Any = self.client.xreadgroup(self.keys.events_group, "projector", {self.keys.events: start},
+                                       count=BATCH_SIZE, block=block_ms)
+        entries: list[tuple[bytes, dict[bytes, bytes]]] = []
+        for _stream, items in reply or []:
+            entries.extend((mid, fields) for mid, fields in items if fields)
+        return entries

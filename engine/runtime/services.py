@@ -1,0 +1,183 @@
+"""`EngineServices`: Redis (embedded or configured), the SQL store, workers, the projector, heartbeats
+and the due waker, as threads — the app runs it in a background thread, `lockgate worker` in the
+foreground — plus the Python API the CLI, the app and the HTTP API call.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import sqlalchemy as sa
+
+from engine.clock import Clock, SystemClock
+from engine.config import EngineConfig
+from engine.flow import Flow
+from engine.publish import PublishedVersion, publish
+from engine.runtime import create as create_module
+from engine.runtime import queries
+from engine.runtime.create import BudgetPreflight, CreatedRun, no_budget_preflight
+from engine.runtime.handles import EngineHandles
+from engine.runtime.jobs import encode_job, resume_job
+from engine.runtime.projection import BatchResult
+from engine.runtime.projector import Projector
+from engine.runtime.transitions import TERMINAL
+from engine.runtime.worker import PlanCache, Worker, consumer_name, ensure_group
+from engine.store.db import init_db, make_engine
+from engine.transport.connection import RedisHandle, open_redis
+from engine.transport.due import DueItem, DueSet, DueWaker
+from engine.transport.keys import Keyspace
+
+log = logging.getLogger("lockgate.services")
+
+HEARTBEAT_SECONDS = 2.0
+
+
+class EngineServices:
+    """The engine's moving parts in one process. `start()` then the API; `stop()` ends everything cleanly."""
+
+    def __init__(self, config: EngineConfig, clock: Clock | None = None, workers: int = 2, *,
+                 projector: bool = True, due_waker: bool = True, sleep: Callable[[float], None] = time.sleep,
+                 budget_preflight: BudgetPreflight = no_budget_preflight) -> None:
+        self.config = config
+        self.clock: Clock = clock or SystemClock()
+        self.worker_count = workers
+        self.run_projector = projector
+        self.run_due_waker = due_waker
+        self.sleep = sleep
+        self.budget_preflight = budget_preflight
+        self.keys = Keyspace(config.key_prefix)
+        self.redis: RedisHandle | None = None
+        self.sql: sa.Engine | None = None
+        self.handles: EngineHandles | None = None
+        self.workers: list[Worker] = []
+        self.projector: Projector | None = None
+        self.due: DueSet | None = None
+        self.waker: DueWaker | None = None
+        self.batch_listeners: list[Callable[[BatchResult], None]] = []
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> EngineServices:
+        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        self.redis = open_redis(self.config)
+        self.sql = make_engine(self.config.sql_url, pool_size=10, max_overflow=10) if not \
+            self.config.sql_url.startswith("sqlite") else make_engine(self.config.sql_url)
+        init_db(self.sql)
+        client = self.redis.client()
+        self.handles = EngineHandles(client, self.keys, self.sql, self.clock)
+        ensure_group(client, self.keys.jobs, self.keys.jobs_group)
+        ensure_group(client, self.keys.events, self.keys.events_group)
+        self.due = DueSet(client, self.keys)
+        plans = PlanCache(self.sql)
+        for index in range(self.worker_count):
+            worker = Worker(self.redis.client(), self.keys, plans, self.clock, consumer_name(index),
+                            schedule_due=self._schedule_due, sleep=self.sleep)
+            self.workers.append(worker)
+            self._spawn(f"lockgate-worker-{index}", worker.run)
+        if self.run_projector:
+            self.projector = Projector(self.redis.client(), self.keys, self.sql, on_batch=self._on_batch)
+            self._spawn("lockgate-projector", self.projector.run)
+        self._spawn("lockgate-heartbeat", self._heartbeat_loop)
+        if self.run_due_waker:
+            self.waker = DueWaker(DueSet(self.redis.client(), self.keys), self._resume_due, self.clock).start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        if self.waker is not None:
+            self.waker.stop(timeout)
+        for thread in self._threads:
+            thread.join(timeout)
+        self._threads.clear()
+        self.workers.clear()
+        if self.redis is not None:
+            self.redis.close()
+            self.redis = None
+        if self.sql is not None:
+            self.sql.dispose()
+
+    def __enter__(self) -> EngineServices:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _spawn(self, name: str, target: Callable[[threading.Event], None]) -> None:
+        thread = threading.Thread(target=target, args=(self._stop,), name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _heartbeat_loop(self, stop: threading.Event) -> None:
+        client = self.redis.client() if self.redis else None
+        while client is not None and not stop.wait(HEARTBEAT_SECONDS):
+            active = {run_id for worker in self.workers for run_id in list(worker.active)}
+            if active:
+                try:
+                    client.hset(self.keys.heartbeats, mapping={run_id: self.clock.now() for run_id in active})
+                except Exception:
+                    log.warning("heartbeat: Redis write failed; retrying next beat")
+
+    def _schedule_due(self, run_id: str, due_at: float | None) -> None:
+        if due_at is not None and self.due is not None:
+            self.due.schedule(run_id, due_at)
+
+    def _resume_due(self, items: list[DueItem]) -> None:
+        pipe = self._api().client.pipeline(transaction=False)
+        for item in items:
+            pipe.xadd(self.keys.jobs, encode_job(resume_job(item.member)))
+        pipe.execute()
+
+    def _on_batch(self, result: BatchResult) -> None:
+        for listener in list(self.batch_listeners):
+            listener(result)
+
+    def _api(self) -> EngineHandles:
+        if self.handles is None:
+            raise RuntimeError("the engine services are not started; call EngineServices.start() first")
+        return self.handles
+
+    # --- Python API -------------------------------------------------------------------------------
+
+    def publish_flow(self, flow: Flow) -> PublishedVersion:
+        """Validate and store `flow` as its next version (PublishRefused on validation errors)."""
+        return publish(self._api().sql, flow)
+
+    def create_run(self, flow_id: str, inputs: dict[str, Any] | None = None, **options: Any) -> CreatedRun:
+        """See `engine.runtime.create.create_run`."""
+        options.setdefault("budget_preflight", self.budget_preflight)
+        return create_module.create_run(self._api(), flow_id, inputs, **options)
+
+    def cancel_run(self, run_id: str, reason: str = "cancelled by request") -> str:
+        return create_module.cancel_run(self._api(), run_id, reason)
+
+    def get_run(self, run_id: str, with_steps: bool = True) -> dict[str, Any] | None:
+        return queries.get_run(self._api().sql, run_id, with_steps=with_steps)
+
+    def list_runs(self, **filters: Any) -> list[dict[str, Any]]:
+        return queries.list_runs(self._api().sql, **filters)
+
+    def wait_for_run(self, run_id: str, timeout: float = 30.0, statuses: frozenset[str] = TERMINAL,
+                     on_change: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """Poll the store until the run reaches one of `statuses`; returns the run (TimeoutError otherwise)."""
+        deadline = time.monotonic() + timeout
+        last: tuple[Any, ...] | None = None
+        while True:
+            run = self.get_run(run_id, with_steps=on_change is not None)
+            if run is None:
+                raise LookupError(f'run "{run_id}" does not exist')
+            if on_change is not None:
+                signature = (run["status"], tuple((s["step"], s["status"]) for s in run["steps"]))
+                if signature != last:
+                    last = signature
+                    on_change(run)
+            if run["status"] in statuses:
+                return self.get_run(run_id) or run
+            if time.monotonic() > deadline:
+                raise TimeoutError(f'run "{run_id}" is still {run["status"]} after {timeout:g}s')
+            time.sleep(0.01)

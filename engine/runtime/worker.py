@@ -1,0 +1,187 @@
+"""A worker: reads jobs from the consumer group, runs them with `RunExecutor`, reports through events.
+
+A job is acknowledged only once the run ended or parked (its events written in the same round
+trip); a worker that dies mid-run leaves the job pending in the group, with its delivery count
+(the fencing attempt) for the reaper.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+import orjson
+import redis
+import sqlalchemy as sa
+
+from engine.clock import Clock
+from engine.events import EventStamper
+from engine.publish import get_version
+from engine.runtime.context import RunContext
+from engine.runtime.emitter import RedisEmitter
+from engine.runtime.executor import RunExecutor
+from engine.runtime.inputs import secret_names
+from engine.runtime.jobs import BadJob, Job, decode_job
+from engine.runtime.plan import FlowPlan
+from engine.transport.keys import Keyspace
+
+log = logging.getLogger("lockgate.worker")
+
+CANCEL_CHECK_INTERVAL = 0.02
+"""Seconds between cancel-flag checks within one run (always checked when a job starts)."""
+
+
+def ensure_group(client: redis.Redis, stream: str, group: str) -> None:
+    """Create the consumer group (and the stream) if missing."""
+    try:
+        client.xgroup_create(stream, group, id="0", mkstream=True)
+    except redis.ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise
+
+
+def consumer_name(index: int) -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:w{index}"
+
+
+class PlanCache:
+    """Compiled plans by (flow id, version); versions are immutable so entries never go stale."""
+
+    def __init__(self, sql: sa.Engine) -> None:
+        self.sql = sql
+        self._plans: dict[tuple[str, int], FlowPlan] = {}
+        self._lock = threading.Lock()
+
+    def get(self, flow_id: str, version: int) -> FlowPlan:
+        key = (flow_id, version)
+        with self._lock:
+            plan = self._plans.get(key)
+        if plan is None:
+            _published, flow = get_version(self.sql, flow_id, version)
+            plan = FlowPlan(flow)
+            with self._lock:
+                self._plans[key] = plan
+        return plan
+
+
+class Worker:
+    """One consumer of the jobs stream; `run()` loops until `stop` is set."""
+
+    def __init__(self, client: redis.Redis, keys: Keyspace, plans: PlanCache, clock: Clock, name: str, *,
+                 schedule_due: Callable[[str, float | None], None] = lambda run_id, due_at: None,
+                 sleep: Callable[[float], None] = time.sleep, block_ms: int = 500) -> None:
+        self.client = client
+        self.keys = keys
+        self.plans = plans
+        self.clock = clock
+        self.name = name
+        self.schedule_due = schedule_due
+        self.sleep = sleep
+        self.block_ms = block_ms
+        self.active: set[str] = set()
+        """Runs this worker is executing now (the heartbeat thread reports them)."""
+
+    def run(self, stop: threading.Event) -> None:
+        ensure_group(self.client, self.keys.jobs, self.keys.jobs_group)
+        while not stop.is_set():
+            try:
+                reply: Any = self.client.xreadgroup(self.keys.jobs_group, self.name, {self.keys.jobs: ">"}, count=16,
+                                               block=self.block_ms)
+            except redis.ConnectionError:
+                if stop.is_set():
+                    return
+                log.warning("worker %s: Redis connection lost; retrying in 1s", self.name)
+                stop.wait(1.0)
+                continue
+            for _stream, entries in reply or []:
+                for message_id, fields in entries:
+                    self.handle(message_id, fields)
+
+    def handle(self, message_id: bytes, fields: dict[bytes, bytes], attempt: int = 1) -> str:
+        """Run one job; returns how it ended (a run outcome, `dropped` or `bad_job`)."""
+        try:
+            job = decode_job(fields)
+        except BadJob as exc:
+            log.error("worker %s: %s; moved to %s", self.name, exc, self.keys.jobs_dead)
+            pipe = self.client.pipeline(transaction=False)
+            dead: dict[Any, Any] = {**fields, b"error": str(exc).encode()}
+            pipe.xadd(self.keys.jobs_dead, dead)
+            self._ack(pipe, message_id)
+            pipe.execute()
+            return "bad_job"
+        cancel_key = self.keys.run_cancel(job.run_id)
+        if self.client.exists(cancel_key):
+            pipe = self.client.pipeline(transaction=False)
+            self._ack(pipe, message_id)
+            pipe.execute()
+            return "dropped"
+        self.active.add(job.run_id)
+        try:
+            return self._execute(job, message_id, attempt, cancel_key)
+        finally:
+            self.active.discard(job.run_id)
+
+    def _ack(self, pipe: Any, message_id: bytes) -> None:
+        pipe.xack(self.keys.jobs, self.keys.jobs_group, message_id)
+        pipe.xdel(self.keys.jobs, message_id)
+
+    def _execute(self, job: Job, message_id: bytes, attempt: int, cancel_key: str) -> str:
+        checkpoint: dict[str, Any] | None = None
+        if job.action == "resume":
+            raw = self.client.get(self.keys.run_checkpoint(job.run_id))
+            if raw is None:
+                log.error("worker %s: run %s has no checkpoint to resume from; job dropped", self.name, job.run_id)
+                pipe = self.client.pipeline(transaction=False)
+                self._ack(pipe, message_id)
+                pipe.execute()
+                return "dropped"
+            checkpoint = orjson.loads(raw)
+            job = Job(**checkpoint["job"])
+        plan = self.plans.get(job.flow_id, job.version)
+        inputs = dict(job.inputs)
+        if job.has_secrets:
+            secret_raw = self.client.get(self.keys.run_secrets(job.run_id))
+            if secret_raw:
+                inputs.update(orjson.loads(secret_raw))
+        ctx = RunContext(job.run_id, job.flow_id, job.version, job.trigger, inputs, secret_names(plan.flow))
+        stamper = EventStamper(job.run_id, self.clock, attempt=attempt,
+                               last_seq=checkpoint["seq"] if checkpoint else 0)
+        emitter = RedisEmitter(self.client, self.keys.events)
+        last_check = [time.monotonic()]
+
+        def cancel_requested() -> bool:
+            now = time.monotonic()
+            if now - last_check[0] < CANCEL_CHECK_INTERVAL:
+                return False
+            last_check[0] = now
+            return bool(self.client.exists(cancel_key))
+
+        executor = RunExecutor(plan, ctx, stamper, emitter, self.clock, cancel_requested=cancel_requested,
+                               sleep=self.sleep, worker=self.name)
+        if checkpoint is not None:
+            executor.restore(checkpoint)
+            outcome = executor.resume(checkpoint["parked_node"])
+        else:
+            outcome = executor.start(job.inputs)
+
+        def finish(pipe: Any) -> None:
+            if outcome.status == "parked":
+                assert outcome.parked_node is not None
+                sealed = executor.checkpoint(outcome.parked_node)
+                sealed["job"] = asdict(job)
+                pipe.set(self.keys.run_checkpoint(job.run_id), orjson.dumps(sealed, default=ctx.plain))
+            else:
+                pipe.delete(self.keys.run_checkpoint(job.run_id), self.keys.run_secrets(job.run_id), cancel_key)
+            pipe.hdel(self.keys.heartbeats, job.run_id)
+            self._ack(pipe, message_id)
+
+        emitter.flush(finish)
+        if outcome.status == "parked" and outcome.park is not None:
+            self.schedule_due(job.run_id, outcome.park.due_at)
+        return outcome.status
