@@ -21,9 +21,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from engine.flow import flow_from_data  # noqa: E402
-from engine.templates import template_state_refs  # noqa: E402
-from engine.validation import validate  # noqa: E402
+from engine.flow import flow_from_data
+from engine.templates import template_state_refs
+from engine.validation import validate
 
 TARGET_MS_AT_5000 = 200.0
 
@@ -43,7 +43,13 @@ class FlowBuilder:
         node_id = f"{prefix or kind.replace('.', '_')}_{self.counter}"
         x = 220 * (self.counter % 40)
         self.nodes.append(
-            {"id": node_id, "type": kind, "title": node_id, "position": [x, 120 * (self.counter // 40)], "config": config}
+            {
+                "id": node_id,
+                "type": kind,
+                "title": node_id,
+                "position": [x, 120 * (self.counter // 40)],
+                "config": config,
+            }
         )
         return node_id
 
@@ -91,8 +97,12 @@ class FlowBuilder:
         source = self.read_earlier().split(" #")[0].removesuffix(" }}").removeprefix("{{ ")
         router = self.node(
             "router",
-            {"branches": [{"port": "high", "when": f"{{{{ {source} == 'high' }}}}"},
-                          {"port": "low", "when": f"{{{{ {source} == 'low' }}}}"}]},
+            {
+                "branches": [
+                    {"port": "high", "when": f"{{{{ {source} == 'high' }}}}"},
+                    {"port": "low", "when": f"{{{{ {source} == 'low' }}}}"},
+                ]
+            },
         )
         self.edge(entry, router)
         join = f"join_{self.counter + 7}"
@@ -100,7 +110,9 @@ class FlowBuilder:
         for port in ("high", "low", "default"):
             # Every branch writes `reply`: exclusive router ports, so no write_conflict.
             reply = self.node("set", {"values": {"reply": f"{port}: {self.read_earlier()}"}})
-            call = self.node("http.request", {"method": "GET", "url": f"http://127.0.0.1:9/{port}?q={{{{ state.reply }}}}"})
+            call = self.node(
+                "http.request", {"method": "GET", "url": f"http://127.0.0.1:9/{port}?q={{{{ state.reply }}}}"}
+            )
             self.edge(router, reply, port)
             self.edge(reply, call)
             branch_ends.append(call)
@@ -152,7 +164,12 @@ class FlowBuilder:
     def http_step(self, entry: str) -> str:
         call = self.node(
             "http.request",
-            {"method": "POST", "url": "http://127.0.0.1:9/hook", "body": self.read_earlier(), "output_key": self.new_key("resp")},
+            {
+                "method": "POST",
+                "url": "http://127.0.0.1:9/hook",
+                "body": self.read_earlier(),
+                "output_key": self.new_key("resp"),
+            },
         )
         self.edge(entry, call)
         return call
@@ -237,8 +254,11 @@ def main(argv: list[str] | None = None) -> int:
     if len(results) > 1 and results[0]["median_ms"] > 0:
         base = results[0]
         report["growth"] = [
-            {"nodes": r["nodes"], "time_ratio": round(r["median_ms"] / base["median_ms"], 2),
-             "size_ratio": round(r["nodes"] / base["nodes"], 2)}
+            {
+                "nodes": r["nodes"],
+                "time_ratio": round(r["median_ms"] / base["median_ms"], 2),
+                "size_ratio": round(r["nodes"] / base["nodes"], 2),
+            }
             for r in results[1:]
         ]
     print(json.dumps(report, indent=2))
