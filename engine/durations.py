@@ -43,7 +43,7 @@ def parse_duration(value: object) -> float:
 
 
 def format_duration(seconds: float) -> str:
-    """Compact form for display: 86400 -> `24h`, 5400 -> `1h30m`, 0.5 -> `500ms`."""
+    """Compact form for display: 86400 -> `1d`, 129600 -> `36h`, 5400 -> `1h30m`, 0.5 -> `500ms`."""
     if seconds < 1 and seconds > 0:
         return f"{round(seconds * 1000)}ms"
     total = round(seconds)
