@@ -14,6 +14,9 @@ from engine import __version__
 # Keep imports inside handlers so `lockgate --help` stays fast.
 COMMAND_MODULES: list[str] = [
     "engine.cli.validate",
+    "engine.cli.run",
+    "engine.cli.worker",
+    "engine.cli.runs",
     "engine.cli.provider_sim",
 ]
 

@@ -1,0 +1,168 @@
+"""`lockgate run FILE [--input KEY=JSON]... [--inputs-file F] [--json] [--detach]`.
+
+Publishes the file (refused on validation errors, printed as `validate` prints them), runs it on
+the engine of the data folder, shows progress on stderr and prints the run when it ends.
+Exit codes: 0 succeeded (or accepted/parked with --detach), 1 the run did not succeed or the flow
+was refused, 2 usage errors (unreadable file, bad --input, refused inputs), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "run", help="publish a flow file and run it",
+        description="Publish FILE (refused on validation errors) and run it on the engine of the data folder.")
+    parser.add_argument("file", metavar="FILE", help="a *.flow.json file")
+    parser.add_argument("--input", action="append", default=[], metavar="KEY=JSON",
+                        help="one run input as JSON, e.g. --input name='\"Ada\"' (repeatable)")
+    parser.add_argument("--inputs-file", metavar="F", help="a JSON object of inputs (--input entries override it)")
+    parser.add_argument("--json", action="store_true", help="print the run as a JSON object")
+    parser.add_argument("--detach", action="store_true",
+                        help="return once the run is accepted or first parks; it continues with the next engine")
+    parser.add_argument("--timeout", type=float, default=None, help="give up waiting after this many seconds")
+    parser.set_defaults(handler=run_command)
+
+
+def parse_inputs(pairs: list[str], inputs_file: str | None) -> dict[str, Any]:
+    """Inputs from --inputs-file and --input KEY=JSON; raises ValueError with a fix-it message."""
+    inputs: dict[str, Any] = {}
+    if inputs_file:
+        try:
+            data = json.loads(Path(inputs_file).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ValueError(f"--inputs-file {inputs_file}: cannot be read ({exc.strerror or exc})") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--inputs-file {inputs_file}: not JSON ({exc.msg} at line {exc.lineno})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"--inputs-file {inputs_file}: must hold a JSON object of input names to values")
+        inputs.update(data)
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--input {pair!r}: write KEY=JSON, e.g. --input name='\"Ada\"'")
+        try:
+            inputs[key] = json.loads(text)
+        except json.JSONDecodeError:
+            raise ValueError(f"--input {key}: {text!r} is not JSON; quote strings, e.g. --input {key}='\"{text}\"'"
+                             ) from None
+    return inputs
+
+
+def run_summary(run: dict[str, Any]) -> dict[str, Any]:
+    """The run as `--json` prints it."""
+    return {
+        "id": run["id"], "flow_id": run["flow_id"], "version": run["version"], "status": run["status"],
+        "result": run["result"], "error": run["error"], "error_type": run["error_type"],
+        "waiting_on": run["waiting_on"], "created_at": run["created_at"], "finished_at": run["finished_at"],
+        "steps": [{"step": s["step"], "node": s["node"], "type": s["type"], "status": s["status"],
+                   "attempts": s["attempts"], "duration_ms": s["duration_ms"], "error": s["error"]}
+                  for s in run.get("steps", [])],
+    }
+
+
+def _when(epoch: float | None) -> str:
+    if epoch is None:
+        return "a decision"
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+class _Progress:
+    def __init__(self) -> None:
+        self.seen: dict[str, str] = {}
+        self.status = ""
+
+    def __call__(self, run: dict[str, Any]) -> None:
+        for step in run.get("steps", []):
+            if self.seen.get(step["step"]) != step["status"]:
+                self.seen[step["step"]] = step["status"]
+                extra = f": {step['error']}" if step["error"] and step["status"] == "failed" else ""
+                print(f"  {step['step']} ({step['type'] or '?'}): {step['status']}{extra}", file=sys.stderr)
+        if run["status"] != self.status:
+            self.status = run["status"]
+            if run["status"] == "waiting" and run["waiting_on"]:
+                waiting = run["waiting_on"]
+                print(f"run {run['id']} parked at {waiting['node']} ({waiting['reason']}) until "
+                      f"{_when(waiting.get('due_at'))}", file=sys.stderr)
+            else:
+                print(f"run {run['id']}: {run['status']}", file=sys.stderr)
+
+
+def print_run(run: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(run_summary(run), indent=2, ensure_ascii=False, default=str))
+        return
+    print(f"run {run['id']} {run['status']} (flow {run['flow_id']} v{run['version']})")
+    if run["result"] is not None:
+        result = run["result"]
+        print(f"result: {result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)}")
+    if run["error"]:
+        print(f"error: {run['error']}")
+    if run["waiting_on"]:
+        print(f"waiting on: {run['waiting_on']['node']} ({run['waiting_on']['reason']})")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from engine.cli.validate import FileReport, print_human
+    from engine.config import EngineConfig
+    from engine.runtime.inputs import InputError
+    from engine.runtime.services import EngineServices
+    from engine.runtime.transitions import TERMINAL
+    from engine.validation import has_errors, validate_document
+
+    try:
+        content = Path(args.file).read_bytes()
+    except OSError as exc:
+        print(f"lockgate run: {args.file}: cannot be read ({exc.strerror or exc}); check the path", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        inputs = parse_inputs(args.input, args.inputs_file)
+    except ValueError as exc:
+        print(f"lockgate run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    flow, diagnostics = validate_document(content)
+    if flow is None or has_errors(diagnostics):
+        print(f"lockgate run: {args.file} was not published; fix these and run again:", file=sys.stderr)
+        print_human([FileReport(args.file, [d.to_dict() for d in diagnostics])], out=sys.stderr)
+        return EXIT_FAILED
+    services = EngineServices(EngineConfig.from_env())
+    try:
+        services.start()
+        published = services.publish_flow(flow)
+        try:
+            created = services.create_run(flow.id, inputs)
+        except InputError as exc:
+            print(f"lockgate run: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"run {created.run_id} queued (flow {flow.id} v{published.version})", file=sys.stderr)
+        wait_for = frozenset({"waiting", *TERMINAL}) if args.detach else TERMINAL
+        timeout = args.timeout if args.timeout is not None else 10 * 365 * 86400.0
+        try:
+            run = services.wait_for_run(created.run_id, timeout=timeout, statuses=wait_for, on_change=_Progress())
+        except TimeoutError as exc:
+            print(f"lockgate run: {exc}; it continues with the next engine on this data folder", file=sys.stderr)
+            run = services.get_run(created.run_id) or {}
+            print_run(run, args.json)
+            return EXIT_FAILED
+        print_run(run, args.json)
+        if run["status"] == "succeeded" or (args.detach and run["status"] not in TERMINAL):
+            return EXIT_OK
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("lockgate run: interrupted; a parked or queued run continues with the next engine on this data folder",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        services.stop()

@@ -1,0 +1,46 @@
+"""`lockgate worker [--workers N]`: the engine services headless until SIGINT/SIGTERM, then a clean stop."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "worker", help="run the engine headless (workers, projector, due waker) until interrupted",
+        description="Run the engine services on the data folder's embedded Redis and SQLite, or on "
+        "LOCKGATE_REDIS_URL and LOCKGATE_DB_URL, until SIGINT or SIGTERM.")
+    parser.add_argument("--workers", type=int, default=4, help="worker threads (default 4)")
+    parser.set_defaults(handler=worker_command)
+
+
+def worker_command(args: argparse.Namespace) -> int:
+    from engine.config import EngineConfig
+    from engine.runtime.services import EngineServices
+
+    config = EngineConfig.from_env()
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    services = EngineServices(config, workers=max(1, args.workers))
+    try:
+        services.start()
+        where = config.redis_url or f"embedded Redis in {config.data_dir}"
+        print(f"lockgate worker: {args.workers} worker(s) on {where}, SQL {config.sql_url}; Ctrl-C stops",
+              file=sys.stderr)
+        while not stop.wait(0.5):
+            pass
+        print("lockgate worker: stopping", file=sys.stderr)
+    finally:
+        services.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print("lockgate worker: stopped", file=sys.stderr)
+    return 0
