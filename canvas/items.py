@@ -1,0 +1,487 @@
+"""Graphics items: nodes, their ports, edges and the wire being dragged.
+
+Items mirror the document; they never edit it. Nodes paint through
+DeviceCoordinateCache and drop text and ports below a zoom threshold, so a
+1,000-node flow repaints from cached pixmaps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPainterPathStroker, QPen
+from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
+
+from canvas.geometry import (
+    GRID_SIZE,
+    HEADER_HEIGHT,
+    NODE_WIDTH,
+    PORT_HIT_RADIUS,
+    PORT_RADIUS,
+    PORT_ROW_HEIGHT,
+    has_input,
+    input_port_offset,
+    node_height,
+    output_port_offset,
+    output_ports,
+)
+from canvas.icons import paint_type_icon, type_color
+from canvas.summary import config_summary
+from canvas.theme import current_theme
+from engine.catalog import node_type
+from engine.flow import Edge, Node
+from engine.validation import Diagnostic
+
+# Below this scale a node is a coloured box: text would be unreadable and costs most of the paint.
+DETAIL_ZOOM = 0.45
+NODE_Z = 1.0
+EDGE_Z = 0.0
+WIRE_Z = 10.0
+OVERLAY_ABOVE = 22.0
+OVERLAY_BELOW = 20.0
+
+
+def _font(pixels: float, bold: bool = False) -> QFont:
+    font = QFont()
+    font.setPixelSize(round(pixels))
+    font.setBold(bold)
+    return font
+
+
+TITLE_FONT = _font(12.5, bold=True)
+SUMMARY_FONT = _font(11)
+PORT_FONT = _font(10.5)
+BADGE_FONT = _font(10, bold=True)
+
+
+class LiveState:
+    """What live mode says about one node; plain data the node paints."""
+
+    __slots__ = ("current", "on_path", "running", "waiting", "waiting_text")
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.waiting = 0
+        self.waiting_text = ""
+        self.on_path = False
+        self.current = False
+
+    def is_empty(self) -> bool:
+        return not (self.running or self.waiting or self.on_path or self.current)
+
+
+class PortItem(QGraphicsItem):
+    """An invisible hit area over a node's port circle (the node paints the circle)."""
+
+    def __init__(self, parent: NodeItem, port: str | None, is_output: bool, offset: tuple[float, float]) -> None:
+        super().__init__(parent)
+        self.node_item = parent
+        self.port = port
+        self.is_output = is_output
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemHasNoContents, True)
+        self.setPos(QPointF(*offset))
+        self.setAcceptHoverEvents(False)
+        self.setCursor(Qt.CursorShape.CrossCursor if is_output else Qt.CursorShape.ArrowCursor)
+        if is_output:
+            self.setToolTip(f'Output "{port}": drag to a node to connect')
+        else:
+            self.setToolTip("Input: drag from another node's output to here")
+
+    @property
+    def node_id(self) -> str:
+        return self.node_item.node_id
+
+    def boundingRect(self) -> QRectF:
+        return QRectF(-PORT_HIT_RADIUS, -PORT_HIT_RADIUS, 2 * PORT_HIT_RADIUS, 2 * PORT_HIT_RADIUS)
+
+    def shape(self) -> QPainterPath:
+        path = QPainterPath()
+        path.addEllipse(self.boundingRect())
+        return path
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+        pass
+
+
+class NodeItem(QGraphicsItem):
+    """One node: header with icon and title, summary, port rows, badges and live overlay."""
+
+    def __init__(self, node: Node) -> None:
+        super().__init__()
+        self.node_id = node.id
+        self.node: Node = node
+        self.ports: tuple[str, ...] = ()
+        self.height = node_height(0)
+        self.diagnostics: list[Diagnostic] = []
+        self.live = LiveState()
+        self.port_items: list[PortItem] = []
+        self.input_item: PortItem | None = None
+        self._title = ""
+        self._summary = ""
+        self.setFlags(
+            QGraphicsItem.GraphicsItemFlag.ItemIsSelectable
+            | QGraphicsItem.GraphicsItemFlag.ItemIsMovable
+            | QGraphicsItem.GraphicsItemFlag.ItemIsFocusable
+            | QGraphicsItem.GraphicsItemFlag.ItemSendsScenePositionChanges
+        )
+        self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        self.setZValue(NODE_Z)
+        self.set_node(node)
+
+    # ----- model → item ------------------------------------------------------------
+
+    def set_node(self, node: Node) -> None:
+        """Show `node` (title, config, ports may all have changed)."""
+        ports = output_ports(node)
+        self.node = node
+        if ports != self.ports or (not self.port_items and ports):
+            self.prepareGeometryChange()
+            self.ports = ports
+            self.height = node_height(len(ports))
+            self._rebuild_ports()
+        elif self.input_item is None and has_input(node):
+            self._rebuild_ports()
+        spec = node_type(node.type)
+        title = node.title or (spec.title if spec is not None else node.id)
+        self._title = QFontMetricsF(TITLE_FONT).elidedText(title, Qt.TextElideMode.ElideRight, NODE_WIDTH - 44)
+        self._summary = config_summary(node)
+        self._refresh_tooltip()
+        self.update()
+
+    def _rebuild_ports(self) -> None:
+        scene = self.scene()
+        for item in [*self.port_items, *([self.input_item] if self.input_item else [])]:
+            item.setParentItem(None)
+            if scene is not None:
+                scene.removeItem(item)
+        self.port_items = [PortItem(self, port, True, output_port_offset(i)) for i, port in enumerate(self.ports)]
+        self.input_item = PortItem(self, None, False, input_port_offset(self.height)) if has_input(self.node) else None
+
+    def set_diagnostics(self, diagnostics: list[Diagnostic]) -> None:
+        if [(d.code, d.message) for d in diagnostics] != [(d.code, d.message) for d in self.diagnostics]:
+            self.diagnostics = list(diagnostics)
+            self._refresh_tooltip()
+            self.update()
+
+    def badge_severity(self) -> str | None:
+        """ "error", "warning" or None: which badge the node shows."""
+        if any(d.severity == "error" for d in self.diagnostics):
+            return "error"
+        return "warning" if self.diagnostics else None
+
+    def _refresh_tooltip(self) -> None:
+        spec = node_type(self.node.type)
+        lines = [
+            f"<b>{_escape(self.node.title or self.node.id)}</b> — {_escape(spec.title if spec else self.node.type)}",
+            f"id: {_escape(self.node.id)}",
+        ]
+        if self._summary:
+            lines.append(_escape(self._summary))
+        for diagnostic in self.diagnostics:
+            colour = current_theme().error if diagnostic.severity == "error" else current_theme().warning
+            lines.append(f"<span style='color:{colour.name()}'>● {_escape(diagnostic.message)}</span>")
+        if self.live.waiting_text:
+            lines.append(_escape(self.live.waiting_text))
+        self.setToolTip("<br>".join(lines))
+
+    def refresh_live(self) -> None:
+        self._refresh_tooltip()
+        self.update()
+
+    # ----- geometry ----------------------------------------------------------------
+
+    def rect(self) -> QRectF:
+        return QRectF(0, 0, NODE_WIDTH, self.height)
+
+    def boundingRect(self) -> QRectF:
+        return QRectF(
+            -PORT_RADIUS - 2,
+            -OVERLAY_ABOVE,
+            NODE_WIDTH + 2 * PORT_RADIUS + 4,
+            self.height + OVERLAY_ABOVE + OVERLAY_BELOW,
+        )
+
+    def shape(self) -> QPainterPath:
+        path = QPainterPath()
+        path.addRoundedRect(self.rect(), 6, 6)
+        return path
+
+    def output_anchor(self, port: str | None) -> QPointF:
+        """Scene point where an edge from `port` starts."""
+        index = self.ports.index(port) if port in self.ports else 0
+        x, y = output_port_offset(index)
+        return self.pos() + QPointF(x, y)
+
+    def input_anchor(self) -> QPointF:
+        x, y = input_port_offset(self.height)
+        return self.pos() + QPointF(x, y)
+
+    def itemChange(self, change: QGraphicsItem.GraphicsItemChange, value: Any) -> Any:
+        scene = self.scene()
+        if change == QGraphicsItem.GraphicsItemChange.ItemPositionChange and scene is not None:
+            if getattr(scene, "snap_to_grid", False) and not getattr(scene, "applying_model", False):
+                point = QPointF(value)
+                return QPointF(round(point.x() / GRID_SIZE) * GRID_SIZE, round(point.y() / GRID_SIZE) * GRID_SIZE)
+        elif change == QGraphicsItem.GraphicsItemChange.ItemScenePositionHasChanged and scene is not None:
+            scene_edges = getattr(scene, "node_moved", None)
+            if scene_edges is not None:
+                scene_edges(self.node_id)
+        return super().itemChange(change, value)
+
+    # ----- painting ----------------------------------------------------------------
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+        theme = current_theme()
+        accent = type_color(self.node.type)
+        selected = self.isSelected()
+        lod = option.levelOfDetailFromTransform(painter.worldTransform())
+        rect = self.rect()
+        if lod < DETAIL_ZOOM:
+            painter.setPen(QPen(theme.node_selected if selected else accent, 3 if selected else 2))
+            painter.setBrush(theme.node_body)
+            painter.drawRect(rect)
+            painter.fillRect(QRectF(0, 0, NODE_WIDTH, HEADER_HEIGHT), accent)
+            severity = self.badge_severity()
+            if severity:
+                colour = theme.error if severity == "error" else theme.warning
+                painter.fillRect(QRectF(NODE_WIDTH - 30, -12, 42, 42), colour)
+            return
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        self._paint_body(painter, theme, accent, selected, rect)
+        self._paint_ports(painter, theme)
+        self._paint_badge(painter, theme)
+        if not self.live.is_empty():
+            self._paint_live(painter, theme)
+
+    def _paint_body(self, painter: QPainter, theme: Any, accent: QColor, selected: bool, rect: QRectF) -> None:
+        if self.live.current or self.live.on_path:
+            painter.setPen(QPen(theme.run_path, 4 if self.live.current else 2.5))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawRoundedRect(rect.adjusted(-3, -3, 3, 3), 8, 8)
+        painter.setPen(QPen(theme.node_selected, 2) if selected else QPen(theme.node_border, 1))
+        painter.setBrush(theme.node_body)
+        painter.drawRoundedRect(rect.adjusted(0.5, 0.5, -0.5, -0.5), 6, 6)
+        header = QPainterPath()
+        header.addRoundedRect(QRectF(1, 1, NODE_WIDTH - 2, HEADER_HEIGHT), 5, 5)
+        header.addRect(QRectF(1, HEADER_HEIGHT / 2, NODE_WIDTH - 2, HEADER_HEIGHT / 2))
+        tint = QColor(accent)
+        tint.setAlpha(38 if theme.name == "light" else 60)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(tint)
+        header.setFillRule(Qt.FillRule.WindingFill)
+        painter.drawPath(header.simplified())
+        painter.fillRect(QRectF(1, HEADER_HEIGHT, NODE_WIDTH - 2, 1), theme.node_border)
+        painter.fillRect(QRectF(0.5, 6, 3, HEADER_HEIGHT - 6), accent)
+        paint_type_icon(painter, QRectF(9, (HEADER_HEIGHT - 16) / 2, 16, 16), self.node.type, accent)
+        painter.setPen(theme.text)
+        painter.setFont(TITLE_FONT)
+        painter.drawText(QRectF(31, 0, NODE_WIDTH - 40, HEADER_HEIGHT), Qt.AlignmentFlag.AlignVCenter, self._title)
+        if self._summary:
+            label_width = max((QFontMetricsF(PORT_FONT).horizontalAdvance(p) for p in self.ports[:1]), default=0.0)
+            room = NODE_WIDTH - 22 - (label_width + 14 if len(self.ports) > 1 else 0)
+            summary = QFontMetricsF(SUMMARY_FONT).elidedText(self._summary, Qt.TextElideMode.ElideRight, room)
+            painter.setPen(theme.text_muted)
+            painter.setFont(SUMMARY_FONT)
+            row = QRectF(12, HEADER_HEIGHT + 4, room, PORT_ROW_HEIGHT)
+            painter.drawText(row, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, summary)
+
+    def _paint_ports(self, painter: QPainter, theme: Any) -> None:
+        painter.setPen(QPen(theme.port_border, 1.4))
+        painter.setBrush(theme.port_fill)
+        if self.input_item is not None:
+            painter.drawEllipse(self.input_item.pos(), PORT_RADIUS, PORT_RADIUS)
+        painter.setFont(PORT_FONT)
+        for item in self.port_items:
+            painter.setPen(QPen(theme.port_border, 1.4))
+            painter.setBrush(theme.port_fill)
+            painter.drawEllipse(item.pos(), PORT_RADIUS, PORT_RADIUS)
+            if len(self.ports) > 1:
+                painter.setPen(theme.text_muted)
+                label = QRectF(NODE_WIDTH - 110, item.pos().y() - PORT_ROW_HEIGHT / 2, 98, PORT_ROW_HEIGHT)
+                painter.drawText(label, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight, item.port or "")
+
+    def _paint_badge(self, painter: QPainter, theme: Any) -> None:
+        severity = self.badge_severity()
+        if severity is None:
+            return
+        colour = theme.error if severity == "error" else theme.warning
+        centre = QPointF(NODE_WIDTH - 2, 0)
+        painter.setPen(QPen(theme.node_body, 2))
+        painter.setBrush(colour)
+        painter.drawEllipse(centre, 8.5, 8.5)
+        painter.setPen(QColor("#ffffff") if severity == "error" else QColor("#1d2330"))
+        painter.setFont(BADGE_FONT)
+        count = sum(1 for d in self.diagnostics if d.severity == severity)
+        painter.drawText(
+            QRectF(centre.x() - 8, centre.y() - 8, 16, 16),
+            Qt.AlignmentFlag.AlignCenter,
+            "!" if count == 1 else str(min(count, 9)),
+        )
+
+    def _paint_live(self, painter: QPainter, theme: Any) -> None:
+        painter.setFont(BADGE_FONT)
+        x = 4.0
+        for count, colour, label in (
+            (self.live.running, theme.live_running, "running"),
+            (self.live.waiting, theme.live_waiting, "waiting"),
+        ):
+            if not count:
+                continue
+            text = f"{count} {label}"
+            width = QFontMetricsF(BADGE_FONT).horizontalAdvance(text) + 12
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(colour)
+            painter.drawRoundedRect(QRectF(x, -OVERLAY_ABOVE + 2, width, 16), 8, 8)
+            painter.setPen(QColor("#ffffff"))
+            painter.drawText(QRectF(x, -OVERLAY_ABOVE + 2, width, 16), Qt.AlignmentFlag.AlignCenter, text)
+            x += width + 4
+        if self.live.current and self.live.waiting_text:
+            painter.setPen(theme.run_path)
+            painter.setFont(SUMMARY_FONT)
+            text = QFontMetricsF(SUMMARY_FONT).elidedText(
+                self.live.waiting_text, Qt.TextElideMode.ElideRight, NODE_WIDTH
+            )
+            painter.drawText(
+                QRectF(0, self.height + 2, NODE_WIDTH, OVERLAY_BELOW - 2), Qt.AlignmentFlag.AlignLeft, text
+            )
+
+
+class EdgeItem(QGraphicsItem):
+    """A smooth curve from an output port to an input port."""
+
+    def __init__(self, edge: Edge, source: NodeItem, target: NodeItem) -> None:
+        super().__init__()
+        self.edge = edge
+        self.source = source
+        self.target = target
+        self.on_run_path = False
+        self._path = QPainterPath()
+        self._shape: QPainterPath | None = None
+        self._bounds = QRectF()
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, True)
+        self.setZValue(EDGE_Z)
+        port = edge.port or ""
+        self.setToolTip(f"{edge.from_} {port + ' ' if port else ''}→ {edge.to} (select and press Delete to remove)")
+        self.update_path()
+
+    def port_name(self) -> str | None:
+        if self.edge.port is not None:
+            return self.edge.port
+        return self.source.ports[0] if self.source.ports else None
+
+    def update_path(self) -> None:
+        """Recompute the curve after either end moved."""
+        start = self.source.output_anchor(self.port_name())
+        end = self.target.input_anchor()
+        self.prepareGeometryChange()
+        self._path = curve_between(start, end)
+        self._shape = None
+        self._bounds = self._path.boundingRect().adjusted(-6, -6, 6, 6)
+
+    def path(self) -> QPainterPath:
+        return self._path
+
+    def boundingRect(self) -> QRectF:
+        return self._bounds
+
+    def shape(self) -> QPainterPath:
+        if self._shape is None:
+            stroker = QPainterPathStroker()
+            stroker.setWidth(10)
+            self._shape = stroker.createStroke(self._path)
+        return self._shape
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+        theme = current_theme()
+        lod = option.levelOfDetailFromTransform(painter.worldTransform())
+        if self.isSelected():
+            colour, width = theme.edge_selected, 2.6
+        elif self.on_run_path:
+            colour, width = theme.run_path, 3.2
+        else:
+            colour, width = theme.edge, 1.8
+        if lod >= DETAIL_ZOOM:
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        pen = QPen(colour, width)
+        pen.setCosmetic(lod < DETAIL_ZOOM)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.drawPath(self._path)
+        if lod >= DETAIL_ZOOM:
+            end = self._path.currentPosition()
+            arrow = QPainterPath(end)
+            arrow.lineTo(end + QPointF(-8, -4.5))
+            arrow.lineTo(end + QPointF(-8, 4.5))
+            arrow.closeSubpath()
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QBrush(colour))
+            painter.drawPath(arrow.translated(-PORT_RADIUS, 0))
+
+
+def curve_between(start: QPointF, end: QPointF) -> QPainterPath:
+    """A horizontal-tangent cubic from `start` to `end`, looping wide when the target is behind."""
+    dx = end.x() - start.x()
+    reach = max(abs(dx) * 0.5, 40.0) if dx >= 0 else max(80.0, abs(dx) * 0.35 + abs(end.y() - start.y()) * 0.25)
+    path = QPainterPath(start)
+    path.cubicTo(QPointF(start.x() + reach, start.y()), QPointF(end.x() - reach, end.y()), end)
+    return path
+
+
+class WireItem(QGraphicsItem):
+    """The wire following the mouse while connecting, green when it may connect, red with the reason when not."""
+
+    def __init__(self, source: NodeItem, port: str | None) -> None:
+        super().__init__()
+        self.source = source
+        self.port = port
+        self.end = source.output_anchor(port)
+        self.refusal: str | None = None
+        self.target: NodeItem | None = None
+        self._path = QPainterPath()
+        self._bounds = QRectF()
+        self.setZValue(WIRE_Z)
+        self.move_to(self.end)
+
+    def move_to(self, end: QPointF, target: NodeItem | None = None, refusal: str | None = None) -> None:
+        self.prepareGeometryChange()
+        self.end = QPointF(end)
+        self.target = target
+        self.refusal = refusal
+        finish = target.input_anchor() if target is not None and refusal is None else self.end
+        self._path = curve_between(self.source.output_anchor(self.port), finish)
+        bounds = self._path.boundingRect()
+        if refusal:
+            width = QFontMetricsF(SUMMARY_FONT).horizontalAdvance(refusal) + 24
+            bounds = bounds.united(QRectF(self.end.x() + 8, self.end.y() + 8, width, 26))
+        self._bounds = bounds.adjusted(-6, -6, 6, 6)
+
+    def boundingRect(self) -> QRectF:
+        return self._bounds
+
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+        theme = current_theme()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        if self.refusal:
+            colour = theme.wire_refused
+        elif self.target is not None:
+            colour = theme.wire_ok
+        else:
+            colour = theme.edge_selected
+        pen = QPen(colour, 2.2, Qt.PenStyle.DashLine if self.target is None else Qt.PenStyle.SolidLine)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.drawPath(self._path)
+        if self.refusal:
+            metrics = QFontMetricsF(SUMMARY_FONT)
+            box = QRectF(self.end.x() + 12, self.end.y() + 10, metrics.horizontalAdvance(self.refusal) + 16, 22)
+            painter.setPen(QPen(theme.wire_refused, 1))
+            painter.setBrush(theme.node_body)
+            painter.drawRoundedRect(box, 5, 5)
+            painter.setPen(theme.wire_refused)
+            painter.setFont(SUMMARY_FONT)
+            painter.drawText(box, Qt.AlignmentFlag.AlignCenter, self.refusal)
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,543 @@
+"""The canvas view: zoom, pan, keys, drops, quick-add, minimap and the live-mode overlay hook."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from PySide6.QtCore import QEvent, QMimeData, QPoint, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QAction,
+    QContextMenuEvent,
+    QCursor,
+    QDragEnterEvent,
+    QDragMoveEvent,
+    QDropEvent,
+    QGuiApplication,
+    QKeyEvent,
+    QKeySequence,
+    QMouseEvent,
+    QPainter,
+    QResizeEvent,
+    QWheelEvent,
+)
+from PySide6.QtWidgets import QFrame, QGraphicsView, QWidget
+
+from canvas.document import FRAGMENT_FORMAT, FlowDocument
+from canvas.geometry import GRID_SIZE, HEADER_HEIGHT, NODE_WIDTH, input_port_offset, node_height
+from canvas.items import NodeItem
+from canvas.minimap import Minimap
+from canvas.quick_add import QuickAddBox
+from canvas.scene import FlowScene
+from canvas.theme import CanvasTheme, current_theme, theme_notifier
+
+NODE_TYPE_MIME = "application/x-lockgate-node-type"
+FRAGMENT_MIME = "application/x-lockgate-fragment"
+MIN_ZOOM = 0.05
+MAX_ZOOM = 3.0
+FIT_MAX_ZOOM = 1.25
+GRID_MIN_ZOOM = 0.5
+LIVE_FRAME_MS = 16
+
+
+KeySpec = str | QKeySequence.StandardKey
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One canvas command: its action name, menu text, keys and what it does."""
+
+    name: str
+    text: str
+    keys: tuple[KeySpec, ...]
+    tip: str
+
+    def sequences(self) -> list[QKeySequence]:
+        """The key sequences (standard keys resolve per platform, so this needs a running app)."""
+        found: list[QKeySequence] = []
+        for spec in self.keys:
+            if isinstance(spec, QKeySequence.StandardKey):
+                found.extend(QKeySequence.keyBindings(spec))
+            else:
+                found.append(QKeySequence(spec))
+        return found
+
+
+def _keys(*specs: KeySpec) -> tuple[KeySpec, ...]:
+    return specs
+
+
+# Hotkeys as data: the view dispatches keys from this table and builds its QActions from it.
+BINDINGS: tuple[Binding, ...] = (
+    Binding(
+        "delete", "Delete", _keys(QKeySequence.StandardKey.Delete, "Backspace"), "Delete the selected nodes and edges"
+    ),
+    Binding(
+        "copy", "Copy", _keys(QKeySequence.StandardKey.Copy), "Copy the selected nodes with the edges between them"
+    ),
+    Binding("paste", "Paste", _keys(QKeySequence.StandardKey.Paste), "Paste copied nodes with fresh ids"),
+    Binding("duplicate", "Duplicate", _keys("Ctrl+D"), "Duplicate the selected nodes"),
+    Binding("select_all", "Select all", _keys(QKeySequence.StandardKey.SelectAll), "Select every node"),
+    Binding("fit", "Fit selection or all", _keys("F"), "Zoom to the selection, or to the whole flow"),
+    Binding("quick_add", "Add node…", _keys("Tab", "Shift+A"), "Search node types and add one at the cursor"),
+    Binding("auto_layout", "Auto-layout", _keys("Ctrl+L"), "Arrange the flow left to right (undoable)"),
+    Binding("zoom_in", "Zoom in", _keys(QKeySequence.StandardKey.ZoomIn, "Ctrl+="), "Zoom in"),
+    Binding("zoom_out", "Zoom out", _keys(QKeySequence.StandardKey.ZoomOut), "Zoom out"),
+    Binding("reset_zoom", "Actual size", _keys("Ctrl+0"), "Zoom to 100%"),
+    Binding("toggle_snap", "Snap to grid", _keys("Ctrl+G"), "Snap dragged nodes to the grid"),
+)
+
+
+class FlowView(QGraphicsView):
+    """Shows one FlowDocument. Signals: `selection_changed(list[str])`, `node_activated(str)`, `status(str)`."""
+
+    selection_changed = Signal(list)
+    node_activated = Signal(str)
+    status = Signal(str)
+
+    def __init__(self, document: FlowDocument, parent: QWidget | None = None) -> None:
+        self.document = document
+        self.flow_scene = FlowScene(document)
+        super().__init__(self.flow_scene, parent)
+        self.flow_scene.setParent(self)
+        self.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
+        self.setCacheMode(QGraphicsView.CacheModeFlag.CacheBackground)
+        self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontAdjustForAntialiasing, True)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
+        self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setDragMode(QGraphicsView.DragMode.RubberBandDrag)
+        self.setRubberBandSelectionMode(Qt.ItemSelectionMode.IntersectsItemShape)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setAcceptDrops(True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setToolTip("")
+        self.setAccessibleName("Flow canvas")
+        self._space_held = False
+        self._panning_from: QPoint | None = None
+        self._paste_count = 0
+        self._pending_wire: tuple[str, str | None] | None = None
+        self._quick_add_point = QPointF()
+        self.quick_add = QuickAddBox(self)
+        self.quick_add.chosen.connect(self._quick_add_chosen)
+        self.quick_add.dismissed.connect(self._quick_add_dismissed)
+        self.minimap = Minimap(self)
+        self.actions_by_name: dict[str, QAction] = {}
+        self._handlers: dict[str, Callable[[], object]] = {
+            "delete": self.delete_selection,
+            "copy": self.copy_selection,
+            "paste": self.paste,
+            "duplicate": self.duplicate_selection,
+            "select_all": self.select_all,
+            "fit": self.fit_selection_or_all,
+            "quick_add": self.open_quick_add,
+            "auto_layout": document.auto_layout,
+            "zoom_in": lambda: self.zoom_by(1.25),
+            "zoom_out": lambda: self.zoom_by(0.8),
+            "reset_zoom": lambda: self.set_zoom(1.0),
+            "toggle_snap": lambda: self.set_snap_to_grid(not self.flow_scene.snap_to_grid),
+        }
+        for binding in BINDINGS:
+            action = QAction(binding.text, self)
+            action.setShortcuts(binding.sequences())
+            # Keys reach keyPressEvent (which also works when the window is not active); the action is for menus.
+            action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+            action.setToolTip(binding.tip)
+            action.triggered.connect(self._handlers[binding.name])
+            if binding.name == "toggle_snap":
+                action.setCheckable(True)
+            self.actions_by_name[binding.name] = action
+        self._live_counts: dict[str, tuple[int, int, str]] = {}
+        self._live_path: tuple[list[str], str | None, str] = ([], None, "")
+        self._live_applied_nodes: set[str] = set()
+        self._live_applied_edges: set[int] = set()
+        self._live_timer = QTimer(self)
+        self._live_timer.setSingleShot(True)
+        self._live_timer.setInterval(LIVE_FRAME_MS)
+        self._live_timer.timeout.connect(self._flush_live)
+        self.live_flushes = 0
+        self.flow_scene.selectionChanged.connect(self._emit_selection)
+        self.flow_scene.wire_dropped.connect(self._wire_dropped)
+        self.flow_scene.wire_hint.connect(self.status)
+        theme_notifier().changed.connect(self._on_theme)
+
+    # ----- public API ----------------------------------------------------------------
+
+    def zoom(self) -> float:
+        return self.transform().m11()
+
+    def set_zoom(self, level: float) -> None:
+        level = max(MIN_ZOOM, min(MAX_ZOOM, level))
+        self.zoom_by(level / self.zoom())
+
+    def zoom_by(self, factor: float, anchor: QPointF | None = None) -> None:
+        """Scale by `factor`, keeping the scene point under `anchor` (viewport coords) still."""
+        target = max(MIN_ZOOM, min(MAX_ZOOM, self.zoom() * factor))
+        factor = target / self.zoom()
+        if abs(factor - 1) < 1e-9:
+            return
+        if anchor is None:
+            self.scale(factor, factor)
+        else:
+            before = self.mapToScene(anchor.toPoint())
+            old_anchor = self.transformationAnchor()
+            self.setTransformationAnchor(QGraphicsView.ViewportAnchor.NoAnchor)
+            self.scale(factor, factor)
+            after = self.mapToScene(anchor.toPoint())
+            self.translate(after.x() - before.x(), after.y() - before.y())
+            self.setTransformationAnchor(old_anchor)
+        self.minimap.update()
+
+    def fit_selection_or_all(self) -> None:
+        """F: frame the selected nodes, or every node when none is selected."""
+        selected = self.flow_scene.selected_node_ids()
+        rect = self.flow_scene.nodes_bounding_rect(selected or None)
+        if rect.isNull():
+            return
+        self.fitInView(rect.adjusted(-40, -40, 40, 40), Qt.AspectRatioMode.KeepAspectRatio)
+        if self.zoom() > FIT_MAX_ZOOM:
+            self.set_zoom(FIT_MAX_ZOOM)
+            self.centerOn(rect.center())
+        self.minimap.update()
+
+    def select_node(self, node_id: str) -> None:
+        """Select only `node_id` and bring it into view (e.g. from a diagnostic)."""
+        self.flow_scene.select_nodes([node_id])
+        self.center_on_node(node_id)
+
+    def center_on_node(self, node_id: str) -> None:
+        item = self.flow_scene.node_items.get(node_id)
+        if item is not None:
+            self.centerOn(item.sceneBoundingRect().center())
+            self.minimap.update()
+
+    def selected_node_ids(self) -> list[str]:
+        return self.flow_scene.selected_node_ids()
+
+    def set_snap_to_grid(self, on: bool) -> None:
+        self.flow_scene.snap_to_grid = on
+        self.actions_by_name["toggle_snap"].setChecked(on)
+
+    def select_all(self) -> None:
+        self.flow_scene.select_nodes(list(self.flow_scene.node_items))
+
+    def delete_selection(self) -> None:
+        """Delete selected nodes (with their edges) and selected edges, as one step."""
+        node_ids = self.flow_scene.selected_node_ids()
+        edges = [e for e in self.flow_scene.selected_edges() if e.from_ not in node_ids and e.to not in node_ids]
+        if not node_ids and not edges:
+            return
+        stack = self.document.undo_stack
+        stack.beginMacro("Delete selection")
+        for edge in edges:
+            self.document.disconnect(edge)
+        self.document.delete_nodes(node_ids)
+        stack.endMacro()
+
+    def copy_selection(self) -> dict[str, object] | None:
+        node_ids = self.flow_scene.selected_node_ids()
+        if not node_ids:
+            return None
+        fragment = self.document.copy_fragment(node_ids)
+        data = QMimeData()
+        text = json.dumps(fragment, indent=2)
+        data.setData(FRAGMENT_MIME, text.encode("utf-8"))
+        data.setText(text)
+        QGuiApplication.clipboard().setMimeData(data)
+        self._paste_count = 0
+        return fragment
+
+    def paste(self) -> list[str]:
+        """Paste the clipboard's nodes, offset a step further each time, and select them."""
+        data = QGuiApplication.clipboard().mimeData()
+        if data is None:
+            return []
+        raw = bytes(data.data(FRAGMENT_MIME).data()).decode("utf-8") if data.hasFormat(FRAGMENT_MIME) else data.text()
+        try:
+            fragment = json.loads(raw)
+        except (ValueError, TypeError):
+            return []
+        if not isinstance(fragment, dict) or fragment.get("format") != FRAGMENT_FORMAT or not fragment.get("nodes"):
+            return []
+        self._paste_count += 1
+        left = min(n["position"][0] for n in fragment["nodes"])
+        top = min(n["position"][1] for n in fragment["nodes"])
+        step = 40 * self._paste_count
+        new_ids = self.document.paste(fragment, at=(left + step, top + step))
+        self.flow_scene.select_nodes(new_ids)
+        return new_ids
+
+    def duplicate_selection(self) -> list[str]:
+        node_ids = self.flow_scene.selected_node_ids()
+        if not node_ids:
+            return []
+        new_ids = self.document.duplicate(node_ids)
+        self.flow_scene.select_nodes(new_ids)
+        return new_ids
+
+    def cursor_scene_point(self) -> QPointF:
+        """Where the mouse is on the canvas, or the view centre when it is elsewhere."""
+        local = self.viewport().mapFromGlobal(QCursor.pos())
+        if not self.viewport().rect().contains(local):
+            local = self.viewport().rect().center()
+        return self.mapToScene(local)
+
+    def open_quick_add(
+        self, scene_point: QPointF | None = None, wire: tuple[str, str | None] | None = None
+    ) -> QuickAddBox:
+        """Open the node search at `scene_point` (default: the cursor); with `wire`, the new node gets connected."""
+        point = scene_point if scene_point is not None else self.cursor_scene_point()
+        self._quick_add_point = QPointF(point)
+        self._pending_wire = wire
+        self.quick_add.open_at(self.viewport().mapToGlobal(self.mapFromScene(point)))
+        return self.quick_add
+
+    def add_node_at(self, type_name: str, scene_point: QPointF, wire: tuple[str, str | None] | None = None) -> str:
+        """Create a node whose header is centred on `scene_point`, wired from `wire` if given, as one step."""
+        if wire is not None:
+            # A node made from a dragged wire puts its input port where the wire ended.
+            offset_y = input_port_offset(node_height(1))[1]
+            top_left = (scene_point.x(), scene_point.y() - offset_y)
+        else:
+            top_left = (scene_point.x() - NODE_WIDTH / 2, scene_point.y() - HEADER_HEIGHT / 2)
+        if self.flow_scene.snap_to_grid:
+            top_left = (round(top_left[0] / GRID_SIZE) * GRID_SIZE, round(top_left[1] / GRID_SIZE) * GRID_SIZE)
+        stack = self.document.undo_stack
+        stack.beginMacro(f"Add {type_name}")
+        node_id = self.document.add_node(type_name, top_left)
+        refusal = None
+        if wire is not None:
+            refusal = self.document.connect(wire[0], wire[1], node_id)
+        else:
+            edge = self.flow_scene.edge_at(scene_point, exclude_node=node_id)
+            if edge is not None:
+                self.document.insert_on_edge(node_id, edge.edge)
+        stack.endMacro()
+        if refusal:
+            self.status.emit(refusal)
+        self.flow_scene.select_nodes([node_id])
+        return node_id
+
+    def _quick_add_chosen(self, type_name: str) -> None:
+        wire, self._pending_wire = self._pending_wire, None
+        self.add_node_at(type_name, self._quick_add_point, wire)
+        self.setFocus()
+
+    def _quick_add_dismissed(self) -> None:
+        self._pending_wire = None
+        self.setFocus()
+
+    def _wire_dropped(self, node_id: str, port: str | None, point: QPointF) -> None:
+        self.open_quick_add(point, (node_id, port))
+
+    # ----- live mode -------------------------------------------------------------------
+
+    def set_live_counts(self, counts: dict[str, tuple[int, int, str]]) -> None:
+        """Per node: (runs running there, runs waiting there, why they wait). Repaints at most once per frame."""
+        self._live_counts = dict(counts)
+        self._schedule_live()
+
+    def set_run_path(self, nodes_in_order: list[str], current_node: str | None, waiting_text: str = "") -> None:
+        """Highlight one run: the nodes it passed, the edges between them, and where it is now."""
+        self._live_path = (list(nodes_in_order), current_node, waiting_text)
+        self._schedule_live()
+
+    def clear_live(self) -> None:
+        self._live_counts = {}
+        self._live_path = ([], None, "")
+        self._schedule_live()
+
+    def _schedule_live(self) -> None:
+        if not self._live_timer.isActive():
+            self._live_timer.start()
+
+    def flush_live(self) -> None:
+        """Apply pending live state now (tests and screenshots)."""
+        self._live_timer.stop()
+        self._flush_live()
+
+    def _flush_live(self) -> None:
+        self.live_flushes += 1
+        items = self.flow_scene.node_items
+        path, current, waiting_text = self._live_path
+        on_path = set(path)
+        touched = set(self._live_counts) | on_path | self._live_applied_nodes | ({current} if current else set())
+        for node_id in touched:
+            item = items.get(node_id)
+            if item is None:
+                continue
+            running, waiting, reason = self._live_counts.get(node_id, (0, 0, ""))
+            live = item.live
+            text = waiting_text if node_id == current else reason
+            state = (running, waiting, text, node_id in on_path, node_id == current)
+            if state != (live.running, live.waiting, live.waiting_text, live.on_path, live.current):
+                live.running, live.waiting, live.waiting_text, live.on_path, live.current = state
+                item.refresh_live()
+        self._live_applied_nodes = {n for n in touched if n in items and not items[n].live.is_empty()}
+        steps = set(itertools.pairwise(path))
+        highlighted: set[int] = set()
+        for key, edge_item in self.flow_scene.edge_items.items():
+            wanted = (edge_item.edge.from_, edge_item.edge.to) in steps
+            if wanted:
+                highlighted.add(key)
+            if edge_item.on_run_path != wanted:
+                edge_item.on_run_path = wanted
+                edge_item.update()
+        self._live_applied_edges = highlighted
+
+    # ----- events ------------------------------------------------------------------------
+
+    def _emit_selection(self) -> None:
+        self.selection_changed.emit(self.flow_scene.selected_node_ids())
+
+    def _on_theme(self, _theme: CanvasTheme) -> None:
+        self.resetCachedContent()
+        self.minimap.rebuild()
+        self.viewport().update()
+
+    def drawBackground(self, painter: QPainter, rect: QRectF) -> None:
+        theme = current_theme()
+        painter.fillRect(rect, theme.background)
+        if self.zoom() < GRID_MIN_ZOOM:
+            return
+        step = GRID_SIZE
+        left = int(rect.left() // step) * step
+        top = int(rect.top() // step) * step
+        minor: list[QPointF] = []
+        x = left
+        while x < rect.right():
+            y = top
+            while y < rect.bottom():
+                minor.append(QPointF(x, y))
+                y += step
+            x += step
+        painter.setPen(theme.grid_major)
+        painter.drawPoints(minor)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._place_minimap()
+
+    def _place_minimap(self) -> None:
+        self.minimap.move(self.width() - self.minimap.width() - 12, self.height() - self.minimap.height() - 12)
+
+    def scrollContentsBy(self, dx: int, dy: int) -> None:
+        super().scrollContentsBy(dx, dy)
+        self.minimap.update()
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        delta = event.angleDelta().y() or event.angleDelta().x()
+        if delta:
+            self.zoom_by(1.0015**delta, event.position())
+        event.accept()
+
+    def event(self, event: QEvent) -> bool:
+        # Tab opens quick-add here (node editors use it), so it must not move keyboard focus.
+        if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent) and event.key() in (Qt.Key.Key_Tab,):
+            self.keyPressEvent(event)
+            return True
+        return super().event(event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Escape and self.flow_scene.wiring():
+            self.flow_scene.cancel_wire()
+            event.accept()
+            return
+        if event.key() == Qt.Key.Key_Space and not event.isAutoRepeat():
+            self._space_held = True
+            self.viewport().setCursor(Qt.CursorShape.OpenHandCursor)
+            event.accept()
+            return
+        pressed = QKeySequence(event.keyCombination())
+        for binding in BINDINGS:
+            if any(pressed.matches(key) == QKeySequence.SequenceMatch.ExactMatch for key in binding.sequences()):
+                self._handlers[binding.name]()
+                event.accept()
+                return
+        super().keyPressEvent(event)
+
+    def keyReleaseEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Space and not event.isAutoRepeat():
+            self._space_held = False
+            self.viewport().unsetCursor()
+        super().keyReleaseEvent(event)
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.MiddleButton or (
+            event.button() == Qt.MouseButton.LeftButton and self._space_held
+        ):
+            self._panning_from = event.position().toPoint()
+            self.viewport().setCursor(Qt.CursorShape.ClosedHandCursor)
+            event.accept()
+            return
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        if self._panning_from is not None:
+            now = event.position().toPoint()
+            delta = now - self._panning_from
+            self._panning_from = now
+            self.horizontalScrollBar().setValue(self.horizontalScrollBar().value() - delta.x())
+            self.verticalScrollBar().setValue(self.verticalScrollBar().value() - delta.y())
+            event.accept()
+            return
+        super().mouseMoveEvent(event)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        if self._panning_from is not None and event.button() in (
+            Qt.MouseButton.MiddleButton,
+            Qt.MouseButton.LeftButton,
+        ):
+            self._panning_from = None
+            if self._space_held:
+                self.viewport().setCursor(Qt.CursorShape.OpenHandCursor)
+            else:
+                self.viewport().unsetCursor()
+            event.accept()
+            return
+        super().mouseReleaseEvent(event)
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
+        node = self.flow_scene.node_at(self.mapToScene(event.position().toPoint()))
+        if node is not None:
+            self.node_activated.emit(node.node_id)
+            event.accept()
+            return
+        super().mouseDoubleClickEvent(event)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        point = self.mapToScene(event.pos())
+        if self.flow_scene.node_at(point) is None:
+            self.open_quick_add(point)
+            event.accept()
+            return
+        super().contextMenuEvent(event)
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if event.mimeData().hasFormat(NODE_TYPE_MIME):
+            event.acceptProposedAction()
+        else:
+            super().dragEnterEvent(event)
+
+    def dragMoveEvent(self, event: QDragMoveEvent) -> None:
+        if event.mimeData().hasFormat(NODE_TYPE_MIME):
+            event.acceptProposedAction()
+        else:
+            super().dragMoveEvent(event)
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        data = event.mimeData()
+        if not data.hasFormat(NODE_TYPE_MIME):
+            super().dropEvent(event)
+            return
+        type_name = bytes(data.data(NODE_TYPE_MIME).data()).decode("utf-8")
+        self.add_node_at(type_name, self.mapToScene(event.position().toPoint()))
+        event.acceptProposedAction()
+        self.setFocus()
+
+    def node_item(self, node_id: str) -> NodeItem | None:
+        return self.flow_scene.node_items.get(node_id)
