@@ -116,7 +116,7 @@ class FieldEditor(QWidget):
     @property
     def problem(self) -> str | None:
         """The problem the note shows, if any (for tests and tooltips)."""
-        return self.note.text() if self.note.property("problem") and self.note.isVisible() else None
+        return self.note.text() if self.note.property("problem") and not self.note.isHidden() else None
 
 
 class TextEditor(FieldEditor):

@@ -1,0 +1,133 @@
+"""Settings persist in QSettings; secrets go to the keyring or a 0600 file and are only shown masked."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from PySide6.QtCore import QSettings
+
+from app.settings import (
+    AppSettings,
+    BudgetSetting,
+    ProviderSetting,
+    SecretStore,
+    approval_key_secret_name,
+    keyring_available,
+    mask_secret,
+    provider_secret_name,
+)
+from app.settings_dialog import SettingsDialog, SettingsError, parse_price_table
+
+
+def reopen(settings: AppSettings) -> AppSettings:
+    settings.sync()
+    return AppSettings(QSettings(settings.qsettings.fileName(), QSettings.Format.IniFormat))
+
+
+def test_values_survive_a_restart(app_settings: AppSettings, tmp_path: Path) -> None:
+    app_settings.theme = "dark"
+    app_settings.redis_url = " redis://127.0.0.1:6379/3 "
+    app_settings.db_url = "postgresql+psycopg://root@127.0.0.1:5432/test"
+    app_settings.add_recent_file(tmp_path / "a.flow.json")
+    app_settings.add_recent_file(tmp_path / "b.flow.json")
+    app_settings.add_recent_file(tmp_path / "a.flow.json")
+    app_settings.set_providers([ProviderSetting("local", "http://127.0.0.1:8011", {"sim-small": {"input": 0.5}})])
+    app_settings.set_budgets([BudgetSetting("default", 25.0, "day")])
+    app_settings.save_window_state(b"geometry-bytes", b"state-bytes")
+
+    again = reopen(app_settings)
+    assert again.theme == "dark"
+    assert again.redis_url == "redis://127.0.0.1:6379/3"
+    assert again.engine_config().db_url == "postgresql+psycopg://root@127.0.0.1:5432/test"
+    assert again.recent_files() == [str((tmp_path / "a.flow.json").resolve()), str((tmp_path / "b.flow.json").resolve())]
+    assert again.providers()[0].prices == {"sim-small": {"input": 0.5}}
+    assert again.budgets() == [BudgetSetting("default", 25.0, "day")]
+    assert again.window_state() == (b"geometry-bytes", b"state-bytes")
+    assert again.data_dir == tmp_path / "data"
+
+
+def test_empty_urls_mean_embedded_redis_and_sqlite(app_settings: AppSettings, tmp_path: Path) -> None:
+    config = app_settings.engine_config()
+    assert config.redis_url is None
+    assert config.sql_url == f"sqlite:///{tmp_path / 'data' / 'lockgate.db'}"
+
+
+def test_mask_shows_a_prefix_and_the_last_four() -> None:
+    assert mask_secret("sk-live-0123456789abcd") == "sk-…abcd"
+    assert mask_secret("lgk-zzzzzzzzzzzz9876") == "lg…9876"
+    assert "secret" not in mask_secret("secret12")
+    assert mask_secret("") == ""
+
+
+def test_file_store_is_private_and_round_trips(tmp_path: Path) -> None:
+    store = SecretStore(tmp_path / "data", use_keyring=False)
+    store.set(provider_secret_name("local"), "sk-test-1234567890wxyz")
+    mode = stat.S_IMODE(store.file_path.stat().st_mode)
+    assert mode == 0o600
+    assert SecretStore(tmp_path / "data", use_keyring=False).get(provider_secret_name("local")) == (
+        "sk-test-1234567890wxyz"
+    )
+    assert store.masked(provider_secret_name("local")) == "sk-…wxyz"
+    store.delete(provider_secret_name("local"))
+    assert store.get(provider_secret_name("local")) is None
+    assert "0600" in store.where
+
+
+def test_store_uses_keyring_only_when_a_backend_exists(tmp_path: Path) -> None:
+    assert SecretStore(tmp_path).uses_keyring == keyring_available()
+
+
+def test_dialog_saves_providers_budgets_and_masked_secrets(qtbot, app_settings: AppSettings) -> None:  # type: ignore[no-untyped-def]
+    store = SecretStore(app_settings.data_dir, use_keyring=False)
+    dialog = SettingsDialog(app_settings, store=store)
+    qtbot.addWidget(dialog)
+    assert "0600" in dialog.secrets_note.text()
+    dialog.redis_edit.setText("redis://127.0.0.1:6379/0")
+    dialog._add_provider_row(None)
+    table = dialog.providers_table
+    table.item(0, 0).setText("local")
+    table.item(0, 1).setText("http://127.0.0.1:8011")
+    table.item(0, 3).setText('{"sim-small": {"input": 0.5, "output": 1.5}}')
+    dialog.set_provider_key(0, "sk-local-secretvalue9999")
+    assert table.item(0, 2).text() == "sk-…9999"
+    dialog._add_budget_row(None)
+    approval_key = dialog.add_approval_key("ops-bot")
+    assert dialog.keys_table.item(0, 1).text() == mask_secret(approval_key)
+    dialog.save()
+
+    assert store.get(provider_secret_name("local")) == "sk-local-secretvalue9999"
+    assert store.get(approval_key_secret_name("ops-bot")) == approval_key
+    again = reopen(app_settings)
+    assert again.redis_url == "redis://127.0.0.1:6379/0"
+    assert [p.name for p in again.providers()] == ["local"]
+    assert again.budgets()[0].name == "default"
+    assert again.approval_key_names() == ["ops-bot"]
+
+    # Reopened, the dialog shows the keys masked and never in full.
+    second = SettingsDialog(again, store=store)
+    qtbot.addWidget(second)
+    shown = [second.providers_table.item(0, c).text() for c in range(4)]
+    shown += [second.keys_table.item(0, c).text() for c in range(2)]
+    assert "sk-local-secretvalue9999" not in shown and approval_key not in shown
+    assert "sk-…9999" in shown
+
+
+def test_dialog_refuses_bad_rows_with_a_fix(qtbot, app_settings: AppSettings) -> None:  # type: ignore[no-untyped-def]
+    dialog = SettingsDialog(app_settings, store=SecretStore(app_settings.data_dir, use_keyring=False))
+    qtbot.addWidget(dialog)
+    dialog._add_provider_row(None)
+    dialog.providers_table.item(0, 0).setText("local")
+    dialog.providers_table.item(0, 1).setText("127.0.0.1:8011")
+    try:
+        dialog.collect()
+    except SettingsError as exc:
+        assert "must start with http://" in str(exc)
+    else:
+        raise AssertionError("a base URL without a scheme was accepted")
+    try:
+        parse_price_table("{not json", "local")
+    except SettingsError as exc:
+        assert "not JSON" in str(exc)
+    else:
+        raise AssertionError("a broken price table was accepted")
