@@ -40,7 +40,7 @@ def test_values_survive_a_restart(app_settings: AppSettings, tmp_path: Path) -> 
     assert again.theme == "dark"
     assert again.redis_url == "redis://127.0.0.1:6379/3"
     assert again.engine_config().db_url == "postgresql+psycopg://root@127.0.0.1:5432/test"
-    assert again.recent_files() == [str((tmp_path / "a.flow.json").resolve()), str((tmp_path / "b.flow.json").resolve())]
+    assert again.recent_files() == [str((tmp_path / name).resolve()) for name in ("a.flow.json", "b.flow.json")]
     assert again.providers()[0].prices == {"sim-small": {"input": 0.5}}
     assert again.budgets() == [BudgetSetting("default", 25.0, "day")]
     assert again.window_state() == (b"geometry-bytes", b"state-bytes")

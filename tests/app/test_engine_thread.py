@@ -1,0 +1,64 @@
+"""The engine thread runs coroutines off the GUI thread and hands results back on it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from app.bridge import EngineBridge
+from app.engine_thread import EngineThread
+from engine.config import EngineConfig
+
+
+def test_results_come_back_on_the_gui_thread(qtbot) -> None:  # type: ignore[no-untyped-def]
+    engine = EngineThread()
+    engine.start()
+    seen: dict[str, object] = {}
+
+    async def work() -> str:
+        seen["work_thread"] = threading.current_thread().name
+        await asyncio.sleep(0.01)
+        return "done"
+
+    def done(result: object, error: BaseException | None) -> None:
+        seen["result"], seen["error"] = result, error
+        seen["callback_thread"] = threading.current_thread()
+
+    engine.call(work(), done)
+    qtbot.waitUntil(lambda: "result" in seen, timeout=3000)
+    assert seen["result"] == "done" and seen["error"] is None
+    assert seen["work_thread"] == "lockgate-engine"
+    assert seen["callback_thread"] is threading.main_thread()
+
+    async def fail() -> None:
+        raise ValueError("boom")
+
+    engine.call(fail(), done)
+    qtbot.waitUntil(lambda: isinstance(seen.get("error"), ValueError), timeout=3000)
+
+    stopped: list[bool] = []
+
+    async def shutdown() -> None:
+        stopped.append(True)
+
+    engine.stop(shutdown())
+    assert stopped == [True]
+    assert not engine.running
+    with pytest.raises(RuntimeError, match="not running"):
+        engine.submit(work())
+
+
+def test_bridge_says_why_it_cannot_run_yet(qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bridge = EngineBridge(EngineConfig(data_dir=tmp_path))
+    messages: list[str] = []
+    bridge.log_message.connect(messages.append)
+    bridge.start()
+    if bridge.state == "unavailable":
+        assert "engine.runtime.services" in bridge.unavailable_reason
+        assert messages and "unavailable" in messages[0]
+    else:
+        qtbot.waitUntil(lambda: bridge.state in ("running", "failed"), timeout=20000)
+    bridge.stop()
+    assert not bridge.engine_thread.running
