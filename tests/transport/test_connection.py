@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -20,7 +21,7 @@ def test_blocking_stream_read_longer_than_five_seconds(client: redis.Redis, keys
     started = time.monotonic()
     reader = redis_client(redis_url)
     try:
-        reply = reader.xreadgroup(keyspace.jobs_group, "w1", {keyspace.jobs: ">"}, count=1, block=8_000)
+        reply: Any = reader.xreadgroup(keyspace.jobs_group, "w1", {keyspace.jobs: ">"}, count=1, block=8_000)
     finally:
         timer.cancel()
         reader.close()
