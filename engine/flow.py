@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator
 
 FORMAT = "lockgate.flow/1"
 FLOW_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
@@ -20,14 +20,15 @@ NODE_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
 JsonType = Literal["string", "number", "integer", "boolean", "object", "array", "null", "any"]
 
 
+# Booleans and numbers are strict: a lax "yes" -> True would load, then save back rewritten.
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=False)
 
 
 class InputSpec(_Strict):
     type: JsonType = "any"
-    required: bool = False
-    secret: bool = False
+    required: StrictBool = False
+    secret: StrictBool = False
     description: str | None = None
     default: Any = None
 
@@ -40,7 +41,7 @@ class FlowSettings(_Strict):
 
 
 class RetryPolicy(_Strict):
-    max_attempts: int = Field(default=3, ge=1, le=100)
+    max_attempts: StrictInt = Field(default=3, ge=1, le=100)
     backoff: Literal["linear", "exponential"] = "exponential"
     base_delay: str | int | float = "1s"
 
@@ -49,11 +50,11 @@ class Node(_Strict):
     id: str = Field(pattern=NODE_ID_PATTERN)
     type: str = Field(min_length=1)
     title: str = ""
-    position: tuple[float, float] = (0, 0)
+    position: tuple[StrictFloat, StrictFloat] = (0, 0)
     config: dict[str, Any] = Field(default_factory=dict)
     retry: RetryPolicy | None = None
-    continue_on_fail: bool = False
-    idempotent: bool | None = None
+    continue_on_fail: StrictBool = False
+    idempotent: StrictBool | None = None
 
     @field_validator("position", mode="before")
     @classmethod
@@ -76,7 +77,7 @@ class Flow(_Strict):
     id: str = Field(pattern=FLOW_ID_PATTERN)
     name: str = ""
     description: str = ""
-    enabled: bool = True
+    enabled: StrictBool = True
     inputs: dict[str, InputSpec] = Field(default_factory=dict)
     settings: FlowSettings = Field(default_factory=FlowSettings)
     nodes: list[Node] = Field(default_factory=list)
@@ -128,7 +129,7 @@ def flow_from_data(data: Any) -> Flow:
         raise FlowLoadError([("$", f"a flow is a JSON object, got {type(data).__name__}")])
     if data.get("format") != FORMAT:
         got = data.get("format")
-        shown = json.dumps(got) if got is not None else "nothing"
+        shown = json.dumps(got)[:60] if got is not None else "nothing"
         raise FlowLoadError([("$.format", f"expected \"{FORMAT}\", got {shown}")])
     try:
         return Flow.model_validate(data)
