@@ -1,0 +1,1 @@
+"""Provider-aware concurrency: telemetry in, an AIMD-controlled cap out, and call slots under it."""
