@@ -142,10 +142,13 @@ class RunExecutor:
                 self.emitter.emit(self.stamper.step_skipped(node_id, node_id + scope.suffix))
             if not ready:
                 return
-            for node_id in ready:
-                if self.cancel_requested():
-                    raise _Cancelled(node_id + scope.suffix)
-                self._run_step(scope, node_id)
+            # One step per pass, depth first: what the last step made ready runs before other branches
+            # go on, so a join `any` runs on the first delivered branch and its path continues from it.
+            last = scope.order[-1] if scope.order else None
+            node_id = next((n for n in ready if any(e.source == last for e in self.plan.incoming[n])), ready[0])
+            if self.cancel_requested():
+                raise _Cancelled(node_id + scope.suffix)
+            self._run_step(scope, node_id)
 
     def _branch_writes(self, scope: _Scope, join_id: str) -> list[dict[str, Any]]:
         sources = scope.scheduler.delivered_sources(join_id)
