@@ -69,7 +69,10 @@ class NodePalette(QWidget):
         self._populate()
         self.filter.textChanged.connect(self.set_filter)
         self.tree.itemActivated.connect(self._activate)
-        theme_notifier().changed.connect(lambda _theme: self._populate())
+        theme_notifier().changed.connect(self._on_theme)
+
+    def _on_theme(self, _theme: object) -> None:
+        self._populate()
 
     def _populate(self) -> None:
         self.tree.clear()
