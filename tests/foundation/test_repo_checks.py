@@ -1,0 +1,40 @@
+"""The repository's own rules, enforced by the suite: layer contracts, ruff, and the validation benchmark running."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+BIN = Path(sys.executable).parent
+
+
+def run(*command: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(command), cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def test_layer_contracts_hold() -> None:
+    result = run(str(BIN / "lint-imports"), "--no-cache")
+    report = result.stdout + result.stderr
+    assert result.returncode == 0, report
+    assert "Contracts: 3 kept, 0 broken." in report
+
+
+def test_ruff_is_clean() -> None:
+    result = run(str(BIN / "ruff"), "check", ".", "--output-format", "concise", "--no-cache")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_validation_benchmark_runs_and_prints_json() -> None:
+    result = run(sys.executable, "tests/bench/validate_scale.py", "--sizes", "40,120", "--repeat", "2", timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["benchmark"] == "validate_scale"
+    sizes = report["sizes"]
+    assert [s["nodes"] >= n for s, n in zip(sizes, (40, 120), strict=True)] == [True, True]
+    for size in sizes:
+        assert size["median_ms"] > 0 and size["runs"] == 2 and size["edges"] >= size["nodes"] - 1
+        assert size["diagnostics"] == {}  # the generated flows are realistic: they publish cleanly
