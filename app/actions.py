@@ -46,7 +46,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
                QStyle.StandardPixmap.SP_ArrowUp),
     ActionSpec("run", "&Run…", "&Flow", ("F5",), "Start a run of the published flow with inputs", True,
                QStyle.StandardPixmap.SP_MediaPlay),
-    ActionSpec("live", "&Live", "&Flow", ("Ctrl+L",), "Overlay the canvas with what the engine is doing now", True,
+    ActionSpec("live", "&Live", "&Flow", ("Ctrl+Shift+L",), "Show what the engine is doing now on the canvas", True,
                QStyle.StandardPixmap.SP_ComputerIcon, checkable=True),
     ActionSpec("theme_system", "Theme: follow &system", "&View", (), "Light or dark as the system is",
                checkable=True),

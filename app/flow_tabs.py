@@ -46,7 +46,6 @@ class FlowTabs(QTabWidget):
         from canvas.editor import FlowEditor
 
         editor = FlowEditor(document, self)
-        editor.setProperty("lockgate_document", document)
         index = self.addTab(editor, tab_title(document))
         self.setTabToolTip(index, str(document.path) if document.path else "Not saved yet")
         document.dirty_changed.connect(lambda _dirty, d=document: self.refresh_title(d))
@@ -63,14 +62,14 @@ class FlowTabs(QTabWidget):
         return [self.document_at(i) for i in range(self.count())]
 
     def document_at(self, index: int) -> FlowDocument:
-        widget = self.widget(index)
-        if widget is None:
-            raise IndexError(f"no flow tab at index {index}")
-        document: FlowDocument = widget.property("lockgate_document")
-        return document
+        return self.editor_at(index).document
 
     def editor_at(self, index: int) -> FlowEditor:
-        editor: FlowEditor = self.widget(index)
+        from canvas.editor import FlowEditor
+
+        editor = self.widget(index)
+        if not isinstance(editor, FlowEditor):
+            raise IndexError(f"no flow tab at index {index}")
         return editor
 
     def current_document(self) -> FlowDocument | None:

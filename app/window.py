@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, Qt
-from PySide6.QtGui import QActionGroup, QCloseEvent
+from PySide6.QtGui import QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QDialog,
@@ -51,13 +51,6 @@ if TYPE_CHECKING:
 FLOW_FILE_FILTER = "Lockgate flows (*.flow.json);;JSON files (*.json);;All files (*)"
 SaveAnswer = QMessageBox.StandardButton
 STATUS_MESSAGE_MS = 6000
-CANVAS_SHORTCUTS: tuple[tuple[str, str], ...] = (
-    ("Quick-add a node (canvas)", "Tab, Shift+A"),
-    ("Delete the selection (canvas)", "Delete"),
-    ("Fit all or the selection (canvas)", "F"),
-    ("Copy, paste, duplicate (canvas)", "Ctrl+C, Ctrl+V, Ctrl+D"),
-    ("Select all (canvas)", "Ctrl+A"),
-)
 
 
 class MainWindow(QMainWindow):
@@ -97,6 +90,7 @@ class MainWindow(QMainWindow):
         self.tabs.selection_changed.connect(self.properties.show_selection)
         self.tabs.close_requested.connect(self.close_tab)
         self.problems.node_activated.connect(self.reveal_node)
+        self.palette_widget.activated.connect(self._add_from_palette)
         self.problems.counts_changed.connect(self._problem_counts_changed)
         if bridge is not None:
             bridge.log_message.connect(self.log.append)
@@ -110,7 +104,8 @@ class MainWindow(QMainWindow):
     # ----- construction -----------------------------------------------------------
 
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
-        dock = QDockWidget(title, self)
+        # "&" would be read as a mnemonic in the dock's tab.
+        dock = QDockWidget(title.replace("&", "&&"), self)
         dock.setObjectName("dock_" + title.lower().replace(" & ", "_").replace(" ", "_"))
         dock.setWidget(widget)
         dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
@@ -146,8 +141,8 @@ class MainWindow(QMainWindow):
         self.setCorner(Qt.Corner.BottomLeftCorner, left)
         self.setCorner(Qt.Corner.BottomRightCorner, right)
         self.resizeDocks([self.docks["Palette"]], [210], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.docks["Properties"]], [330], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.docks["Problems"]], [200], Qt.Orientation.Vertical)
+        self.resizeDocks([self.docks["Properties"]], [360], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.docks["Problems"]], [180], Qt.Orientation.Vertical)
 
     def _handlers(self) -> dict[str, Callable[[], object]]:
         return {
@@ -378,8 +373,13 @@ class MainWindow(QMainWindow):
 
     def _update_edit_actions(self, *_args: object) -> None:
         document = self.document
-        self.actions_by_id["undo"].setEnabled(document is not None and document.undo_stack.canUndo())
-        self.actions_by_id["redo"].setEnabled(document is not None and document.undo_stack.canRedo())
+        try:
+            can_undo = document is not None and document.undo_stack.canUndo()
+            can_redo = document is not None and document.undo_stack.canRedo()
+        except RuntimeError:  # the tab's document is being torn down
+            can_undo = can_redo = False
+        self.actions_by_id["undo"].setEnabled(can_undo)
+        self.actions_by_id["redo"].setEnabled(can_redo)
 
     def undo(self) -> None:
         if self.document is not None:
@@ -397,6 +397,15 @@ class MainWindow(QMainWindow):
         editor.view.select_node(node_id)
         editor.view.center_on_node(node_id)
         self.properties.show_node(node_id)
+
+    def _add_from_palette(self, type_name: str) -> None:
+        editor = self.tabs.current_editor()
+        if editor is None:
+            self.new_flow()
+            editor = self.tabs.current_editor()
+        if editor is not None:
+            node_id = editor.add_node_at_centre(type_name)
+            editor.view.select_node(node_id)
 
     def _problem_counts_changed(self, errors: int, warnings: int) -> None:
         title = "Problems" + (f" ({errors + warnings})" if errors + warnings else "")
@@ -484,7 +493,14 @@ class MainWindow(QMainWindow):
     def show_shortcuts(self) -> None:
         dialog = QDialog(self)
         dialog.setWindowTitle("Keyboard shortcuts")
-        rows = [*action_specs.shortcut_table(), *CANVAS_SHORTCUTS]
+        from canvas.view import BINDINGS
+
+        canvas_rows = [
+            (f"{binding.text.rstrip('…')} (canvas)",
+             ", ".join(k.toString(QKeySequence.SequenceFormat.NativeText) for k in binding.sequences()))
+            for binding in BINDINGS
+        ]
+        rows = [*action_specs.shortcut_table(), *canvas_rows]
         table = QTableWidget(len(rows), 2, dialog)
         table.setObjectName("shortcutsTable")
         table.setHorizontalHeaderLabels(["Command", "Keys"])

@@ -267,6 +267,8 @@ class IntEditor(FieldEditor):
             low -= 1
             self.spin.setSpecialValueText(NOT_SET)
         self.spin.setRange(low, high)
+        self.spin.setMinimumWidth(80)
+        self.spin.setMaximumWidth(160)
         self.spin.valueChanged.connect(self._changed)
         self._finish_layout(self.spin)
 
@@ -289,6 +291,7 @@ class MoneyEditor(FieldEditor):
         self.spin.setDecimals(4)
         self.spin.setSingleStep(0.05)
         self.spin.setRange(spec.minimum or 0.0, MAX_MONEY_USD)
+        self.spin.setMaximumWidth(160)
         self.spin.valueChanged.connect(self._changed)
         self._finish_layout(self.spin)
 
