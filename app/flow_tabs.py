@@ -9,9 +9,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QTabWidget, QWidget
 
 if TYPE_CHECKING:
-    from canvas.editor import FlowEditor
-
     from canvas.document import FlowDocument
+    from canvas.editor import FlowEditor
 
 DIRTY_MARK = " *"
 
