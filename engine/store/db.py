@@ -19,6 +19,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from engine.config import EngineConfig
+
 BUSY_TIMEOUT_MS = 30_000
 READ_ONLY_OPTION = "lockgate_read_only"
 # Any constant works; both processes just need the same one.
@@ -85,6 +87,13 @@ def init_db(engine: sa.Engine) -> None:
         if connection.dialect.name == "postgresql":
             connection.execute(sa.text("SELECT pg_advisory_xact_lock(:id)"), {"id": _PG_MIGRATION_LOCK_ID})
         command.upgrade(_alembic_config(connection), "head")
+
+
+def open_store(config: EngineConfig) -> sa.Engine:
+    """The engine's SQL database (`config.db_url`, else `data_dir/lockgate.db`), migrated to head."""
+    engine = make_engine(config.sql_url)
+    init_db(engine)
+    return engine
 
 
 def schema_revision(engine: sa.Engine) -> str | None:

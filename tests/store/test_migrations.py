@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from engine.store.db import init_db, make_engine, schema_revision
+from engine.config import EngineConfig
+from engine.store.db import init_db, make_engine, open_store, schema_revision
 from engine.store.models import Base
 
 HEAD = "0001"
@@ -40,7 +42,8 @@ def test_fresh_database_has_no_revision(db_url: str) -> None:
 
 _MIGRATE = """
 import sys
-from engine.store.db import init_db, make_engine, schema_revision
+from engine.config import EngineConfig
+from engine.store.db import init_db, make_engine, open_store, schema_revision
 engine = make_engine(sys.argv[1])
 init_db(engine)
 print(schema_revision(engine))
@@ -61,3 +64,12 @@ def test_two_processes_migrate_at_once(db_url: str) -> None:
         versions = connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalars().all()
     assert versions == [HEAD]
     engine.dispose()
+
+
+def test_open_store_uses_the_data_folders_sqlite_by_default(tmp_path: Path) -> None:
+    engine = open_store(EngineConfig(data_dir=tmp_path / "data"))
+    try:
+        assert engine.url.database == str(tmp_path / "data" / "lockgate.db")
+        assert schema_revision(engine) == HEAD
+    finally:
+        engine.dispose()
