@@ -41,7 +41,7 @@ class EngineServices:
 
     def __init__(self, config: EngineConfig, clock: Clock | None = None, workers: int = 2, *,
                  projector: bool = True, due_waker: bool = True, sleep: Callable[[float], None] = time.sleep,
-                 budget_preflight: BudgetPreflight = no_budget_preflight) -> None:
+                 budget_preflight: BudgetPreflight = no_budget_preflight, block_ms: int = 500) -> None:
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self.worker_count = workers
@@ -49,6 +49,8 @@ class EngineServices:
         self.run_due_waker = due_waker
         self.sleep = sleep
         self.budget_preflight = budget_preflight
+        self.block_ms = block_ms
+        """Longest blocking stream read; bounds how long stop() waits for a worker."""
         self.keys = Keyspace(config.key_prefix)
         self.redis: RedisHandle | None = None
         self.sql: sa.Engine | None = None
@@ -77,11 +79,12 @@ class EngineServices:
         plans = PlanCache(self.sql)
         for index in range(self.worker_count):
             worker = Worker(self.redis.client(), self.keys, plans, self.clock, consumer_name(index),
-                            schedule_due=self._schedule_due, sleep=self.sleep)
+                            schedule_due=self._schedule_due, sleep=self.sleep, block_ms=self.block_ms)
             self.workers.append(worker)
             self._spawn(f"lockgate-worker-{index}", worker.run)
         if self.run_projector:
-            self.projector = Projector(self.redis.client(), self.keys, self.sql, on_batch=self._on_batch)
+            self.projector = Projector(self.redis.client(), self.keys, self.sql, on_batch=self._on_batch,
+                                       block_ms=min(self.block_ms, 200))
             self._spawn("lockgate-projector", self.projector.run)
         self._spawn("lockgate-heartbeat", self._heartbeat_loop)
         if self.run_due_waker:

@@ -53,6 +53,7 @@ def start_engine(tmp_path: Path, redis_url: str, db_url: str, key_prefix: str, c
                  workers: int = 2, **options: Any) -> tuple[EngineServices, list[float]]:
     sleeps: list[float] = []
     config = EngineConfig(data_dir=tmp_path / "data", redis_url=redis_url, db_url=db_url, key_prefix=key_prefix)
+    options.setdefault("block_ms", 100)
     services = EngineServices(config, clock=clock, workers=workers, sleep=sleeps.append, **options)
     return services.start(), sleeps
 
@@ -135,7 +136,7 @@ class Site:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
 
     def close(self) -> None:
