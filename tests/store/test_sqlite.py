@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 
-from engine.store.db import init_db, make_engine, read_scope, session_scope
+from engine.store.db import init_db, make_engine, normalize_url, read_scope, session_scope
 from engine.store.models import FlowRecord
 
 
@@ -80,3 +80,9 @@ def test_reader_is_not_blocked_by_an_open_writer(sqlite_store: sa.Engine) -> Non
     finally:
         writer.rollback()
         writer.close()
+
+
+def test_postgres_urls_use_psycopg_3() -> None:
+    assert normalize_url("postgresql://root@127.0.0.1:5432/x") == "postgresql+psycopg://root@127.0.0.1:5432/x"
+    assert normalize_url("postgres://root@h/x") == "postgresql+psycopg://root@h/x"
+    assert normalize_url("sqlite:///a.db") == "sqlite:///a.db"
