@@ -1,0 +1,183 @@
+"""The projector: idempotent application, the state machine's refusals, poison events, the lease."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import redis
+import sqlalchemy as sa
+
+from engine.clock import ManualClock
+from engine.events import EventBase, EventStamper, ExternalStamper, encode_event
+from engine.flow import flow_from_data
+from engine.publish import publish
+from engine.runtime.emitter import EVENT_FIELD
+from engine.runtime.projection import apply_batch
+from engine.runtime.projector import Projector, ProjectorLease
+from engine.runtime.worker import ensure_group
+from engine.store.db import init_db, make_engine
+from engine.store.models import AppliedEvent, DeadLetter, Run, Step
+from engine.transport.keys import Keyspace
+from tests.engine.conftest import make_flow
+
+
+@pytest.fixture
+def sql(db_url: str) -> Any:
+    engine = make_engine(db_url)
+    init_db(engine)
+    doc = make_flow("proj", [{"id": "start", "type": "trigger.manual"},
+                             {"id": "a", "type": "set", "config": {"values": {"x": "1"}}},
+                             {"id": "done", "type": "terminal"}], [("start", "a"), ("a", "done")])
+    publish(engine, flow_from_data(doc))
+    yield engine
+    engine.dispose()
+
+
+def _queued(sql: sa.Engine, run_id: str) -> None:
+    now = datetime.now(UTC)
+    with sql.begin() as conn:
+        conn.execute(sa.insert(Run).values(id=run_id, flow_id="proj", version=1, status="queued", trigger="start",
+                                           inputs={}, state={}, cost_micros=0, last_seq=0, created_at=now,
+                                           updated_at=now))
+
+
+def _snapshot(sql: sa.Engine) -> dict[str, Any]:
+    with sql.connect() as conn:
+        return {
+            "runs": sorted(tuple(r) for r in conn.execute(sa.select(Run.__table__))),
+            "steps": sorted(tuple(r) for r in conn.execute(sa.select(Step.__table__))),
+            "applied": conn.execute(sa.select(sa.func.count()).select_from(AppliedEvent)).scalar(),
+            "dead": conn.execute(sa.select(sa.func.count()).select_from(DeadLetter)).scalar(),
+        }
+
+
+def _every_event_type(run_id: str) -> list[EventBase]:
+    clock = ManualClock(1_800_000_000.0)
+    s = EventStamper(run_id, clock)
+    return [
+        s.run_started("proj", 1, "start", {}), s.step_started("start", "start", "trigger.manual"),
+        s.step_completed("start", "start", ["out"], {}, 0.1), s.step_started("a", "a", "set"),
+        s.step_failed("a", "a", "boom", will_retry=True, retry_in=1.0), s.step_started("a", "a", "set", 2),
+        s.step_completed("a", "a", ["out"], {"x": "1"}, 1.0, 2), s.step_skipped("b", "b"),
+        s.hold_placed("a", "h1", "default", 0.5, 1_800_001_000.0), s.hold_charged("a", "h1", 0.1),
+        s.hold_released("a", "h1", 0.4), s.approval_requested("done", "ap1", 1_800_086_400.0),
+        s.run_parked("done", "approval", None), s.approval_decided("done", "ap1", "approved", "ada"),
+        s.run_resumed("done"), s.step_started("done", "done", "terminal"),
+        s.step_completed("done", "done", [], {}, 0.2), s.run_succeeded("fine"),
+    ]
+
+
+def _messages(events: list[EventBase]) -> list[tuple[str, bytes]]:
+    return [(f"{i}-0", encode_event(e)) for i, e in enumerate(events)]
+
+
+def test_applying_every_event_twice_or_a_batch_again_changes_nothing(sql: sa.Engine) -> None:
+    _queued(sql, "r1")
+    events = _every_event_type("r1")
+    first = apply_batch(sql, _messages(events))
+    assert first.applied == len(events) and first.dead == 0
+    after = _snapshot(sql)
+    run = after["runs"][0]
+    assert "succeeded" in run and "fine" in run
+    for event in events:  # each one again, alone
+        again = apply_batch(sql, _messages([event]))
+        assert again.applied == 0 and again.duplicates == 1
+    assert apply_batch(sql, _messages(events)).duplicates == len(events)  # the whole batch redelivered
+    assert _snapshot(sql) == after
+    with sql.connect() as conn:
+        steps = {r.step: (r.status, r.attempts) for r in conn.execute(sa.select(Step.step, Step.status, Step.attempts))}
+    assert steps == {"start": ("succeeded", 1), "a": ("succeeded", 2), "b": ("skipped", 0), "done": ("succeeded", 1)}
+
+
+def test_events_applied_one_by_one_equal_one_batch(sql: sa.Engine) -> None:
+    _queued(sql, "r1")
+    _queued(sql, "r2")
+    for event in _every_event_type("r1"):
+        apply_batch(sql, _messages([event]))
+    apply_batch(sql, _messages(_every_event_type("r2")))
+    with sql.connect() as conn:
+        rows = {r.id: (r.status, r.result, r.state, r.last_seq) for r in
+                conn.execute(sa.select(Run.id, Run.status, Run.result, Run.state, Run.last_seq))}
+    assert rows["r1"] == rows["r2"] == ("succeeded", "fine", {"x": "1"}, 18)
+
+
+def test_the_state_machine_refuses_illegal_transitions_into_dead_letters(sql: sa.Engine) -> None:
+    _queued(sql, "r1")
+    clock = ManualClock()
+    s = EventStamper("r1", clock)
+    refused = apply_batch(sql, _messages([s.run_succeeded("too soon"), s.step_started("a", "a", "set")]))
+    assert refused.applied == 0 and refused.dead == 2
+    apply_batch(sql, _messages([s.run_started("proj", 1, "start", {}), s.run_failed("boom")]))
+    late = apply_batch(sql, _messages([s.run_started("proj", 1, "start", {}), s.run_resumed("a"),
+                                       ExternalStamper("r1", clock).run_cancelled()]))
+    assert late.dead == 3
+    with sql.connect() as conn:
+        assert conn.execute(sa.select(Run.status).where(Run.id == "r1")).scalar() == "failed"
+        errors = list(conn.execute(sa.select(DeadLetter.error)).scalars())
+    assert len(errors) == 5
+    assert any("from queued to succeeded" in e for e in errors)
+    assert any("from failed to running" in e for e in errors)
+    assert any("from failed to cancelled" in e for e in errors)
+    assert any("not accepted while the run is queued" in e for e in errors)
+
+
+def test_poison_events_are_dead_lettered_and_acknowledged(sql: sa.Engine, redis_url: str, key_prefix: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    keys = Keyspace(key_prefix)
+    ensure_group(client, keys.events, keys.events_group)
+    _queued(sql, "r1")
+    good = EventStamper("r1", ManualClock()).run_started("proj", 1, "start", {})
+    unknown_run = EventStamper("nope", ManualClock()).run_started("proj", 1, "start", {})
+    for payload in (b"{not json", encode_event(good), b'{"type": "run_started"}', encode_event(unknown_run)):
+        client.xadd(keys.events, {EVENT_FIELD: payload})
+    projector = Projector(client, keys, sql)
+    result = projector.step(block_ms=100)
+    assert (result.applied, result.dead) == (1, 3)
+    assert client.xpending(keys.events, keys.events_group)["pending"] == 0
+    assert projector.step(block_ms=10).applied == 0  # nothing is retried forever
+    with sql.connect() as conn:
+        dead = list(conn.execute(sa.select(DeadLetter.payload, DeadLetter.error)))
+    assert len(dead) == 3
+    assert any(row.payload == b"{not json" and "does not match the contract" in row.error for row in dead)
+    assert any("names a run the store does not have" in row.error for row in dead)
+
+
+def test_applied_changes_are_published_live(sql: sa.Engine, redis_url: str, key_prefix: str) -> None:
+    import orjson
+
+    client = redis.Redis.from_url(redis_url)
+    keys = Keyspace(key_prefix)
+    ensure_group(client, keys.events, keys.events_group)
+    pubsub = client.pubsub()
+    pubsub.subscribe(keys.live)
+    assert pubsub.get_message(timeout=2)["type"] == "subscribe"
+    _queued(sql, "r1")
+    s = EventStamper("r1", ManualClock())
+    for event in (s.run_started("proj", 1, "start", {}), s.step_started("a", "a", "set"),
+                  s.run_parked("a", "queue_delay", 1_800_000_060.0)):
+        client.xadd(keys.events, {EVENT_FIELD: encode_event(event)})
+    Projector(client, keys, sql).step(block_ms=100)
+    messages = [orjson.loads(pubsub.get_message(timeout=2)["data"]) for _ in range(3)]
+    assert [m["event"] for m in messages] == ["run_started", "step_started", "run_parked"]
+    parked = messages[-1]
+    assert parked["status"] == "waiting" and parked["flow_id"] == "proj" and parked["version"] == 1
+    assert parked["waiting_on"] == {"node": "a", "reason": "queue_delay", "due_at": 1_800_000_060.0}
+    assert messages[1]["step_status"] == "running" and messages[1]["seq"] == 2
+    pubsub.close()
+
+
+def test_exactly_one_projector_holds_the_lease(redis_url: str, key_prefix: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    key = Keyspace(key_prefix).projector_lease
+    first = ProjectorLease(client, key, "one", seconds=0.3)
+    second = ProjectorLease(client, key, "two", seconds=0.3)
+    assert first.acquire_or_renew() and not second.acquire_or_renew()
+    assert first.acquire_or_renew()  # renewing keeps it
+    first.release()
+    assert second.acquire_or_renew() and not first.acquire_or_renew()
+    time.sleep(0.4)  # the holder stopped renewing: its lease lapses and a standby takes over
+    assert first.acquire_or_renew()
+    assert client.get(key) == b"one"
