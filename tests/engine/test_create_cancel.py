@@ -1,0 +1,117 @@
+"""create_run refusals and guards, version pinning, cancel at once and at the step boundary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.flow import flow_from_data
+from engine.runtime.inputs import InputError
+from tests.engine.conftest import Engine, Site, make_flow, start_engine, wait_until
+
+T = {"id": "start", "type": "trigger.manual"}
+
+
+def _typed() -> dict:
+    return make_flow("typed", [T, {"id": "done", "type": "terminal", "config": {"output": "{{ inputs.n + 1 }}"}}],
+                     [("start", "done")],
+                     {"n": {"type": "integer", "required": True}, "tags": {"type": "array", "default": []}})
+
+
+def test_bad_inputs_are_refused_before_any_run_exists(engine: Engine) -> None:
+    services = engine.services
+    services.publish_flow(flow_from_data(_typed()))
+    with pytest.raises(InputError, match='required input "n" \\(integer\\) is missing'):
+        services.create_run("typed", {})
+    with pytest.raises(InputError, match='"n" must be of JSON type integer, got string'):
+        services.create_run("typed", {"n": "3"})
+    with pytest.raises(InputError, match='"colour" is not a declared input'):
+        services.create_run("typed", {"n": 3, "colour": "red"})
+    assert services.list_runs() == []
+    handles = services.handles
+    assert handles is not None and handles.client.xlen(handles.keys.jobs) == 0
+    run = services.wait_for_run(services.create_run("typed", {"n": 41}).run_id)
+    assert run["result"] == 42 and run["inputs"] == {"n": 41, "tags": []}
+
+
+def test_idempotency_key_creates_one_run(engine: Engine) -> None:
+    services = engine.services
+    services.publish_flow(flow_from_data(_typed()))
+    first = services.create_run("typed", {"n": 1}, idempotency_key="order-77")
+    again = services.create_run("typed", {"n": 1}, idempotency_key="order-77")
+    assert again.run_id == first.run_id and again.duplicate and not first.duplicate
+    assert len(services.list_runs()) == 1
+
+
+def test_budget_preflight_hook_can_refuse(tmp_path: Path, redis_url: str, sqlite_url: str, key_prefix: str) -> None:
+    def exhausted(flow, inputs) -> None:  # type: ignore[no-untyped-def]
+        raise RuntimeError("budget_exhausted: budget \"default\" has $0.00 left")
+
+    services, _ = start_engine(tmp_path, redis_url, sqlite_url, key_prefix, budget_preflight=exhausted)
+    try:
+        services.publish_flow(flow_from_data(_typed()))
+        with pytest.raises(RuntimeError, match="budget_exhausted"):
+            services.create_run("typed", {"n": 1})
+        assert services.list_runs() == []
+    finally:
+        services.stop()
+
+
+def test_a_queued_run_cancels_at_once(tmp_path: Path, redis_url: str, sqlite_url: str, key_prefix: str) -> None:
+    services, _ = start_engine(tmp_path, redis_url, sqlite_url, key_prefix, workers=0)
+    try:
+        services.publish_flow(flow_from_data(_typed()))
+        created = services.create_run("typed", {"n": 1})
+        assert services.cancel_run(created.run_id) == "cancelled"
+        run = services.wait_for_run(created.run_id, timeout=5)
+        assert run["status"] == "cancelled" and run["steps"] == []
+        assert services.cancel_run(created.run_id) == "cancelled"  # again: nothing changes
+    finally:
+        services.stop()
+    # a worker that meets the job later drops it without starting the run
+    services, _ = start_engine(tmp_path, redis_url, sqlite_url, key_prefix, workers=1)
+    try:
+        handles = services.handles
+        assert handles is not None
+        wait_until(lambda: handles.client.xlen(handles.keys.jobs) == 0, what="the cancelled job to be dropped")
+        assert services.get_run(created.run_id)["status"] == "cancelled"  # type: ignore[index]
+    finally:
+        services.stop()
+
+
+def test_a_running_run_stops_at_the_next_step_boundary(engine: Engine, site: Site) -> None:
+    site.release.clear()
+    doc = make_flow("long", [T,
+                             {"id": "call", "type": "http.request", "config": {"method": "GET", "url": site.url + "/hold"}},
+                             {"id": "next", "type": "set", "config": {"values": {"x": "1"}}},
+                             {"id": "done", "type": "terminal"}], [("start", "call"), ("call", "next"), ("next", "done")])
+    services = engine.services
+    services.publish_flow(flow_from_data(doc))
+    created = services.create_run("long")
+    wait_until(lambda: site.hits.get("/hold"), what="the http step to be in flight")
+    assert services.cancel_run(created.run_id) == "cancelling"
+    site.release.set()
+    run = services.wait_for_run(created.run_id)
+    assert run["status"] == "cancelled"
+    assert run["error_type"] == "cancelled"
+    steps = {s["step"]: s["status"] for s in run["steps"]}
+    assert steps == {"start": "succeeded", "call": "succeeded"}  # `next` never started
+
+
+def test_a_run_keeps_the_version_it_started_on(engine: Engine, site: Site) -> None:
+    site.release.clear()
+    doc = make_flow("pin", [T, {"id": "call", "type": "http.request", "config": {"method": "GET", "url": site.url + "/hold"}},
+                            {"id": "done", "type": "terminal", "config": {"output": "v1"}}],
+                    [("start", "call"), ("call", "done")])
+    services = engine.services
+    services.publish_flow(flow_from_data(doc))
+    created = services.create_run("pin")
+    wait_until(lambda: site.hits.get("/hold"), what="v1 to be running")
+    doc["nodes"][2]["config"]["output"] = "v2"
+    assert services.publish_flow(flow_from_data(doc)).version == 2
+    site.release.set()
+    run = services.wait_for_run(created.run_id)
+    assert (run["version"], run["result"]) == (1, "v1")
+    newer = services.wait_for_run(services.create_run("pin").run_id)
+    assert (newer["version"], newer["result"]) == (2, "v2")
