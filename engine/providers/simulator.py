@@ -211,6 +211,9 @@ class ProviderSimulator:
 def _make_handler(sim: ProviderSimulator) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body leave in one segment; split writes meet delayed ACKs and cost ~40 ms a request.
+        wbufsize = 1 << 16
+        disable_nagle_algorithm = True
         server_version = "LockgateProviderSim/1"
 
         def log_message(self, format: str, *args: Any) -> None:  # the tests and the demo want quiet
