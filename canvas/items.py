@@ -11,7 +11,14 @@ from typing import Any
 
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPainterPathStroker, QPen
-from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
+from PySide6.QtWidgets import (
+    QGraphicsEllipseItem,
+    QGraphicsItem,
+    QGraphicsPathItem,
+    QGraphicsRectItem,
+    QStyleOptionGraphicsItem,
+    QWidget,
+)
 
 from canvas.geometry import (
     GRID_SIZE,
@@ -71,20 +78,24 @@ class LiveState:
         return not (self.running or self.waiting or self.on_path or self.current)
 
 
-class PortItem(QGraphicsItem):
-    """An invisible hit area over a node's port circle (the node paints the circle)."""
+class PortItem(QGraphicsEllipseItem):
+    """An invisible hit area over a node's port circle (the node paints the circle).
+
+    Geometry comes from QGraphicsEllipseItem in C++, so full-scene repaints never call into Python for it.
+    """
 
     def __init__(self, parent: NodeItem, port: str | None, is_output: bool, offset: tuple[float, float]) -> None:
-        super().__init__(parent)
+        super().__init__(QRectF(-PORT_HIT_RADIUS, -PORT_HIT_RADIUS, 2 * PORT_HIT_RADIUS, 2 * PORT_HIT_RADIUS), parent)
         self.node_item = parent
         self.port = port
         self.is_output = is_output
+        self.setPen(Qt.PenStyle.NoPen)
+        self.setBrush(Qt.BrushStyle.NoBrush)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemHasNoContents, True)
         self.setPos(QPointF(*offset))
-        self.setAcceptHoverEvents(False)
         self.setCursor(Qt.CursorShape.CrossCursor if is_output else Qt.CursorShape.ArrowCursor)
         if is_output:
-            self.setToolTip(f'Output "{port}": drag to a node to connect')
+            self.setToolTip(f"Output \"{port}\": drag to a node to connect")
         else:
             self.setToolTip("Input: drag from another node's output to here")
 
@@ -92,23 +103,17 @@ class PortItem(QGraphicsItem):
     def node_id(self) -> str:
         return self.node_item.node_id
 
-    def boundingRect(self) -> QRectF:
-        return QRectF(-PORT_HIT_RADIUS, -PORT_HIT_RADIUS, 2 * PORT_HIT_RADIUS, 2 * PORT_HIT_RADIUS)
 
-    def shape(self) -> QPainterPath:
-        path = QPainterPath()
-        path.addEllipse(self.boundingRect())
-        return path
+class NodeItem(QGraphicsRectItem):
+    """One node: header with icon and title, summary, port rows, badges and live overlay.
 
-    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
-        pass
-
-
-class NodeItem(QGraphicsItem):
-    """One node: header with icon and title, summary, port rows, badges and live overlay."""
+    The item's rect is its paint area (node plus overlay margins) so Qt answers boundingRect in C++;
+    painting is Python but cached per zoom level (DeviceCoordinateCache).
+    """
 
     def __init__(self, node: Node) -> None:
         super().__init__()
+        self.setPen(Qt.PenStyle.NoPen)
         self.node_id = node.id
         self.node: Node = node
         self.ports: tuple[str, ...] = ()
@@ -135,12 +140,11 @@ class NodeItem(QGraphicsItem):
         """Show `node` (title, config, ports may all have changed)."""
         ports = output_ports(node)
         self.node = node
-        if ports != self.ports or (not self.port_items and ports):
-            self.prepareGeometryChange()
+        takes_input = has_input(node)
+        if ports != self.ports or self.rect().isEmpty() or takes_input != (self.input_item is not None):
             self.ports = ports
             self.height = node_height(len(ports))
-            self._rebuild_ports()
-        elif self.input_item is None and has_input(node):
+            self.setRect(self._paint_area())
             self._rebuild_ports()
         spec = node_type(node.type)
         title = node.title or (spec.title if spec is not None else node.id)
@@ -191,10 +195,11 @@ class NodeItem(QGraphicsItem):
 
     # ----- geometry ----------------------------------------------------------------
 
-    def rect(self) -> QRectF:
+    def node_rect(self) -> QRectF:
+        """The node box in item coordinates (without ports and overlays)."""
         return QRectF(0, 0, NODE_WIDTH, self.height)
 
-    def boundingRect(self) -> QRectF:
+    def _paint_area(self) -> QRectF:
         return QRectF(
             -PORT_RADIUS - 2,
             -OVERLAY_ABOVE,
@@ -204,7 +209,7 @@ class NodeItem(QGraphicsItem):
 
     def shape(self) -> QPainterPath:
         path = QPainterPath()
-        path.addRoundedRect(self.rect(), 6, 6)
+        path.addRoundedRect(self.node_rect(), 6, 6)
         return path
 
     def output_anchor(self, port: str | None) -> QPointF:
@@ -236,7 +241,7 @@ class NodeItem(QGraphicsItem):
         accent = type_color(self.node.type)
         selected = self.isSelected()
         lod = option.levelOfDetailFromTransform(painter.worldTransform())
-        rect = self.rect()
+        rect = self.node_rect()
         if lod < DETAIL_ZOOM:
             painter.setPen(QPen(theme.node_selected if selected else accent, 3 if selected else 2))
             painter.setBrush(theme.node_body)
@@ -347,8 +352,11 @@ class NodeItem(QGraphicsItem):
             )
 
 
-class EdgeItem(QGraphicsItem):
-    """A smooth curve from an output port to an input port."""
+class EdgeItem(QGraphicsPathItem):
+    """A smooth curve from an output port to an input port, with an arrowhead child.
+
+    Painted by QGraphicsPathItem in C++: a full repaint of 1,200 edges never calls into Python.
+    """
 
     def __init__(self, edge: Edge, source: NodeItem, target: NodeItem) -> None:
         super().__init__()
@@ -356,13 +364,13 @@ class EdgeItem(QGraphicsItem):
         self.source = source
         self.target = target
         self.on_run_path = False
-        self._path = QPainterPath()
         self._shape: QPainterPath | None = None
-        self._bounds = QRectF()
+        self.ends = (QPointF(), QPointF())
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, True)
         self.setZValue(EDGE_Z)
         port = edge.port or ""
         self.setToolTip(f"{edge.from_} {port + ' ' if port else ''}→ {edge.to} (select and press Delete to remove)")
+        self.restyle()
         self.update_path()
 
     def port_name(self) -> str | None:
@@ -374,49 +382,49 @@ class EdgeItem(QGraphicsItem):
         """Recompute the curve after either end moved."""
         start = self.source.output_anchor(self.port_name())
         end = self.target.input_anchor()
-        self.prepareGeometryChange()
-        self._path = curve_between(start, end)
         self._shape = None
-        self._bounds = self._path.boundingRect().adjusted(-6, -6, 6, 6)
+        self.ends = (start, end)
+        path = curve_between(start, end)
+        # The chevron is part of the same path, so an edge stays one C++-painted item.
+        tip = end - QPointF(PORT_RADIUS + 1, 0)
+        path.moveTo(tip + QPointF(-7, -4))
+        path.lineTo(tip)
+        path.lineTo(tip + QPointF(-7, 4))
+        self.setPath(path)
 
-    def path(self) -> QPainterPath:
-        return self._path
-
-    def boundingRect(self) -> QRectF:
-        return self._bounds
-
-    def shape(self) -> QPainterPath:
-        if self._shape is None:
-            stroker = QPainterPathStroker()
-            stroker.setWidth(10)
-            self._shape = stroker.createStroke(self._path)
-        return self._shape
-
-    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
+    def restyle(self) -> None:
+        """Pick the pen for the current state (selected, on a run's path, plain) and theme."""
         theme = current_theme()
-        lod = option.levelOfDetailFromTransform(painter.worldTransform())
         if self.isSelected():
             colour, width = theme.edge_selected, 2.6
         elif self.on_run_path:
             colour, width = theme.run_path, 3.2
         else:
             colour, width = theme.edge, 1.8
-        if lod >= DETAIL_ZOOM:
-            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         pen = QPen(colour, width)
-        pen.setCosmetic(lod < DETAIL_ZOOM)
-        painter.setPen(pen)
-        painter.setBrush(Qt.BrushStyle.NoBrush)
-        painter.drawPath(self._path)
-        if lod >= DETAIL_ZOOM:
-            end = self._path.currentPosition()
-            arrow = QPainterPath(end)
-            arrow.lineTo(end + QPointF(-8, -4.5))
-            arrow.lineTo(end + QPointF(-8, 4.5))
-            arrow.closeSubpath()
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(QBrush(colour))
-            painter.drawPath(arrow.translated(-PORT_RADIUS, 0))
+        pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+        pen.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
+        self.setPen(pen)
+
+    def set_on_run_path(self, on: bool) -> None:
+        if on != self.on_run_path:
+            self.on_run_path = on
+            self.restyle()
+
+    def shape(self) -> QPainterPath:
+        # Wider than the line so edges are easy to click; only hit tests call this.
+        if self._shape is None:
+            stroker = QPainterPathStroker()
+            stroker.setWidth(10)
+            self._shape = stroker.createStroke(self.path())
+        return self._shape
+
+    def itemChange(self, change: QGraphicsItem.GraphicsItemChange, value: Any) -> Any:
+        if change == QGraphicsItem.GraphicsItemChange.ItemSelectedHasChanged:
+            self.restyle()
+        return super().itemChange(change, value)
+
+
 
 
 def curve_between(start: QPointF, end: QPointF) -> QPainterPath:

@@ -144,6 +144,8 @@ class FlowScene(QGraphicsScene):
     def _on_theme(self, _theme: CanvasTheme) -> None:
         for item in self.node_items.values():
             item.set_node(item.node)
+        for edge_item in self.edge_items.values():
+            edge_item.restyle()
         self.update()
 
     def node_moved(self, node_id: str) -> None:
@@ -243,7 +245,7 @@ class FlowScene(QGraphicsScene):
             if not self.document.edges_of(node_id):
                 item = self.node_items[node_id]
                 edge_under = self.edge_at(item.sceneBoundingRect().center(), exclude_node=node_id)
-                edge_under = edge_under or self.edge_at(item.mapToScene(item.rect().center()), exclude_node=node_id)
+                edge_under = edge_under or self.edge_at(item.mapToScene(item.node_rect().center()), exclude_node=node_id)
         if edge_under is None:
             self.document.move_nodes(moved, old=old)
             return

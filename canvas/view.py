@@ -27,7 +27,7 @@ from PySide6.QtWidgets import QFrame, QGraphicsView, QWidget
 
 from canvas.document import FRAGMENT_FORMAT, FlowDocument
 from canvas.geometry import GRID_SIZE, HEADER_HEIGHT, NODE_WIDTH, input_port_offset, node_height
-from canvas.items import NodeItem
+from canvas.items import DETAIL_ZOOM, NodeItem
 from canvas.minimap import Minimap
 from canvas.quick_add import QuickAddBox
 from canvas.scene import FlowScene
@@ -102,7 +102,7 @@ class FlowView(QGraphicsView):
         self.flow_scene = FlowScene(document)
         super().__init__(self.flow_scene, parent)
         self.flow_scene.setParent(self)
-        self.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+        self.setRenderHint(QPainter.RenderHint.Antialiasing, True)
         self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
         self.setCacheMode(QGraphicsView.CacheModeFlag.CacheBackground)
         self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontAdjustForAntialiasing, True)
@@ -182,6 +182,7 @@ class FlowView(QGraphicsView):
             return
         if anchor is None:
             self.scale(factor, factor)
+            self._update_render_hints()
         else:
             before = self.mapToScene(anchor.toPoint())
             old_anchor = self.transformationAnchor()
@@ -190,7 +191,12 @@ class FlowView(QGraphicsView):
             after = self.mapToScene(anchor.toPoint())
             self.translate(after.x() - before.x(), after.y() - before.y())
             self.setTransformationAnchor(old_anchor)
+            self._update_render_hints()
         self.minimap.update()
+
+    def _update_render_hints(self) -> None:
+        # Antialiased curves cost most when zoomed out, where nobody can see the difference.
+        self.setRenderHint(QPainter.RenderHint.Antialiasing, self.zoom() >= DETAIL_ZOOM)
 
     def fit_selection_or_all(self) -> None:
         """F: frame the selected nodes, or every node when none is selected."""
@@ -199,6 +205,7 @@ class FlowView(QGraphicsView):
         if rect.isNull():
             return
         self.fitInView(rect.adjusted(-40, -40, 40, 40), Qt.AspectRatioMode.KeepAspectRatio)
+        self._update_render_hints()
         if self.zoom() > FIT_MAX_ZOOM:
             self.set_zoom(FIT_MAX_ZOOM)
             self.centerOn(rect.center())
@@ -384,9 +391,7 @@ class FlowView(QGraphicsView):
             wanted = (edge_item.edge.from_, edge_item.edge.to) in steps
             if wanted:
                 highlighted.add(key)
-            if edge_item.on_run_path != wanted:
-                edge_item.on_run_path = wanted
-                edge_item.update()
+            edge_item.set_on_run_path(wanted)
         self._live_applied_edges = highlighted
 
     # ----- events ------------------------------------------------------------------------
