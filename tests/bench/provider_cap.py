@@ -94,9 +94,13 @@ def run(calls: int, rps: int, workers: int, latency_ms: float) -> dict[str, obje
         client.delete(key)
 
     caps = [cap for _, cap in cap_samples]
-    settled = statistics.median(caps[len(caps) // 2:]) if caps else 0
-    converged_at = next((t for i, (t, _) in enumerate(cap_samples)
-                         if all(settled / 2 <= c <= settled * 2 for _, c in cap_samples[i:])), None)
+    steady = sorted(caps[len(caps) // 2:]) or [0]
+    band = (steady[len(steady) // 10], steady[(len(steady) * 9) // 10])
+    # Converged: the first sample inside the steady band (p10..p90 of the run's second half).
+    entered = next((i for i, c in enumerate(caps) if band[0] <= c <= band[1]), None)
+    converged_at = cap_samples[entered][0] if entered is not None else None
+    in_band_after = (sum(band[0] <= c <= band[1] for c in caps[entered:]) / len(caps[entered:])
+                     if entered is not None else 0.0)
     per_second = [sum(1 for t in finished if s <= t < s + 1) for s in range(int(elapsed))]
     reached_90 = next((s + 1 for s, n in enumerate(per_second) if n >= 0.9 * rps), None)
     return {
@@ -114,8 +118,10 @@ def run(calls: int, rps: int, workers: int, latency_ms: float) -> dict[str, obje
         "cap_start": caps[0] if caps else None,
         "cap_min": min(caps, default=None),
         "cap_max": max(caps, default=None),
-        "cap_settled_median": settled,
+        "cap_steady_band_p10_p90": list(band),
+        "cap_steady_mean": round(statistics.fmean(caps[len(caps) // 2:]), 2) if caps else None,
         "cap_converged_after_s": round(converged_at, 2) if converged_at is not None else None,
+        "cap_share_in_band_after_converging": round(in_band_after, 3),
         "throughput_90pct_after_s": reached_90,
         "telemetry_failures": sink.failures,
     }
