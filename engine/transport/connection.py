@@ -56,7 +56,8 @@ def async_redis_client(url: str, **overrides: Any) -> redis.asyncio.Redis:
 class RedisHandle:
     """The Redis the engine uses: a configured URL, or the embedded server of the data folder.
 
-    `close()` releases clients and stops the embedded server if this handle started it.
+    `close()` releases clients and stops the embedded server if this handle started it. An embedded
+    server reused from another process is restarted here if that process exits (`keep_running`).
     """
 
     url: str
@@ -98,4 +99,5 @@ def open_redis(config: EngineConfig) -> RedisHandle:
 
     server = EmbeddedRedis(config.data_dir)
     server.start()
+    server.keep_running()
     return RedisHandle(url=server.url, _server=server)

@@ -10,7 +10,9 @@ starts one, so concurrent starts from two processes end with one server. The pro
 the server owns it: `stop()` (also run at interpreter exit) stops it only there, and the child
 gets SIGTERM from the kernel if its parent dies without running atexit (Linux PR_SET_PDEATHSIG;
 note it fires when the *thread* that started the server exits, so start it from a thread that
-lives as long as the engine). A process that reused another's server loses it when the owner exits.
+lives as long as the engine). A process that reused another's server loses it when the owner
+exits; `keep_running()` (which `open_redis` turns on) then restarts it from the AOF, and the
+restarting process becomes the owner.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import logging
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +44,8 @@ AOF_DIR_NAME = "appendonlydir"
 # sun_path is 108 bytes on Linux, 104 on macOS.
 MAX_SOCKET_PATH = 103
 _PR_SET_PDEATHSIG = 1
+
+log = logging.getLogger(__name__)
 
 
 class EmbeddedRedisError(RuntimeError):
@@ -117,6 +123,9 @@ class EmbeddedRedis:
         self.start_timeout = start_timeout
         self._process: subprocess.Popen[bytes] | None = None
         self._reused_pid: int | None = None
+        self._lifecycle = threading.RLock()
+        self._keeper: threading.Thread | None = None
+        self._keeper_stop = threading.Event()
 
     @property
     def url(self) -> str:
@@ -145,6 +154,10 @@ class EmbeddedRedis:
 
     def start(self) -> EmbeddedRedis:
         """Reuse the server of this data folder if one answers, else start one. Returns self."""
+        with self._lifecycle:
+            return self._start()
+
+    def _start(self) -> EmbeddedRedis:
         if self.owned:
             return self
         if len(str(self.socket_path)) > MAX_SOCKET_PATH:
@@ -164,6 +177,14 @@ class EmbeddedRedis:
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the server if this object started it (AOF is flushed on the way down); else do nothing."""
+        self._keeper_stop.set()
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None and keeper is not threading.current_thread():
+            keeper.join(timeout)
+        with self._lifecycle:
+            self._stop(timeout)
+
+    def _stop(self, timeout: float) -> None:
         process, self._process = self._process, None
         self._reused_pid = None
         atexit.unregister(self.stop)
@@ -179,6 +200,35 @@ class EmbeddedRedis:
         if self._recorded_pid() == process.pid:
             with contextlib.suppress(FileNotFoundError):
                 self.pid_path.unlink()
+
+    def answers(self) -> bool:
+        """True when a server answers PING on this data folder's socket."""
+        return _answers(self.socket_path)
+
+    def keep_running(self, interval: float = 1.0) -> None:
+        """Check every `interval` seconds that the server answers, and start it again if not (the
+        process that started it exited, or it was killed). Data comes back from the AOF."""
+        if self._keeper is not None:
+            return
+        self._keeper_stop.clear()
+        # The keeper thread starts any replacement server, so the server's parent-death signal is
+        # tied to this thread, which lives until stop().
+        self._keeper = threading.Thread(target=self._keep, args=(interval,), name="lockgate-redis-keeper", daemon=True)
+        self._keeper.start()
+
+    def _keep(self, interval: float) -> None:
+        while not self._keeper_stop.wait(interval):
+            if _answers(self.socket_path):
+                continue
+            try:
+                with self._lifecycle:
+                    if self._keeper_stop.is_set():
+                        return
+                    self._process = None if not self.owned else self._process
+                    self._start()
+                log.warning("embedded Redis in %s stopped answering; now served by pid %s", self.data_dir, self.pid)
+            except Exception:
+                log.exception("embedded Redis in %s could not be restarted; retrying", self.data_dir)
 
     def __enter__(self) -> EmbeddedRedis:
         return self.start()

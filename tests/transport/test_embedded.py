@@ -143,3 +143,25 @@ def test_no_orphan_when_the_parent_is_killed(tmp_path: Path) -> None:
     # The next start finds the folder usable again.
     with EmbeddedRedis(tmp_path) as server:
         assert server.owned and server.pid != pid
+
+
+def test_a_reusing_process_restarts_the_server_when_its_owner_exits(tmp_path: Path) -> None:
+    owner = _spawn(_STARTER, str(tmp_path))
+    assert owner.stdout is not None
+    owner_server_pid = int(owner.stdout.readline().split()[0])
+    guest = EmbeddedRedis(tmp_path).start()
+    guest.keep_running(interval=0.1)
+    try:
+        assert not guest.owned and guest.pid == owner_server_pid
+        client = redis_client(guest.url)
+        client.set(b"survives", b"yes")
+        owner.communicate(input="", timeout=30)  # the owner stops its server and exits
+        deadline = time.monotonic() + 10
+        while not guest.owned and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert guest.owned and guest.pid != owner_server_pid
+        assert client.get(b"survives") == b"yes"  # the client reconnects; the AOF kept the data
+        client.close()
+    finally:
+        guest.stop()
+    assert guest.pid is None
