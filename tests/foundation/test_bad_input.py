@@ -76,7 +76,7 @@ edge_shaped = st.fixed_dictionaries(
     st.dictionaries(st.text(max_size=6), json_values, max_size=2),
 )
 def test_flow_shaped_documents_yield_diagnostics(nodes: list[Any], edges: list[Any], settings_: dict[str, Any]) -> None:
-    document = {"format": "lockgate.flow/1", "id": "fuzz", "nodes": nodes, "edges": edges}
+    document: dict[str, Any] = {"format": "lockgate.flow/1", "id": "fuzz", "nodes": nodes, "edges": edges}
     if settings_:
         document["settings"] = settings_
     assert_only_diagnostics(document)

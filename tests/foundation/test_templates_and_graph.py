@@ -19,12 +19,18 @@ def parser_refs(source: str) -> frozenset[str]:
     """State keys as Jinja's own parser sees them: the reference the fast path must agree with."""
     refs = set()
     for found in _reference_env.parse(source).find_all((nodes.Getattr, nodes.Getitem)):
-        if isinstance(found.node, nodes.Name) and found.node.name == "state":
-            if isinstance(found, nodes.Getattr):
-                refs.add(found.attr)
-            elif isinstance(found.arg, nodes.Const) and isinstance(found.arg.value, str):
-                refs.add(found.arg.value)
+        reads_state = isinstance(found, (nodes.Getattr, nodes.Getitem)) and _is_state(found.node)
+        if isinstance(found, nodes.Getattr) and reads_state:
+            refs.add(found.attr)
+        elif isinstance(found, nodes.Getitem) and reads_state:
+            key = found.arg.value if isinstance(found.arg, nodes.Const) else None
+            if isinstance(key, str):
+                refs.add(key)
     return frozenset(refs)
+
+
+def _is_state(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.Name) and node.name == "state"
 
 
 names = st.sampled_from(["state", "inputs", "run", "item", "a", "not", "and", "if", "x_1"])
