@@ -1,22 +1,28 @@
 """The seam between the window and the embedded engine.
 
-`EngineBridge` owns the engine thread and speaks Qt signals to the panels. It
-never invents data: until the engine's services can be started, it reports
-itself unavailable and the panels say so.
+`EngineBridge` owns the engine thread: `EngineServices` (Redis, SQL store, workers, projector,
+due waker) starts and is called there, never on the GUI thread. Results come back as callbacks
+on the GUI thread, and the projector's live changes as the `live_changes` signal.
+It never invents data: when the engine cannot start, it says why and the panels show that.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Literal
+from collections.abc import Callable, Iterable
+from typing import Any, Literal, TypeVar
 
 from PySide6.QtCore import QObject, Signal
 
 from app.engine_thread import EngineThread
+from app.settings import BudgetSetting
 from engine.config import EngineConfig
 
 EngineState = Literal["stopped", "starting", "running", "stopping", "unavailable", "failed"]
 SERVICES_MODULE = "engine.runtime.services"
+RUNS_LISTED = 200
+T = TypeVar("T")
+Done = Callable[[Any, BaseException | None], None]
 
 
 class EngineBridge(QObject):
@@ -28,14 +34,22 @@ class EngineBridge(QObject):
     approvals_changed = Signal()
     holds_changed = Signal()
     log_message = Signal(str)
+    live_changes = Signal(list)
+    """Projector changes (dicts of `LiveChange`), delivered on the GUI thread, one list per batch."""
+    _batch_from_projector = Signal(list)
 
-    def __init__(self, config: EngineConfig, parent: QObject | None = None) -> None:
+    def __init__(self, config: EngineConfig, budgets: Iterable[BudgetSetting] = (), workers: int = 2,
+                 parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.config = config
+        self.budgets = list(budgets)
+        self.workers = workers
         self.engine_thread = EngineThread()
         self.services: Any = None
         self.state: EngineState = "stopped"
         self.unavailable_reason = ""
+        # Emitted from the projector's thread; the queued connection lands it on the GUI thread.
+        self._batch_from_projector.connect(self._deliver_batch)
 
     @property
     def available(self) -> bool:
@@ -47,6 +61,8 @@ class EngineBridge(QObject):
         if message:
             self.log_message.emit(message)
 
+    # ----- lifecycle ---------------------------------------------------------------------
+
     def start(self) -> None:
         """Start the engine in its thread; `state_changed` says how it went."""
         if self.state in ("starting", "running"):
@@ -55,45 +71,111 @@ class EngineBridge(QObject):
             services_module = importlib.import_module(SERVICES_MODULE)
         except ImportError as exc:
             self.unavailable_reason = (
-                f"the embedded engine is not part of this build yet ({SERVICES_MODULE}: {exc}); "
+                f"the embedded engine is not part of this build ({SERVICES_MODULE}: {exc}); "
                 "editing, validation and saving work, runs do not"
             )
             self._set_state("unavailable", f"Engine unavailable: {self.unavailable_reason}")
             return
-        self._set_state("starting", f"Starting the engine in {self.config.data_dir}")
+        self.unavailable_reason = "the engine is still starting"
+        self._set_state("starting", f"Starting the engine (data folder {self.config.data_dir})")
         self.engine_thread.start()
-        services = services_module.EngineServices(self.config)
-        self.services = services
 
-        def started(_result: object, error: BaseException | None) -> None:
+        def start_services() -> Any:
+            services = services_module.EngineServices(self.config, workers=self.workers)
+            services.batch_listeners.append(self._on_projector_batch)
+            services.start()
+            if self.budgets:
+                ledger = _ledger(services)
+                for budget in self.budgets:
+                    ledger.set_budget(budget.name, budget.limit_usd, budget.period)
+            return services
+
+        def started(services: Any, error: BaseException | None) -> None:
             if error is not None:
                 self.services = None
                 self.unavailable_reason = f"the engine did not start: {error}"
-                self._set_state("failed", f"Engine failed to start: {error}; check the data folder and Redis URL "
-                                          "in Settings")
+                self._set_state("failed", f"Engine failed to start: {error}; check the data folder, Redis URL and "
+                                          "database URL in Settings")
                 return
-            self._set_state("running", "Engine running")
+            self.services = services
+            self.unavailable_reason = ""
+            where = self.config.redis_url or "embedded Redis"
+            self._set_state("running", f"Engine running ({where}, {self.config.sql_url.split(':')[0]})")
             self.runs_changed.emit()
             self.approvals_changed.emit()
             self.holds_changed.emit()
 
-        self.engine_thread.call(_maybe_await(services.start()), started)
+        self.engine_thread.call(_sync(start_services), started)
 
     def stop(self) -> None:
         """Stop the engine cleanly (parked runs stay parked) and end its thread; blocks until done."""
+        if not self.engine_thread.running:
+            if self.state not in ("unavailable", "failed"):
+                self._set_state("stopped")
+            return
         services = self.services
-        if self.state in ("running", "starting") and services is not None:
-            self._set_state("stopping", "Stopping the engine")
-            self.engine_thread.stop(_maybe_await(services.stop()))
+        self.services = None
+        if services is not None:
+            self._set_state("stopping", "Stopping the engine; parked runs stay parked")
+            self.engine_thread.stop(_sync(services.stop))
         else:
             self.engine_thread.stop()
-        self.services = None
         if self.state != "unavailable":
             self._set_state("stopped")
 
+    # ----- requests (run on the engine thread, answered on the GUI thread) ---------------
 
-async def _maybe_await(value: Any) -> Any:
-    """Await coroutines, pass plain results through (the services may be sync or async)."""
-    if hasattr(value, "__await__"):
-        return await value
-    return value
+    def request(self, work: Callable[[Any], T], on_done: Callable[[T | None, BaseException | None], None]) -> None:
+        """Call `work(services)` on the engine thread; `on_done(result, error)` on the GUI thread."""
+        services = self.services
+        if services is None or not self.engine_thread.running:
+            on_done(None, RuntimeError(f"the engine is not running: {self.unavailable_reason or self.state}"))
+            return
+        self.engine_thread.call(_sync(lambda: work(services)), on_done)
+
+    def publish(self, flow: Any, on_done: Done) -> None:
+        self.request(lambda services: services.publish_flow(flow), on_done)
+
+    def create_run(self, flow_id: str, inputs: dict[str, Any], on_done: Done) -> None:
+        self.request(lambda services: services.create_run(flow_id, inputs), on_done)
+
+    def cancel_run(self, run_id: str, on_done: Done) -> None:
+        self.request(lambda services: services.cancel_run(run_id), on_done)
+
+    def list_runs(self, on_done: Done) -> None:
+        self.request(lambda services: services.list_runs(limit=RUNS_LISTED), on_done)
+
+    def get_run(self, run_id: str, on_done: Done) -> None:
+        self.request(lambda services: services.get_run(run_id, with_steps=True), on_done)
+
+    def money(self, on_done: Done) -> None:
+        """`(budgets, holds)` from the budget ledger: every budget, and every hold still placed."""
+
+        def read(services: Any) -> tuple[list[Any], list[Any]]:
+            ledger = _ledger(services)
+            return ledger.budgets(), [ledger.hold(hold_id) for hold_id in ledger.placed_hold_ids()]
+
+        self.request(read, on_done)
+
+    # ----- live channel ------------------------------------------------------------------
+
+    def _on_projector_batch(self, result: Any) -> None:
+        if result.changes:
+            self._batch_from_projector.emit([change.to_data() for change in result.changes])
+
+    def _deliver_batch(self, changes: list[dict[str, Any]]) -> None:
+        self.live_changes.emit(changes)
+        self.runs_changed.emit()
+        if any(change.get("event") in ("hold_placed", "hold_charged", "hold_released") for change in changes):
+            self.holds_changed.emit()
+
+
+def _ledger(services: Any) -> Any:
+    from engine.money.ledger import BudgetLedger
+
+    return BudgetLedger(services.redis.client(), services.keys, services.clock)
+
+
+async def _sync(call: Callable[[], T]) -> T:
+    """Run a blocking engine call on the engine thread's loop (it is that thread's only job)."""
+    return call()

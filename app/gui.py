@@ -57,7 +57,7 @@ def create_main_window(app: QApplication, settings: AppSettings, start_engine: b
     from app.theme import apply_app_theme
 
     apply_app_theme(app, settings.theme)
-    bridge = EngineBridge(engine_config(settings))
+    bridge = EngineBridge(engine_config(settings), settings.budgets())
     window = MainWindow(settings, bridge)
     if not settings.first_start_done:
         window.first_start()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QByteArray, Qt
 from PySide6.QtGui import QActionGroup, QCloseEvent, QKeySequence
@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from app import actions as action_specs
 from app.bridge import EngineBridge
+from app.engine_controller import EngineController
 from app.examples import FIRST_START_EXAMPLE, FIRST_START_HINT, example_bytes, example_names
 from app.flow_tabs import FlowTabs
 from app.panels.approvals import ApprovalsPanel
@@ -42,7 +43,7 @@ from app.panels.properties import PropertiesPanel
 from app.panels.runs import RunsPanel
 from app.settings import AppSettings, ThemeMode
 from engine import __version__
-from engine.flow import FlowLoadError
+from engine.flow import Flow, FlowLoadError
 from engine.validation import has_errors
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class MainWindow(QMainWindow):
         self.ask_to_save: Callable[[FlowDocument], SaveAnswer] = self._ask_to_save_dialog
         self.choose_open_path: Callable[[], Path | None] = self._open_path_dialog
         self.choose_save_path: Callable[[FlowDocument], Path | None] = self._save_path_dialog
+        self.ask_run_inputs: Callable[[Flow], dict[str, Any] | None] = self._run_inputs_dialog
         self._untitled_count = 0
 
         self.tabs = FlowTabs(self)
@@ -92,7 +94,9 @@ class MainWindow(QMainWindow):
         self.problems.node_activated.connect(self.reveal_node)
         self.palette_widget.activated.connect(self._add_from_palette)
         self.problems.counts_changed.connect(self._problem_counts_changed)
+        self.engine: EngineController | None = None
         if bridge is not None:
+            self.engine = EngineController(self, bridge)
             bridge.log_message.connect(self.log.append)
             bridge.state_changed.connect(self._engine_state_changed)
             self._engine_state_changed(bridge.state)
@@ -367,6 +371,8 @@ class MainWindow(QMainWindow):
         else:
             self.problems.set_diagnostics([])
             self.setWindowTitle("Lockgate")
+        if self.engine is not None and self.engine.live_on:
+            self.engine.repaint_live()
         for action_id in ("save", "save_as", "close_tab", "validate", "publish", "run", "live"):
             self.actions_by_id[action_id].setEnabled(document is not None)
         self._update_edit_actions()
@@ -440,21 +446,37 @@ class MainWindow(QMainWindow):
                 f"Publish refused: {errors} error(s) in {document.flow_ref().id}; fix them (see Problems) and "
                 "publish again.", STATUS_MESSAGE_MS)
             return
-        self._needs_engine("Publish")
+        if self._needs_engine("Publish") and self.engine is not None:
+            self.engine.publish()
 
     def run_flow(self) -> None:
-        if self.document is not None:
-            self._needs_engine("Run")
+        document = self.document
+        if document is None or not self._needs_engine("Run") or self.engine is None:
+            return
+        flow = document.flow()
+        inputs = self.ask_run_inputs(flow)
+        if inputs is not None:
+            self.engine.start_run(flow.id, inputs)
+
+    def _run_inputs_dialog(self, flow: Flow) -> dict[str, Any] | None:
+        from app.run_dialog import RunInputsDialog
+
+        dialog = RunInputsDialog(flow, parent=self)
+        return dialog.values() if dialog.exec() == QDialog.DialogCode.Accepted else None
 
     def toggle_live(self) -> None:
-        if not self._needs_engine("Live mode"):
+        wanted = self.actions_by_id["live"].isChecked()
+        if wanted and not self._needs_engine("Live mode"):
             self.actions_by_id["live"].setChecked(False)
+            return
+        if self.engine is not None:
+            self.engine.set_live(wanted)
 
     def _needs_engine(self, what: str) -> bool:
         if self.bridge is not None and self.bridge.available:
             return True
         reason = self.bridge.unavailable_reason if self.bridge is not None else "no engine is attached"
-        message = f"{what} needs the engine: {reason}."
+        message = f"{what} needs the engine: {reason or 'it is not running'}."
         self.statusBar().showMessage(message, STATUS_MESSAGE_MS)
         self.log.append(message)
         return False

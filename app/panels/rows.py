@@ -27,7 +27,8 @@ class RunRow:
     status: str
     started_at: datetime | None
     finished_at: datetime | None
-    cost_usd: float
+    cost_usd: float | None
+    """None: the engine did not report a cost for this run."""
     current_node: str | None = None
     waiting_reason: str | None = None
     waiting_until: datetime | None = None

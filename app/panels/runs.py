@@ -101,7 +101,7 @@ class RunsPanel(QWidget):
                 QTableWidgetItem(f"v{run.version}"),
                 QTableWidgetItem(local_time(run.started_at)),
                 QTableWidgetItem(run.duration(now)),
-                QTableWidgetItem(usd(run.cost_usd)),
+                QTableWidgetItem(usd(run.cost_usd) if run.cost_usd is not None else "—"),
                 QTableWidgetItem(run.where(now)),
                 QTableWidgetItem(run.run_id),
             )

@@ -50,15 +50,18 @@ def test_results_come_back_on_the_gui_thread(qtbot) -> None:  # type: ignore[no-
         engine.submit(work())
 
 
-def test_bridge_says_why_it_cannot_run_yet(qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    bridge = EngineBridge(EngineConfig(data_dir=tmp_path))
+def test_bridge_reports_an_engine_that_cannot_start(qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bridge = EngineBridge(EngineConfig(data_dir=tmp_path, redis_url="redis://127.0.0.1:1/0"))
     messages: list[str] = []
     bridge.log_message.connect(messages.append)
     bridge.start()
-    if bridge.state == "unavailable":
-        assert "engine.runtime.services" in bridge.unavailable_reason
-        assert messages and "unavailable" in messages[0]
-    else:
-        qtbot.waitUntil(lambda: bridge.state in ("running", "failed"), timeout=20000)
+    qtbot.waitUntil(lambda: bridge.state in ("running", "failed"), timeout=30000)
+    assert bridge.state == "failed"
+    assert not bridge.available
+    assert "did not start" in bridge.unavailable_reason
+    assert any("Settings" in message for message in messages)
+    failures: list[BaseException | None] = []
+    bridge.list_runs(lambda _result, error: failures.append(error))
+    assert isinstance(failures[0], RuntimeError)
     bridge.stop()
     assert not bridge.engine_thread.running

@@ -1,0 +1,195 @@
+"""Connects the engine bridge to the panels and the canvas: Publish, Run, the Runs / Holds panels, live mode.
+
+Every engine call goes through the bridge (engine thread); refreshes are coalesced
+with single-shot timers so a burst of projector batches costs one query, and live
+overlays are repainted by the canvas at most once per frame.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from app.bridge import EngineBridge
+from app.live import LiveState, run_path, run_row, waiting_text
+from app.panels.rows import BudgetRow, HoldRow
+
+if TYPE_CHECKING:
+    from app.window import MainWindow
+
+REFRESH_DELAY_MS = 150
+COUNTDOWN_MS = 1000
+APPROVALS_NOT_BUILT = ("Approvals cannot be listed or decided yet: this engine build has no approvals API "
+                       "(parking and approvals, issue 4).")
+
+
+def _micros(value: int) -> float:
+    return value / 1_000_000
+
+
+class EngineController(QObject):
+    """Owns what the window shows of the engine; the window forwards Publish, Run and Live here."""
+
+    published = Signal(str, int)
+    """(flow id, version) after a successful publish."""
+    run_started = Signal(str)
+
+    def __init__(self, window: MainWindow, bridge: EngineBridge) -> None:
+        super().__init__(window)
+        self.window = window
+        self.bridge = bridge
+        self.live = LiveState()
+        self.live_on = False
+        self.selected_run: str | None = None
+        self.clock: Callable[[], float] = time.time
+        self._runs_timer = self._single_shot(self.refresh_runs)
+        self._money_timer = self._single_shot(self.refresh_money)
+        self._live_timer = self._single_shot(self.repaint_live)
+        self._countdown = QTimer(self)
+        self._countdown.setInterval(COUNTDOWN_MS)
+        self._countdown.timeout.connect(self._tick)
+        bridge.state_changed.connect(self._state_changed)
+        bridge.runs_changed.connect(self._runs_timer.start)
+        bridge.holds_changed.connect(self._money_timer.start)
+        bridge.live_changes.connect(self._live_changes)
+        window.runs.run_selected.connect(self.select_run)
+
+    def _single_shot(self, slot: Callable[[], None]) -> QTimer:
+        timer = QTimer(self)
+        timer.setSingleShot(True)
+        timer.setInterval(REFRESH_DELAY_MS)
+        timer.timeout.connect(slot)
+        return timer
+
+    def _state_changed(self, state: str) -> None:
+        if state == "running":
+            self.window.approvals.set_unavailable(APPROVALS_NOT_BUILT)
+            self.refresh_runs()
+            self.refresh_money()
+
+    # ----- publish and run ---------------------------------------------------------------
+
+    def publish(self) -> None:
+        document = self.window.document
+        if document is None:
+            return
+        flow = document.flow()
+
+        def done(version: Any, error: BaseException | None) -> None:
+            if error is not None:
+                diagnostics = getattr(error, "diagnostics", None)
+                if diagnostics is not None:
+                    self.window.problems.set_diagnostics(diagnostics)
+                    self.window.docks["Problems"].raise_()
+                self._say(f"Publish of {flow.id} refused: {error}")
+                return
+            self._say(f"{flow.id} v{version.version} published")
+            self.published.emit(flow.id, int(version.version))
+
+        self.bridge.publish(flow, done)
+
+    def start_run(self, flow_id: str, inputs: dict[str, Any]) -> None:
+        def done(created: Any, error: BaseException | None) -> None:
+            if error is not None:
+                hint = "; publish the flow first (Ctrl+Shift+P)" if isinstance(error, LookupError) else ""
+                self._say(f"Run of {flow_id} not started: {error}{hint}")
+                return
+            self._say(f"Run {created.run_id[:8]} of {flow_id} v{created.version} started")
+            self.run_started.emit(created.run_id)
+            self._runs_timer.start()
+
+        self.bridge.create_run(flow_id, inputs, done)
+
+    def cancel_run(self, run_id: str) -> None:
+        self.bridge.cancel_run(run_id, lambda status, error: self._say(
+            f"Run {run_id[:8]}: {error}" if error else f"Run {run_id[:8]} {status}"))
+
+    # ----- runs and money ------------------------------------------------------------------
+
+    def refresh_runs(self) -> None:
+        def done(runs: Any, error: BaseException | None) -> None:
+            if error is not None:
+                self.window.log.append(f"Runs could not be read: {error}")
+                return
+            for run in runs:
+                self.live.seed_from_run(run)
+            self.window.runs.set_runs([run_row(run) for run in runs])
+            if self.live_on:
+                self._live_timer.start()
+
+        if self.bridge.available:
+            self.bridge.list_runs(done)
+
+    def refresh_money(self) -> None:
+        def done(result: Any, error: BaseException | None) -> None:
+            if error is not None:
+                self.window.log.append(f"Budgets could not be read: {error}")
+                return
+            budgets, holds = result
+            self.window.holds.set_budgets([
+                BudgetRow(b.name, _micros(b.limit_micros), _micros(b.spent_micros), _micros(b.held_micros), b.period)
+                for b in budgets
+            ])
+            self.window.holds.set_holds([
+                HoldRow(h.hold_id, h.run_id, h.node_id, _micros(h.amount_micros), h.state,
+                        datetime.fromtimestamp(h.expires_at, UTC))
+                for h in holds
+            ])
+
+        if self.bridge.available:
+            self.bridge.money(done)
+
+    # ----- live mode -----------------------------------------------------------------------
+
+    def set_live(self, on: bool) -> None:
+        self.live_on = on
+        if on:
+            self._countdown.start()
+            self.refresh_runs()
+            self.repaint_live()
+        else:
+            self._countdown.stop()
+            for index in range(self.window.tabs.count()):
+                self.window.tabs.editor_at(index).view.clear_live()
+
+    def _live_changes(self, changes: list[dict[str, Any]]) -> None:
+        applied = [change for change in changes if self.live.apply_change(change)]
+        if self.live_on and applied:
+            self._live_timer.start()
+            if self.selected_run and any(change["run_id"] == self.selected_run for change in applied):
+                self.select_run(self.selected_run)
+
+    def _tick(self) -> None:
+        # Countdowns move even when no event arrives.
+        self.repaint_live()
+
+    def repaint_live(self) -> None:
+        editor = self.window.tabs.current_editor()
+        if not self.live_on or editor is None:
+            return
+        flow_id = editor.document.flow_ref().id
+        editor.view.set_live_counts(self.live.node_counts(flow_id, self.clock()))
+
+    def select_run(self, run_id: str) -> None:
+        """Follow one run in live mode: its path so far, its current node and what it waits on."""
+        self.selected_run = run_id
+
+        def done(run: Any, error: BaseException | None) -> None:
+            editor = self.window.tabs.current_editor()
+            if error is not None or run is None or editor is None or not self.live_on:
+                return
+            if run["flow_id"] != editor.document.flow_ref().id:
+                return
+            waiting = run.get("waiting_on") if run["status"] == "waiting" else None
+            current = run.get("current_node") or (waiting or {}).get("node")
+            editor.view.set_run_path(run_path(run), current, waiting_text(waiting, self.clock()))
+
+        self.bridge.get_run(run_id, done)
+
+    def _say(self, message: str) -> None:
+        self.window.statusBar().showMessage(message, 8000)
+        self.window.log.append(message)

@@ -1,0 +1,127 @@
+"""What live mode draws, folded from the projector's live changes (no Qt here).
+
+Each run's latest known place (node, status, what it waits on) is kept; the canvas
+asks for per-node counts of one flow and the path of one selected run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from app.panels.rows import RunRow
+from engine.durations import format_duration
+
+ACTIVE_STATUSES = frozenset({"queued", "running", "waiting"})
+REASON_TEXT = {
+    "queue_delay": "delay",
+    "approval": "approval",
+    "pool_capacity": "provider pool",
+    "provider_response": "provider answer",
+    "overspend_approval": "overspend approval",
+}
+
+
+@dataclass
+class RunPlace:
+    run_id: str
+    flow_id: str
+    version: int
+    status: str
+    seq: int = -1
+    node: str | None = None
+    waiting_on: dict[str, Any] | None = None
+
+
+@dataclass
+class LiveState:
+    """Every run's latest place; changes older than what is known (by seq) are ignored."""
+
+    runs: dict[str, RunPlace] = field(default_factory=dict)
+
+    def apply_change(self, change: dict[str, Any]) -> bool:
+        """Fold one live-channel change in; False when it was stale."""
+        run_id = str(change["run_id"])
+        seq = int(change.get("seq", 0))
+        place = self.runs.get(run_id)
+        if place is not None and seq <= place.seq:
+            return False
+        if place is None:
+            place = RunPlace(run_id, str(change.get("flow_id", "")), int(change.get("version", 0)), "queued")
+            self.runs[run_id] = place
+        place.seq = seq
+        place.status = str(change.get("status", place.status))
+        place.waiting_on = change.get("waiting_on") if place.status == "waiting" else None
+        node = change.get("node") or (place.waiting_on or {}).get("node")
+        if node:
+            place.node = str(node)
+        return True
+
+    def seed_from_run(self, run: dict[str, Any]) -> None:
+        """Start from a stored run (runs that were running or parked before live mode started)."""
+        run_id = str(run["id"])
+        if run_id in self.runs:
+            return
+        waiting = run.get("waiting_on") if run.get("status") == "waiting" else None
+        self.runs[run_id] = RunPlace(run_id, str(run["flow_id"]), int(run["version"]), str(run["status"]), -1,
+                                     run.get("current_node") or (waiting or {}).get("node"), waiting)
+
+    def node_counts(self, flow_id: str, now: float) -> dict[str, tuple[int, int, str]]:
+        """Per node of `flow_id`: (running there, waiting there, what the waiting ones wait on)."""
+        counts: dict[str, list[Any]] = {}
+        for place in self.runs.values():
+            if place.flow_id != flow_id or place.status not in ACTIVE_STATUSES or not place.node:
+                continue
+            entry = counts.setdefault(place.node, [0, 0, ""])
+            if place.status == "waiting":
+                entry[1] += 1
+                entry[2] = waiting_text(place.waiting_on, now)
+            else:
+                entry[0] += 1
+        return {node: (running, waiting, text) for node, (running, waiting, text) in counts.items()}
+
+
+def waiting_text(waiting_on: dict[str, Any] | None, now: float) -> str:
+    """`approval · 23h 59m left`: the reason, with time left when the wait has a due time."""
+    if not waiting_on:
+        return ""
+    reason = str(waiting_on.get("reason", "waiting"))
+    text = REASON_TEXT.get(reason, reason)
+    due_at = waiting_on.get("due_at")
+    if isinstance(due_at, int | float):
+        left = due_at - now
+        text += f" · {format_duration(round(left))} left" if left > 0 else " · due"
+    return text
+
+
+def _moment(value: Any) -> datetime | None:
+    if not value:
+        return None
+    moment = datetime.fromisoformat(str(value))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def run_row(run: dict[str, Any]) -> RunRow:
+    """A Runs panel row from the engine's run record (`engine.runtime.queries`)."""
+    waiting = run.get("waiting_on") if run.get("status") == "waiting" else None
+    due_at = (waiting or {}).get("due_at")
+    cost = run.get("cost_micros")
+    return RunRow(
+        run_id=str(run["id"]), flow_id=str(run["flow_id"]), version=int(run["version"]), status=str(run["status"]),
+        started_at=_moment(run.get("started_at") or run.get("created_at")), finished_at=_moment(run.get("finished_at")),
+        cost_usd=cost / 1_000_000 if isinstance(cost, int) else None,
+        current_node=run.get("current_node") or (waiting or {}).get("node"),
+        waiting_reason=REASON_TEXT.get(str((waiting or {}).get("reason")), (waiting or {}).get("reason")),
+        waiting_until=datetime.fromtimestamp(due_at, UTC) if isinstance(due_at, int | float) else None,
+    )
+
+
+def run_path(run: dict[str, Any]) -> list[str]:
+    """The nodes a run has passed, in step order (from `get_run(..., with_steps=True)`)."""
+    path: list[str] = []
+    for step in run.get("steps", []):
+        node = step.get("node")
+        if node and (not path or path[-1] != node):
+            path.append(str(node))
+    return path

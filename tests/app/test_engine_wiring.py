@@ -1,0 +1,169 @@
+"""The window on the real embedded engine (machine Redis, SQLite file): publish, run, runs panel, live mode,
+budgets, and a parked run that survives quitting the app."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PySide6.QtWidgets import QMessageBox
+
+from app.bridge import EngineBridge
+from app.examples import example_bytes
+from app.settings import AppSettings, BudgetSetting
+from app.window import MainWindow
+from canvas.document import FlowDocument
+from engine.config import EngineConfig
+from engine.flow import load_flow_text
+from engine.runtime.queries import get_run
+from engine.store.db import make_engine
+
+ENGINE_START_MS = 30_000
+
+
+def make_bridge(tmp_path: Path, redis_url: str, key_prefix: str) -> EngineBridge:
+    config = EngineConfig(data_dir=tmp_path / "data", redis_url=redis_url, key_prefix=key_prefix)
+    return EngineBridge(config, [BudgetSetting("default", 10.0, "month")], workers=1)
+
+
+@pytest.fixture
+def engine_window(qtbot, tmp_path: Path, redis_url: str, key_prefix: str,  # type: ignore[no-untyped-def]
+                  app_settings: AppSettings) -> Iterator[MainWindow]:
+    app_settings.first_start_done = True
+    bridge = make_bridge(tmp_path, redis_url, key_prefix)
+    window = MainWindow(app_settings, bridge)
+    qtbot.addWidget(window)
+    window.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
+    window.show()
+    bridge.start()
+    qtbot.waitUntil(lambda: bridge.state in ("running", "failed"), timeout=ENGINE_START_MS)
+    assert bridge.state == "running", bridge.unavailable_reason
+    yield window
+    bridge.stop()
+
+
+def status_of(window: MainWindow) -> str:
+    return window.statusBar().currentMessage()
+
+
+def queue_flow(delay: str) -> FlowDocument:
+    flow = load_flow_text(example_bytes("hello.flow.json")).model_copy(update={"id": "wait-then-greet"})
+    document = FlowDocument.from_flow(flow)
+    document.add_node("queue", (240, 120))
+    queue_id = next(n.id for n in document.flow_ref().nodes if n.type == "queue")
+    document.set_config_field(queue_id, "delay", delay)
+    start_edge = next(e for e in document.flow_ref().edges if e.from_ == "start")
+    document.disconnect(start_edge)
+    document.connect("start", None, queue_id)
+    document.connect(queue_id, "default", "greet")
+    return document
+
+
+def test_publish_then_run_with_inputs(qtbot, engine_window: MainWindow) -> None:  # type: ignore[no-untyped-def]
+    window = engine_window
+    window.open_example("hello.flow.json")
+    window.publish()
+    qtbot.waitUntil(lambda: status_of(window) == "hello v1 published", timeout=10_000)
+    asked: list[list[str]] = []
+
+    def answer(flow):  # type: ignore[no-untyped-def]
+        asked.append(list(flow.inputs))
+        return {"name": "Ada"}
+
+    window.ask_run_inputs = answer
+    window.run_flow()
+    assert asked == [["name"]]
+    qtbot.waitUntil(lambda: any(r.status == "succeeded" for r in window.runs.rows.values()), timeout=15_000)
+    row = next(iter(window.runs.rows.values()))
+    assert (row.flow_id, row.version) == ("hello", 1)
+    assert window.runs.table.item(0, 0).text() == "● succeeded"
+    # Budgets from Settings are in the engine's ledger and on the Holds & budgets panel.
+    qtbot.waitUntil(lambda: [b.name for b in window.holds.budgets] == ["default"], timeout=10_000)
+    assert window.holds.budgets[0].limit_usd == 10.0
+
+
+def test_publish_refused_by_the_engine_lists_problems(qtbot, engine_window: MainWindow) -> None:  # type: ignore[no-untyped-def]
+    window = engine_window
+    document = window.open_example("ticket-triage.flow.json")
+    # A queue between the reserve and its model: publish must refuse and mark the node.
+    document.disconnect(next(e for e in document.flow_ref().edges if e.from_ == "reserve"))
+    document.connect("reserve", None, "followup")
+    document.disconnect(next(e for e in document.flow_ref().edges if e.from_ == "followup"))
+    document.connect("followup", "default", "classify")
+    window.publish()
+    assert status_of(window).startswith("Publish refused")
+    codes = {d.code: d.node for d in window.problems.diagnostics}
+    assert "park_inside_finance_chain" in codes
+    editor = window.tabs.current_editor()
+    assert editor is not None
+    badge = editor.view.node_item(codes["park_inside_finance_chain"] or "followup")
+    assert badge is not None
+
+
+def test_run_without_publishing_says_what_to_do(qtbot, engine_window: MainWindow) -> None:  # type: ignore[no-untyped-def]
+    window = engine_window
+    window.add_document(queue_flow("1h"))
+    window.ask_run_inputs = lambda _flow: {"name": "Ada"}
+    window.run_flow()
+    qtbot.waitUntil(lambda: status_of(window).startswith("Run of wait-then-greet not started"), timeout=10_000)
+
+
+def test_live_mode_shows_a_parked_run_that_survives_a_restart(qtbot, tmp_path: Path, redis_url: str,  # type: ignore[no-untyped-def]
+                                                              key_prefix: str, app_settings: AppSettings) -> None:
+    app_settings.first_start_done = True
+    bridge = make_bridge(tmp_path, redis_url, key_prefix)
+    window = MainWindow(app_settings, bridge)
+    qtbot.addWidget(window)
+    window.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
+    window.show()
+    bridge.start()
+    qtbot.waitUntil(lambda: bridge.state == "running", timeout=ENGINE_START_MS)
+    document = queue_flow("3s")
+    window.add_document(document)
+    queue_id = next(n.id for n in document.flow_ref().nodes if n.type == "queue")
+    window.publish()
+    qtbot.waitUntil(lambda: status_of(window) == "wait-then-greet v1 published", timeout=10_000)
+    window.actions_by_id["live"].trigger()
+    assert window.engine is not None and window.engine.live_on
+    window.ask_run_inputs = lambda _flow: {"name": "Ada"}
+    window.run_flow()
+    editor = window.tabs.current_editor()
+    assert editor is not None
+
+    def parked_on_queue() -> bool:
+        editor.view.flush_live()
+        item = editor.view.node_item(queue_id)
+        return item is not None and item.live.waiting == 1
+
+    qtbot.waitUntil(parked_on_queue, timeout=15_000)
+    item = editor.view.node_item(queue_id)
+    assert item is not None and item.live.waiting_text.startswith("delay")
+    run_id = next(iter(window.engine.live.runs))
+    window.engine.select_run(run_id)
+    qtbot.waitUntil(lambda: (editor.view.flush_live() or True) and item.live.current, timeout=5_000)
+
+    # Quit the engine while the run is parked; it stays parked in the store.
+    bridge.stop()
+    assert not bridge.engine_thread.running
+    window.close()
+    sql = make_engine(bridge.config.sql_url)
+    stored = get_run(sql, run_id)
+    sql.dispose()
+    assert stored is not None and stored["status"] == "waiting"
+    assert stored["waiting_on"]["node"] == queue_id
+
+    second = make_bridge(tmp_path, redis_url, key_prefix)
+    again = MainWindow(app_settings, second)
+    qtbot.addWidget(again)
+    again.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
+    second.start()
+    qtbot.waitUntil(lambda: second.state == "running", timeout=ENGINE_START_MS)
+    qtbot.waitUntil(lambda: run_id in again.runs.rows, timeout=10_000)
+    qtbot.waitUntil(lambda: again.runs.rows[run_id].status == "succeeded", timeout=15_000)
+    second.stop()
+    sql = make_engine(second.config.sql_url)
+    finished = get_run(sql, run_id)
+    sql.dispose()
+    assert finished is not None
+    assert [step["node"] for step in finished["steps"]].count("greet") == 1
