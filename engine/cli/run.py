@@ -117,7 +117,7 @@ def print_run(run: dict[str, Any], as_json: bool) -> None:
 def run_command(args: argparse.Namespace) -> int:
     from engine.cli.validate import FileReport, print_human
     from engine.config import EngineConfig
-    from engine.runtime.inputs import InputError
+    from engine.runtime.inputs import InputError, check_inputs
     from engine.runtime.services import EngineServices
     from engine.runtime.transitions import TERMINAL
     from engine.validation import has_errors, validate_document
@@ -137,6 +137,11 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"lockgate run: {args.file} was not published; fix these and run again:", file=sys.stderr)
         print_human([FileReport(args.file, [d.to_dict() for d in diagnostics])], out=sys.stderr)
         return EXIT_FAILED
+    try:
+        check_inputs(flow, inputs)  # refuse before starting anything; create_run checks again
+    except InputError as exc:
+        print(f"lockgate run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     services = EngineServices(EngineConfig.from_env())
     try:
         services.start()

@@ -65,7 +65,8 @@ class _Work:
     runs: dict[str, dict[str, Any]]
     steps: dict[tuple[str, str], dict[str, Any]]
     dirty_runs: set[str] = field(default_factory=set)
-    new_steps: set[tuple[str, str]] = field(default_factory=set)
+    new_steps: dict[tuple[str, str], None] = field(default_factory=dict)
+    """Insertion-ordered, so step rows are numbered in event order."""
     dirty_steps: set[tuple[str, str]] = field(default_factory=set)
 
 
@@ -149,7 +150,7 @@ def _write(conn: sa.Connection, work: _Work, applied_rows: list[dict[str, Any]],
     inserts = [work.steps[key] for key in work.new_steps]
     if inserts:
         conn.execute(sa.insert(STEPS), [{k: v for k, v in row.items() if k != "id"} for row in inserts])
-    updates = [work.steps[key] for key in work.dirty_steps - work.new_steps]
+    updates = [work.steps[key] for key in work.dirty_steps if key not in work.new_steps]
     if updates:
         conn.execute(sa.update(STEPS).where(STEPS.c.id == sa.bindparam("b_id"))
                      .values({col: sa.bindparam(col) for col in _STEP_MUTABLE}),
@@ -164,7 +165,7 @@ def _step(work: _Work, run_id: str, step: str, node: str) -> dict[str, Any]:
                "attempts": 0, "input": None, "output": None, "ports": None, "error": None, "error_type": None,
                "duration_ms": None, "started_at": None, "finished_at": None}
         work.steps[key] = row
-        work.new_steps.add(key)
+        work.new_steps[key] = None
     work.dirty_steps.add(key)
     return row
 

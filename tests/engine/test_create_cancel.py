@@ -82,10 +82,10 @@ def test_a_queued_run_cancels_at_once(tmp_path: Path, redis_url: str, sqlite_url
 
 def test_a_running_run_stops_at_the_next_step_boundary(engine: Engine, site: Site) -> None:
     site.release.clear()
-    doc = make_flow("long", [T,
-                             {"id": "call", "type": "http.request", "config": {"method": "GET", "url": site.url + "/hold"}},
-                             {"id": "next", "type": "set", "config": {"values": {"x": "1"}}},
-                             {"id": "done", "type": "terminal"}], [("start", "call"), ("call", "next"), ("next", "done")])
+    call = {"id": "call", "type": "http.request", "config": {"method": "GET", "url": site.url + "/hold"}}
+    doc = make_flow("long", [T, call, {"id": "next", "type": "set", "config": {"values": {"x": "1"}}},
+                             {"id": "done", "type": "terminal"}],
+                    [("start", "call"), ("call", "next"), ("next", "done")])
     services = engine.services
     services.publish_flow(flow_from_data(doc))
     created = services.create_run("long")
@@ -101,7 +101,8 @@ def test_a_running_run_stops_at_the_next_step_boundary(engine: Engine, site: Sit
 
 def test_a_run_keeps_the_version_it_started_on(engine: Engine, site: Site) -> None:
     site.release.clear()
-    doc = make_flow("pin", [T, {"id": "call", "type": "http.request", "config": {"method": "GET", "url": site.url + "/hold"}},
+    call = {"id": "call", "type": "http.request", "config": {"method": "GET", "url": site.url + "/hold"}}
+    doc = make_flow("pin", [T, call,
                             {"id": "done", "type": "terminal", "config": {"output": "v1"}}],
                     [("start", "call"), ("call", "done")])
     services = engine.services

@@ -5,13 +5,12 @@ from __future__ import annotations
 import orjson
 
 from engine.clock import ManualClock
-from engine.events import encode_event
+from engine.events import EventStamper, encode_event
 from engine.flow import flow_from_data
 from engine.runtime.context import RunContext
 from engine.runtime.executor import RunExecutor
 from engine.runtime.inputs import redacted_inputs, secret_names
 from engine.runtime.plan import FlowPlan
-from engine.events import EventStamper
 from tests.engine.conftest import Engine, Site, make_flow
 
 T = {"id": "start", "type": "trigger.manual"}
@@ -19,8 +18,8 @@ DONE = {"id": "done", "type": "terminal", "config": {"output": "ok"}}
 
 
 def test_http_failure_fails_the_step_and_the_run_with_the_error(engine: Engine, site: Site) -> None:
-    doc = make_flow("down", [T, {"id": "call", "type": "http.request", "config": {"method": "GET", "url": site.url + "/fail"}},
-                             DONE], [("start", "call"), ("call", "done")])
+    call = {"id": "call", "type": "http.request", "config": {"method": "GET", "url": site.url + "/fail"}}
+    doc = make_flow("down", [T, call, DONE], [("start", "call"), ("call", "done")])
     run = engine.run(doc)
     assert run["status"] == "failed"
     assert run["error_type"] == "http_status"
@@ -48,9 +47,9 @@ def test_refused_connection_and_template_error_fail_their_steps(engine: Engine) 
 
 
 def test_retries_with_backoff_until_success(engine: Engine, site: Site) -> None:
-    doc = make_flow("flaky", [T, {"id": "call", "type": "http.request", "config": {"method": "GET", "url": site.url + "/flaky"},
-                                  "retry": {"max_attempts": 4, "backoff": "exponential", "base_delay": "2s"}},
-                              DONE], [("start", "call"), ("call", "done")])
+    call = {"id": "call", "type": "http.request", "config": {"method": "GET", "url": site.url + "/flaky"},
+            "retry": {"max_attempts": 4, "backoff": "exponential", "base_delay": "2s"}}
+    doc = make_flow("flaky", [T, call, DONE], [("start", "call"), ("call", "done")])
     run = engine.run(doc)
     assert run["status"] == "succeeded"
     assert site.hits["/flaky"] == 3
@@ -64,7 +63,8 @@ def test_retries_exhausted_then_continue_on_fail_goes_on(engine: Engine, site: S
         T,
         {"id": "call", "type": "http.request", "config": {"method": "GET", "url": site.url + "/fail"},
          "retry": {"max_attempts": 2, "backoff": "linear", "base_delay": "3s"}, "continue_on_fail": True},
-        {"id": "done", "type": "terminal", "config": {"output": "{{ errors.call.type }} after {{ errors.call.attempts }}"}},
+        {"id": "done", "type": "terminal",
+         "config": {"output": "{{ errors.call.type }} after {{ errors.call.attempts }}"}},
     ], [("start", "call"), ("call", "done")])
     run = engine.run(doc)
     assert run["status"] == "succeeded"
@@ -88,7 +88,8 @@ SECRET = "tok-3f9a-very-secret"
 def _secret_flow(url: str) -> dict:
     return make_flow("secret", [
         T,
-        {"id": "keep", "type": "set", "config": {"values": {"header": "Bearer {{ inputs.token }}", "who": "{{ inputs.who }}"}}},
+        {"id": "keep", "type": "set",
+         "config": {"values": {"header": "Bearer {{ inputs.token }}", "who": "{{ inputs.who }}"}}},
         {"id": "call", "type": "http.request", "config": {"method": "GET", "url": url + "/echo?k={{ inputs.token }}",
                                                           "headers": {"authorization": "Bearer {{ inputs.token }}"},
                                                           "output_key": "echo"}},

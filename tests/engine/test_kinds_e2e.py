@@ -8,7 +8,8 @@ T = {"id": "start", "type": "trigger.manual"}
 
 
 def test_hello_flow_succeeds_with_its_greeting(any_db_engine: Engine) -> None:
-    doc = make_flow("hello", [T, {"id": "greet", "type": "set", "config": {"values": {"greeting": "Hello, {{ inputs.name }}!"}}},
+    greet = {"id": "greet", "type": "set", "config": {"values": {"greeting": "Hello, {{ inputs.name }}!"}}}
+    doc = make_flow("hello", [T, greet,
                               {"id": "done", "type": "terminal", "config": {"output": "{{ state.greeting }}"}}],
                     [("start", "greet"), ("greet", "done")], {"name": {"type": "string", "required": True}})
     run = any_db_engine.run(doc, {"name": "Ada"})
@@ -47,7 +48,8 @@ def test_join_all_merges_branches_with_reducers(engine: Engine) -> None:
         {"id": "a", "type": "set", "config": {"values": {"tags": "{{ ['a'] }}", "total": "{{ 2 }}"}}},
         {"id": "b", "type": "set", "config": {"values": {"tags": "{{ ['b', 'c'] }}", "total": "{{ 3 }}"}}},
         {"id": "both", "type": "join", "config": {"mode": "all", "reduce": {"tags": "append", "total": "sum"}}},
-        {"id": "done", "type": "terminal", "config": {"output": "{{ state.tags | sort | join(',') }}={{ state.total }}"}},
+        {"id": "done", "type": "terminal",
+         "config": {"output": "{{ state.tags | sort | join(',') }}={{ state.total }}"}},
     ], [("start", "a"), ("start", "b"), ("a", "both"), ("b", "both"), ("both", "done")])
     run = engine.run(doc)
     assert run["status"] == "succeeded"
@@ -78,7 +80,8 @@ def test_foreach_runs_its_body_per_item_within_its_concurrency(engine: Engine, s
                                                        "output_key": "fetched"}},
         {"id": "fetch", "type": "http.request", "config": {"method": "GET", "url": site.url + "/slow?id={{ item }}",
                                                             "output_key": "page"}},
-        {"id": "label", "type": "set", "config": {"values": {"label": "item {{ index }}={{ state.page.body.count > 0 }}"}}},
+        {"id": "label", "type": "set",
+         "config": {"values": {"label": "item {{ index }}={{ state.page.body.count > 0 }}"}}},
         {"id": "done", "type": "terminal", "config": {"output": "{{ state.fetched | map(attribute='label') | list }}"}},
     ], [("start", "each"), ("each", "item", "fetch"), ("fetch", "label"), ("each", "done", "done")],
         {"ids": {"type": "array", "required": True}})

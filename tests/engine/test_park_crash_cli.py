@@ -1,0 +1,124 @@
+"""Parking through the seam (queue), a killed worker leaving its job pending, and the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import redis
+
+from engine.clock import ManualClock
+from engine.flow import flow_from_data
+from engine.transport.keys import Keyspace
+from tests.conftest import EXAMPLES
+from tests.engine.conftest import Site, make_flow, start_engine, wait_until
+
+T = {"id": "start", "type": "trigger.manual"}
+LOCKGATE = [sys.executable, "-m", "app.main"]
+
+
+def test_a_parked_run_holds_no_worker_and_resumes_at_its_due_time(tmp_path: Path, redis_url: str, sqlite_url: str,
+                                                                  key_prefix: str) -> None:
+    clock = ManualClock(1_800_000_000.0)
+    services, _ = start_engine(tmp_path, redis_url, sqlite_url, key_prefix, clock=clock)
+    try:
+        doc = make_flow("wait", [T, {"id": "before", "type": "set", "config": {"values": {"n": "{{ 20 }}"}}},
+                                 {"id": "pause", "type": "queue", "config": {"delay": "2h"}},
+                                 {"id": "done", "type": "terminal", "config": {"output": "{{ state.n + 1 }}"}}],
+                        [("start", "before"), ("before", "pause"), ("pause", "done")])
+        services.publish_flow(flow_from_data(doc))
+        created = services.create_run("wait")
+        run = services.wait_for_run(created.run_id, statuses=frozenset({"waiting"}))
+        assert run["waiting_on"] == {"node": "pause", "reason": "queue_delay", "due_at": 1_800_007_200.0}
+        assert all(not worker.active for worker in services.workers)
+        handles = services.handles
+        assert handles is not None and handles.client.xlen(handles.keys.jobs) == 0  # no job held
+        clock.advance(2 * 3600)
+        assert services.waker is not None
+        services.waker.due.nudge()
+        run = services.wait_for_run(created.run_id, timeout=10)
+        assert run["status"] == "succeeded" and run["result"] == 21
+        assert [s["step"] for s in run["steps"]] == ["start", "before", "pause", "done"]
+        assert handles.client.get(handles.keys.run_checkpoint(created.run_id)) is None
+    finally:
+        services.stop()
+
+
+def _env(tmp_path: Path, redis_url: str, key_prefix: str) -> dict[str, str]:
+    return {**os.environ, "LOCKGATE_DATA_DIR": str(tmp_path / "data"), "LOCKGATE_REDIS_URL": redis_url,
+            "LOCKGATE_KEY_PREFIX": key_prefix, "LOCKGATE_DB_URL": ""}
+
+
+def test_lockgate_run_hello_prints_the_succeeded_run(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    done = subprocess.run([*LOCKGATE, "run", str(EXAMPLES / "hello.flow.json"), "--input", 'name="Ada"', "--json"],
+                          env=_env(tmp_path, redis_url, key_prefix), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    run = json.loads(done.stdout)
+    assert run["status"] == "succeeded" and run["result"] == "Hello, Ada!" and run["version"] == 1
+    assert [s["status"] for s in run["steps"]] == ["succeeded"] * 3
+    assert all(s["duration_ms"] is not None for s in run["steps"])
+    assert "greet (set): succeeded" in done.stderr
+    shown = subprocess.run([*LOCKGATE, "runs", "show", run["id"], "--json"], env=_env(tmp_path, redis_url, key_prefix),
+                           capture_output=True, text=True, timeout=30)
+    assert json.loads(shown.stdout)["result"] == "Hello, Ada!"
+    listed = subprocess.run([*LOCKGATE, "runs", "list"], env=_env(tmp_path, redis_url, key_prefix),
+                            capture_output=True, text=True, timeout=30)
+    assert run["id"] in listed.stdout and "succeeded" in listed.stdout
+
+
+def test_lockgate_run_refuses_bad_flows_and_bad_inputs(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    env = _env(tmp_path, redis_url, key_prefix)
+    bad = tmp_path / "bad.flow.json"
+    bad.write_text(json.dumps(make_flow("bad", [{"id": "x", "type": "set", "config": {"values": {"a": "1"}}}], [])))
+    refused = subprocess.run([*LOCKGATE, "run", str(bad)], env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "no_trigger" in refused.stderr and "was not published" in refused.stderr
+    hello = str(EXAMPLES / "hello.flow.json")
+    missing = subprocess.run([*LOCKGATE, "run", hello], env=env, capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and 'required input "name" (string) is missing' in missing.stderr
+    typed = subprocess.run([*LOCKGATE, "run", hello, "--input", "name=3"], env=env, capture_output=True, text=True,
+                           timeout=60)
+    assert typed.returncode == 2 and "must be of JSON type string, got integer" in typed.stderr
+    not_json = subprocess.run([*LOCKGATE, "run", hello, "--input", "name=Ada"], env=env, capture_output=True,
+                              text=True, timeout=60)
+    assert not_json.returncode == 2 and "is not JSON" in not_json.stderr
+
+
+def test_a_killed_worker_leaves_its_job_pending(tmp_path: Path, redis_url: str, key_prefix: str, site: Site) -> None:
+    site.release.clear()
+    env = _env(tmp_path, redis_url, key_prefix)
+    flow = tmp_path / "slow.flow.json"
+    flow.write_text(json.dumps(make_flow("slow", [T, {"id": "call", "type": "http.request",
+                                                      "config": {"method": "GET", "url": site.url + "/hold"}},
+                                                  {"id": "done", "type": "terminal"}],
+                                         [("start", "call"), ("call", "done")])))
+    submitter, _ = start_engine(tmp_path, redis_url, f"sqlite:///{tmp_path / 'data' / 'lockgate.db'}", key_prefix,
+                                workers=0)
+    try:
+        submitter.publish_flow(flow_from_data(json.loads(flow.read_text())))
+        run_id = submitter.create_run("slow").run_id
+    finally:
+        submitter.stop()
+    worker = subprocess.Popen([*LOCKGATE, "worker", "--workers", "1"], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: site.hits.get("/hold"), timeout=20, what="the worker to be inside the http step")
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(10)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    client = redis.Redis.from_url(redis_url)
+    keys = Keyspace(key_prefix)
+    pending = client.xpending_range(keys.jobs, keys.jobs_group, "-", "+", 10)
+    assert len(pending) == 1 and pending[0]["times_delivered"] == 1
+    assert b":w0" in pending[0]["consumer"]
+    fields = client.xrange(keys.jobs, pending[0]["message_id"], pending[0]["message_id"])[0][1]
+    assert run_id.encode() in fields[b"j"]  # the job a reaper needs is still there
+    time.sleep(0.1)
+    shown = subprocess.run([*LOCKGATE, "runs", "show", run_id, "--json"], env=env, capture_output=True, text=True,
+                           timeout=30)
+    assert json.loads(shown.stdout)["status"] in ("queued", "running")
