@@ -93,7 +93,7 @@ class PortItem(QGraphicsEllipseItem):
         self.setBrush(Qt.BrushStyle.NoBrush)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemHasNoContents, True)
         self.setPos(QPointF(*offset))
-        self.setCursor(Qt.CursorShape.CrossCursor if is_output else Qt.CursorShape.ArrowCursor)
+        # No per-item cursor: any item cursor makes Qt hit-test every item on every mouse move.
         if is_output:
             self.setToolTip(f"Output \"{port}\": drag to a node to connect")
         else:

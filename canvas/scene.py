@@ -38,6 +38,7 @@ class FlowScene(QGraphicsScene):
         self._edges_at_node: dict[str, set[EdgeItem]] = {}
         self._wire: WireItem | None = None
         self._drag_start: dict[str, tuple[float, float]] = {}
+        self._moving_batch: set[str] | None = None
         self._build()
         document.node_added.connect(self._on_node_added)
         document.node_removed.connect(self._on_node_removed)
@@ -95,6 +96,7 @@ class FlowScene(QGraphicsScene):
 
     def _on_nodes_moved(self, node_ids: list[str]) -> None:
         self.applying_model = True
+        self._moving_batch = set()
         try:
             for node_id in node_ids:
                 item = self.node_items.get(node_id)
@@ -105,10 +107,11 @@ class FlowScene(QGraphicsScene):
                 target = QPointF(*node.position)
                 if item.pos() != target:
                     item.setPos(target)
-                else:
-                    self.node_moved(node_id)
+                self._moving_batch.add(node_id)
         finally:
+            moved, self._moving_batch = self._moving_batch, None
             self.applying_model = False
+        self._flush_moved(moved)
 
     def _on_edge_added(self, edge: Edge) -> None:
         source = self.node_items.get(edge.from_)
@@ -150,7 +153,18 @@ class FlowScene(QGraphicsScene):
 
     def node_moved(self, node_id: str) -> None:
         """Re-anchor the edges at `node_id` (called by the node item as it moves)."""
+        if self._moving_batch is not None:
+            self._moving_batch.add(node_id)
+            return
         for item in self._edges_at_node.get(node_id, ()):
+            item.update_path()
+
+    def _flush_moved(self, node_ids: set[str]) -> None:
+        # An edge between two dragged nodes is recomputed once per frame, not once per end.
+        edges: set[EdgeItem] = set()
+        for node_id in node_ids:
+            edges.update(self._edges_at_node.get(node_id, ()))
+        for item in edges:
             item.update_path()
 
     # ----- queries -------------------------------------------------------------------
@@ -218,7 +232,13 @@ class FlowScene(QGraphicsScene):
             self.move_wire(event.scenePos())
             event.accept()
             return
-        super().mouseMoveEvent(event)
+        self._moving_batch = set()
+        try:
+            super().mouseMoveEvent(event)
+        finally:
+            moved, self._moving_batch = self._moving_batch, None
+        if moved:
+            self._flush_moved(moved)
 
     def mouseReleaseEvent(self, event: QGraphicsSceneMouseEvent) -> None:
         if self._wire is not None and event.button() == Qt.MouseButton.LeftButton:
