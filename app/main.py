@@ -18,6 +18,7 @@ COMMAND_MODULES: list[str] = [
     "engine.cli.worker",
     "engine.cli.runs",
     "engine.cli.provider_sim",
+    "engine.cli.budgets",
 ]
 
 

@@ -19,7 +19,8 @@ from engine.money.periods import PERIODS, period_starts
 from engine.transport.keys import Keyspace
 
 BUDGET_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
-HOLD_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$")
+HOLD_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,63}$")
+"""64 characters at most: the `holds.id` column's width."""
 MAX_LIMIT_MICROS = 1_000_000_000 * MICROS_PER_USD
 """$1e9: keeps every sum exact in Lua's doubles (below 2^53)."""
 
@@ -207,6 +208,23 @@ redis.call('HSET', KEYS[2], 'late_charged', ARGV[1], 'late_charged_at', ARGV[2])
 return {'applied', ARGV[1]}
 """
 
+_RESTORE_BUDGET = """
+-- KEYS: budget, budget index. ARGV: name, limit, period, period_start, spent, held
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'limit', ARGV[2], 'period', ARGV[3], 'period_start', ARGV[4], 'spent', ARGV[5],
+           'held', ARGV[6])
+redis.call('SADD', KEYS[2], ARGV[1])
+return 1
+"""
+
+_RESTORE_HOLD = """
+-- KEYS: hold, expiring. ARGV: hold_id, expires_at, field, value, field, value, ...
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+if redis.call('HGET', KEYS[1], 'state') == 'placed' then redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1]) end
+return 1
+"""
+
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
@@ -228,6 +246,8 @@ class BudgetLedger:
         self._reserve = client.register_script(_RESERVE)
         self._settle = client.register_script(_SETTLE)
         self._charge_late = client.register_script(_CHARGE_LATE)
+        self._restore_budget = client.register_script(_RESTORE_BUDGET)
+        self._restore_hold = client.register_script(_RESTORE_HOLD)
 
     # -- budgets ---------------------------------------------------------------------------------
 
@@ -272,7 +292,7 @@ class BudgetLedger:
                 run_id: str = "", node_id: str = "") -> Reserved | Refused:
         """Place a hold of `amount_usd` unless it would take held + spent above the limit."""
         if not isinstance(hold_id, str) or not HOLD_ID.match(hold_id):
-            raise BudgetError(f"hold id {hold_id!r} is not usable: use 1-200 letters, digits, '_', '.', ':' or '-'")
+            raise BudgetError(f"hold id {hold_id!r} is not usable: use 1-64 letters, digits, '_', '.', ':' or '-'")
         try:
             amount = usd_to_micros(amount_usd, f"hold {hold_id!r} amount")
         except AmountError as exc:
@@ -368,6 +388,30 @@ class BudgetLedger:
     def placed_hold_ids(self) -> list[str]:
         """Ids of every hold still placed, soonest expiry first."""
         return [_text(v) for v in self._redis.zrange(self._keys.holds_expiring, 0, -1)]
+
+    # -- restoring from the durable copy -------------------------------------------------------
+
+    def restore_budget(self, state: BudgetState) -> bool:
+        """Put a budget back (e.g. from SQL after Redis lost it); never overwrites one Redis still has."""
+        if state.period not in PERIODS:
+            raise BudgetError(f"budget {state.name!r} period {state.period!r} is not one of {', '.join(PERIODS)}")
+        return bool(self._restore_budget(
+            keys=[self._keys.budget(state.name), self._keys.budget_names],
+            args=[state.name, state.limit_micros, state.period, state.period_start, state.spent_micros,
+                  state.held_micros]))
+
+    def restore_hold(self, hold: HoldState) -> bool:
+        """Put a hold back; a placed one is swept like any other. Never overwrites one Redis still has."""
+        fields: list[Any] = ["budget", hold.budget, "amount", hold.amount_micros, "state", hold.state,
+                             "placed_at", repr(hold.placed_at), "expires_at", repr(hold.expires_at),
+                             "run_id", hold.run_id, "node_id", hold.node_id, "charged", hold.charged_micros,
+                             "reason", hold.reason]
+        if hold.settled_at is not None:
+            fields += ["settled_at", repr(hold.settled_at)]
+        if hold.late_charged_micros is not None:
+            fields += ["late_charged", hold.late_charged_micros]
+        return bool(self._restore_hold(keys=[self._keys.hold(hold.hold_id), self._keys.holds_expiring],
+                                       args=[hold.hold_id, repr(hold.expires_at), *fields]))
 
     # -- plumbing --------------------------------------------------------------------------------
 
