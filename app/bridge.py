@@ -67,30 +67,32 @@ class EngineBridge(QObject):
         """Start the engine in its thread; `state_changed` says how it went."""
         if self.state in ("starting", "running"):
             return
-        try:
-            services_module = importlib.import_module(SERVICES_MODULE)
-        except ImportError as exc:
-            self.unavailable_reason = (
-                f"the embedded engine is not part of this build ({SERVICES_MODULE}: {exc}); "
-                "editing, validation and saving work, runs do not"
-            )
-            self._set_state("unavailable", f"Engine unavailable: {self.unavailable_reason}")
-            return
         self.unavailable_reason = "the engine is still starting"
         self._set_state("starting", f"Starting the engine (data folder {self.config.data_dir})")
         self.engine_thread.start()
 
         def start_services() -> Any:
+            # Imported here, on the engine thread: SQLAlchemy and friends stay off the GUI's startup path.
+            services_module = importlib.import_module(SERVICES_MODULE)
             services = services_module.EngineServices(self.config, workers=self.workers)
             services.batch_listeners.append(self._on_projector_batch)
-            services.start()
-            if self.budgets:
-                ledger = _ledger(services)
-                for budget in self.budgets:
-                    ledger.set_budget(budget.name, budget.limit_usd, budget.period)
+            try:
+                services.start()
+                if self.budgets:
+                    ledger = _ledger(services)
+                    for budget in self.budgets:
+                        ledger.set_budget(budget.name, budget.limit_usd, budget.period)
+            except BaseException:
+                services.stop()  # threads that did start must not outlive a failed start
+                raise
             return services
 
         def started(services: Any, error: BaseException | None) -> None:
+            if isinstance(error, ImportError):
+                self.unavailable_reason = (f"the embedded engine is not part of this build ({error}); "
+                                           "editing, validation and saving work, runs do not")
+                self._set_state("unavailable", f"Engine unavailable: {self.unavailable_reason}")
+                return
             if error is not None:
                 self.services = None
                 self.unavailable_reason = f"the engine did not start: {error}"

@@ -20,11 +20,13 @@ STARTS = int(os.environ.get("LOCKGATE_BENCH_STARTS", "5"))
 TARGET_S = 2.0
 
 
-def one_start(folder: Path, first: bool) -> tuple[float, float]:
+def one_start(folder: Path, first: bool, engine: bool = False) -> tuple[float, float]:
     env = dict(os.environ, QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"),
-               LOCKGATE_EXIT_WHEN_READY="1", LOCKGATE_NO_ENGINE="1",
+               LOCKGATE_EXIT_WHEN_READY="1",
                XDG_CONFIG_HOME=str(folder / ("config-first" if first else "config")),
                LOCKGATE_DATA_DIR=str(folder / "data"))
+    if not engine:
+        env["LOCKGATE_NO_ENGINE"] = "1"
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "app"], env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True)
@@ -46,6 +48,8 @@ def main() -> None:
             wall, in_process = one_start(folder, first=index == 0)
             walls.append(wall)
             inside.append(in_process)
+        # With the embedded engine (Valkey + SQLite) starting in its thread right after the window shows.
+        with_engine = [one_start(folder, first=False, engine=True)[0] for _ in range(STARTS)]
     print(json.dumps({
         "benchmark": "app_cold_start",
         "starts": STARTS,
@@ -53,8 +57,10 @@ def main() -> None:
                                      "min": round(min(walls), 3)},
         "app_import_to_ready_s": {"median": round(statistics.median(inside), 3)},
         "first_start_with_example_s": round(walls[0], 3),
+        "with_embedded_engine_starting_s": {"median": round(statistics.median(with_engine), 3),
+                                            "max": round(max(with_engine), 3)},
         "target_s": TARGET_S,
-        "meets_target": max(walls) < TARGET_S,
+        "meets_target": max(walls + with_engine) < TARGET_S,
     }, indent=2))
 
 
