@@ -17,7 +17,12 @@ from engine.flow import FlowLoadError, dump_flow, flow_from_data, load_flow_text
 from engine.validation import Diagnostic, validate, validate_document
 from tests.conftest import EXAMPLES
 
-FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Modest by default for suite time; LOCKGATE_FUZZ_EXAMPLES=2000 for a long hunt.
+FAST = settings(
+    max_examples=int(os.environ.get("LOCKGATE_FUZZ_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 json_scalars = (
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12)
