@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 
@@ -33,7 +34,8 @@ def run_simulator(args: argparse.Namespace) -> int:
     for flag in ("rpm", "rps", "tpm"):
         value = getattr(args, flag)
         if value is not None and value < 1:
-            print(f"lockgate provider-sim: --{flag} {value} must be 1 or more; leave it out for no limit")
+            print(f"lockgate provider-sim: --{flag} {value} must be 1 or more; leave it out for no limit",
+                  file=sys.stderr)
             return 2
     per_second = args.rps is not None
     settings = SimulatorSettings(
@@ -48,7 +50,8 @@ def run_simulator(args: argparse.Namespace) -> int:
     try:
         simulator = ProviderSimulator(port=args.port, host=args.host, settings=settings)
     except OSError as exc:
-        print(f"lockgate provider-sim: cannot listen on {args.host}:{args.port}: {exc}; pick another --port")
+        print(f"lockgate provider-sim: cannot listen on {args.host}:{args.port}: {exc}; pick another --port",
+              file=sys.stderr)
         return 2
     limit = (f"{settings.requests_per_window} requests per {settings.window_seconds:g}s"
              if settings.requests_per_window else "no request limit")
