@@ -64,7 +64,7 @@ def validate_document(document: str | bytes | dict[str, Any] | Flow) -> tuple[Fl
 
 
 def validate(flow: Flow | str | bytes | dict[str, Any]) -> list[Diagnostic]:
-    """Every publish-time diagnostic for `flow`, errors first, in document order."""
+    """Every publish-time diagnostic for `flow`: errors first, then warnings; never raises on bad input."""
     if not isinstance(flow, Flow):
         return validate_document(flow)[1]
     return _Checker(flow).run()
