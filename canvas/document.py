@@ -242,7 +242,8 @@ class FlowDocument(QObject):
         if rounded and any(before.get(i) != p for i, p in rounded.items()):
             self.undo_stack.push(commands.MoveNodesCommand(self, rounded, old={i: before[i] for i in rounded}))
 
-    def connect(self, source: str, port: str | None, target: str) -> str | None:
+    # The edit API names `connect`/`disconnect` shadow QObject's; signals connect through `signal.connect`.
+    def connect(self, source: str, port: str | None, target: str) -> str | None:  # type: ignore[override]
         """Draw an edge; returns the refusal reason, or None when it was added."""
         reason = self.connection_refusal(source, port, target)
         if reason is not None:
@@ -255,7 +256,7 @@ class FlowDocument(QObject):
         self.undo_stack.push(commands.AddEdgeCommand(self, Edge(**{"from": source, "to": target, "port": stored_port})))
         return None
 
-    def disconnect(self, edge: Edge) -> None:
+    def disconnect(self, edge: Edge) -> None:  # type: ignore[override]
         """Remove `edge` (the same object the document holds)."""
         index = self.edge_index(edge)
         self.undo_stack.push(commands.RemoveEdgeCommand(self, index))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPainterPathStroker, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPainterPath, QPainterPathStroker, QPen
 from PySide6.QtWidgets import (
     QGraphicsEllipseItem,
     QGraphicsItem,
@@ -95,7 +95,7 @@ class PortItem(QGraphicsEllipseItem):
         self.setPos(QPointF(*offset))
         # No per-item cursor: any item cursor makes Qt hit-test every item on every mouse move.
         if is_output:
-            self.setToolTip(f"Output \"{port}\": drag to a node to connect")
+            self.setToolTip(f'Output "{port}": drag to a node to connect')
         else:
             self.setToolTip("Input: drag from another node's output to here")
 
@@ -156,9 +156,10 @@ class NodeItem(QGraphicsRectItem):
     def _rebuild_ports(self) -> None:
         scene = self.scene()
         for item in [*self.port_items, *([self.input_item] if self.input_item else [])]:
-            item.setParentItem(None)
             if scene is not None:
                 scene.removeItem(item)
+            else:
+                item.setParentItem(None)  # detach while not in a scene
         self.port_items = [PortItem(self, port, True, output_port_offset(i)) for i, port in enumerate(self.ports)]
         self.input_item = PortItem(self, None, False, input_port_offset(self.height)) if has_input(self.node) else None
 
@@ -423,8 +424,6 @@ class EdgeItem(QGraphicsPathItem):
         if change == QGraphicsItem.GraphicsItemChange.ItemSelectedHasChanged:
             self.restyle()
         return super().itemChange(change, value)
-
-
 
 
 def curve_between(start: QPointF, end: QPointF) -> QPainterPath:

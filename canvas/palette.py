@@ -34,7 +34,7 @@ class _TypeTree(QTreeWidget):
     def startDrag(self, supported: Qt.DropAction) -> None:
         item = self.currentItem()
         type_name = item.data(0, TYPE_ROLE) if item is not None else None
-        if not type_name:
+        if item is None or not type_name:
             return
         drag = QDrag(self)
         drag.setMimeData(node_type_mime(type_name))
@@ -76,49 +76,49 @@ class NodePalette(QWidget):
 
     def _populate(self) -> None:
         self.tree.clear()
+        self._groups: list[tuple[QTreeWidgetItem, list[QTreeWidgetItem]]] = []
         for category, specs in categories().items():
             group = QTreeWidgetItem(self.tree, [category])
             group.setFlags(Qt.ItemFlag.ItemIsEnabled)
             font = group.font(0)
             font.setBold(True)
             group.setFont(0, font)
+            children: list[QTreeWidgetItem] = []
+            self._groups.append((group, children))
             for spec in specs:
                 item = QTreeWidgetItem(group, [spec.title])
                 item.setIcon(0, type_icon(spec.type))
                 item.setData(0, TYPE_ROLE, spec.type)
                 item.setToolTip(0, f"{spec.title} ({spec.type}) — drag onto the canvas")
                 item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsDragEnabled)
+                children.append(item)
         self.tree.expandAll()
         self.set_filter(self.filter.text())
 
     def set_filter(self, text: str) -> None:
         """Show only types matching `text` (and the categories holding them)."""
-        for index in range(self.tree.topLevelItemCount()):
-            group = self.tree.topLevelItem(index)
+        for group, children in self._groups:
             shown = 0
-            for child_index in range(group.childCount()):
-                child = group.child(child_index)
+            for child in children:
                 hidden = not matches(text, child.data(0, TYPE_ROLE))
                 child.setHidden(hidden)
                 shown += not hidden
             group.setHidden(shown == 0)
 
     def visible_types(self) -> list[str]:
-        found: list[str] = []
-        for index in range(self.tree.topLevelItemCount()):
-            group = self.tree.topLevelItem(index)
-            for child_index in range(group.childCount()):
-                child = group.child(child_index)
-                if not child.isHidden() and not group.isHidden():
-                    found.append(child.data(0, TYPE_ROLE))
-        return found
+        return [
+            child.data(0, TYPE_ROLE)
+            for group, children in self._groups
+            if not group.isHidden()
+            for child in children
+            if not child.isHidden()
+        ]
 
     def item_for(self, type_name: str) -> QTreeWidgetItem | None:
-        for index in range(self.tree.topLevelItemCount()):
-            group = self.tree.topLevelItem(index)
-            for child_index in range(group.childCount()):
-                if group.child(child_index).data(0, TYPE_ROLE) == type_name:
-                    return group.child(child_index)
+        for _group, children in self._groups:
+            for child in children:
+                if child.data(0, TYPE_ROLE) == type_name:
+                    return child
         return None
 
     def _activate(self, item: QTreeWidgetItem) -> None:

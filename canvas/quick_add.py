@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QHideEvent, QKeyEvent
 from PySide6.QtWidgets import QFrame, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
 from canvas.icons import type_icon
@@ -68,7 +68,10 @@ class QuickAddBox(QFrame):
             item.setHidden(hidden)
             if not hidden and first is None:
                 first = item
-        self.list.setCurrentItem(first)
+        if first is not None:
+            self.list.setCurrentItem(first)
+        else:
+            self.list.setCurrentRow(-1)
 
     def visible_types(self) -> list[str]:
         return [self.list.item(r).data(TYPE_ROLE) for r in range(self.list.count()) if not self.list.item(r).isHidden()]
@@ -111,7 +114,7 @@ class QuickAddBox(QFrame):
                 return True
         return super().eventFilter(watched, event)
 
-    def hideEvent(self, event: QEvent) -> None:  # type: ignore[override]
-        super().hideEvent(event)  # type: ignore[arg-type]
+    def hideEvent(self, event: QHideEvent) -> None:
+        super().hideEvent(event)
         if not self._done:
             self.dismissed.emit()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QObject, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QPixmapCache, QTransform
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QGraphicsSceneMouseEvent
 
@@ -23,8 +23,8 @@ class FlowScene(QGraphicsScene):
     wire_hint = Signal(str)
     wire_dropped = Signal(str, object, QPointF)
 
-    def __init__(self, document: FlowDocument, parent: object = None) -> None:
-        super().__init__(parent)  # type: ignore[arg-type]
+    def __init__(self, document: FlowDocument, parent: QObject | None = None) -> None:
+        super().__init__(parent)
         if QPixmapCache.cacheLimit() < PIXMAP_CACHE_KB:
             QPixmapCache.setCacheLimit(PIXMAP_CACHE_KB)
         # Nodes move a lot (drags, layout, undo); a BSP index would be rebuilt on every move.
@@ -265,7 +265,9 @@ class FlowScene(QGraphicsScene):
             if not self.document.edges_of(node_id):
                 item = self.node_items[node_id]
                 edge_under = self.edge_at(item.sceneBoundingRect().center(), exclude_node=node_id)
-                edge_under = edge_under or self.edge_at(item.mapToScene(item.node_rect().center()), exclude_node=node_id)
+                edge_under = edge_under or self.edge_at(
+                    item.mapToScene(item.node_rect().center()), exclude_node=node_id
+                )
         if edge_under is None:
             self.document.move_nodes(moved, old=old)
             return

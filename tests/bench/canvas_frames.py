@@ -18,9 +18,9 @@ from typing import Any
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PySide6.QtCore import QEvent, QObject, QPoint, QPointF, Qt  # noqa: E402
-from PySide6.QtGui import QMouseEvent  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
+from PySide6.QtCore import QEvent, QObject, QPoint, QPointF, Qt
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtWidgets import QApplication
 
 TYPES = ["queue", "approval", "ai.model", "budget.reserve", "set", "http.request", "router", "join", "terminal"]
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -48,8 +48,15 @@ def generated_flow(node_count: int, edge_count: int, seed: int = 7) -> dict[str,
     for index in range(1, node_count):
         kind = TYPES[index % len(TYPES)]
         column, row = index % COLUMNS, index // COLUMNS
-        nodes.append({"id": f"n{index}", "type": kind, "title": f"{kind} step {index}",
-                      "position": [column * 230, row * 110], "config": CONFIGS[kind]})
+        nodes.append(
+            {
+                "id": f"n{index}",
+                "type": kind,
+                "title": f"{kind} step {index}",
+                "position": [column * 230, row * 110],
+                "config": CONFIGS[kind],
+            }
+        )
     ports = {"approval": ["approved", "rejected"], "router": ["refund", "default"]}
     edges: list[dict[str, Any]] = []
     seen: set[tuple[str, str, str | None]] = set()
@@ -86,7 +93,7 @@ def rss_mb() -> float:
 
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 class PaintCounter(QObject):
@@ -108,12 +115,13 @@ def ms(seconds: float) -> float:
 
 def send(widget: Any, kind: QEvent.Type, pos: QPoint, buttons: Qt.MouseButton) -> None:
     button = Qt.MouseButton.NoButton if kind == QEvent.Type.MouseMove else Qt.MouseButton.LeftButton
-    event = QMouseEvent(kind, QPointF(pos), QPointF(widget.mapToGlobal(pos)), button, buttons,
-                        Qt.KeyboardModifier.NoModifier)
+    event = QMouseEvent(
+        kind, QPointF(pos), QPointF(widget.mapToGlobal(pos)), button, buttons, Qt.KeyboardModifier.NoModifier
+    )
     QApplication.sendEvent(widget, event)
 
 
-def repaint_times(app: QApplication, view: Any, count: int) -> list[float]:
+def repaint_times(view: Any, count: int) -> list[float]:
     times = []
     for _ in range(count):
         start = time.perf_counter()
@@ -129,11 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, default=60)
     args = parser.parse_args(argv)
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(app, QApplication)
     from canvas.document import FlowDocument
     from canvas.editor import FlowEditor
     from canvas.theme import apply_theme
 
-    apply_theme(app, "light")  # type: ignore[arg-type]
+    apply_theme(app, "light")
     path = Path(tempfile.mkdtemp()) / "bench.flow.json"
     path.write_text(json.dumps(generated_flow(args.nodes, args.edges)))
     rss_before = rss_mb()
@@ -150,14 +159,14 @@ def main(argv: list[str] | None = None) -> int:
     view = editor.view
     fit_zoom = view.zoom()
 
-    repaint_times(app, view, 5)
-    full_view = repaint_times(app, view, args.frames)
+    repaint_times(view, 5)
+    full_view = repaint_times(view, args.frames)
 
     view.set_zoom(1.0)
     view.centerOn(2000, 600)
     app.processEvents()
-    repaint_times(app, view, 5)
-    detail_view = repaint_times(app, view, args.frames)
+    repaint_times(view, 5)
+    detail_view = repaint_times(view, args.frames)
 
     # Drag a 10×5 block of 50 selected nodes at the fit-all zoom. A frame is one mouse move plus the
     # event-loop pass that paints what it dirtied (Qt repaints only the changed region, as on screen).
@@ -166,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [f"n{row * COLUMNS + column}" for row in range(5, 10) for column in range(5, 15)]
     view.flow_scene.select_nodes(chosen)
     grab_item = view.node_item(chosen[0])
+    assert grab_item is not None
     viewport = view.viewport()
     painted = PaintCounter()
     viewport.installEventFilter(painted)
@@ -190,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     app.processEvents()
     app.processEvents()
     undo_seconds = time.perf_counter() - undo_start
-    assert document.node(chosen[0]).position == (grab_item.pos().x(), grab_item.pos().y())
+    first = document.node(chosen[0])
+    assert first is not None and first.position == (grab_item.pos().x(), grab_item.pos().y())
 
     result = {
         "benchmark": "canvas_frames",
@@ -199,12 +210,20 @@ def main(argv: list[str] | None = None) -> int:
         "viewport": [viewport.width(), viewport.height()],
         "open_and_show_ms": ms(open_seconds),
         "fit_all_zoom": round(fit_zoom, 3),
-        "full_view_repaint_ms": {"median": ms(statistics.median(full_view)), "p95": ms(percentile(full_view, 0.95)),
-                                 "min": ms(min(full_view))},
-        "detail_view_repaint_100pct_ms": {"median": ms(statistics.median(detail_view)),
-                                          "p95": ms(percentile(detail_view, 0.95))},
-        "drag_50_nodes_frame_ms": {"median": ms(statistics.median(drag_frames)), "p95": ms(percentile(drag_frames, 0.95)),
-                                   "min": ms(min(drag_frames))},
+        "full_view_repaint_ms": {
+            "median": ms(statistics.median(full_view)),
+            "p95": ms(percentile(full_view, 0.95)),
+            "min": ms(min(full_view)),
+        },
+        "detail_view_repaint_100pct_ms": {
+            "median": ms(statistics.median(detail_view)),
+            "p95": ms(percentile(detail_view, 0.95)),
+        },
+        "drag_50_nodes_frame_ms": {
+            "median": ms(statistics.median(drag_frames)),
+            "p95": ms(percentile(drag_frames, 0.95)),
+            "min": ms(min(drag_frames)),
+        },
         "undo_drag_ms": ms(undo_seconds),
         "drag_paints": painted.count,
         "load_average_1m": round(os.getloadavg()[0], 2),

@@ -9,10 +9,13 @@ import pytest
 from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QApplication, QWidget
+from pytestqt.qtbot import QtBot
 
 from canvas.document import FlowDocument
 from canvas.editor import FlowEditor
+from canvas.items import NodeItem
 from canvas.view import FlowView
+from engine.flow import Flow, Node
 from tests.conftest import EXAMPLES
 
 TRIAGE = EXAMPLES / "ticket-triage.flow.json"
@@ -32,7 +35,7 @@ def triage(qapp: QApplication, triage_path: Path) -> FlowDocument:
 
 
 @pytest.fixture
-def editor(qtbot, triage: FlowDocument) -> Iterator[FlowEditor]:  # type: ignore[no-untyped-def]
+def editor(qtbot: QtBot, triage: FlowDocument) -> Iterator[FlowEditor]:
     widget = FlowEditor(triage)
     qtbot.addWidget(widget)
     widget.resize(1400, 700)
@@ -42,6 +45,20 @@ def editor(qtbot, triage: FlowDocument) -> Iterator[FlowEditor]:  # type: ignore
     widget.view.centerOn(660, 130)
     yield widget
     widget.view.quick_add.hide()
+
+
+def item_of(view: FlowView, node_id: str) -> NodeItem:
+    """The view's item for `node_id` (fails the test when missing)."""
+    found = view.node_item(node_id)
+    assert found is not None, f"no item for node {node_id}"
+    return found
+
+
+def node_of(document: FlowDocument | Flow, node_id: str) -> Node:
+    """The document's node `node_id` (fails the test when missing)."""
+    found = document.node(node_id)
+    assert found is not None, f"no node {node_id}"
+    return found
 
 
 def view_point(view: FlowView, scene_point: QPointF) -> QPoint:
@@ -66,7 +83,9 @@ def send_mouse(
     QApplication.sendEvent(widget, event)
 
 
-def drag(widget: QWidget, start: QPoint, end: QPoint, steps: int = 6, button: Qt.MouseButton = Qt.MouseButton.LeftButton) -> None:
+def drag(
+    widget: QWidget, start: QPoint, end: QPoint, steps: int = 6, button: Qt.MouseButton = Qt.MouseButton.LeftButton
+) -> None:
     """Press at `start`, move in steps, release at `end`."""
     send_mouse(widget, QEvent.Type.MouseButtonPress, start, button)
     for step in range(1, steps + 1):

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
 
 from canvas.document import FlowDocument, empty_flow
 from engine.flow import FlowLoadError, dump_flow, load_flow
 
-from .conftest import TRIAGE
+from .conftest import TRIAGE, node_of
 
 
 def _undo_all_redo_all(document: FlowDocument, original: str) -> None:
@@ -68,7 +69,7 @@ def test_flow_snapshot_does_not_follow_later_edits(triage: FlowDocument) -> None
     triage.add_node("queue", (0, 0))
     triage.move_nodes({"hook": (50, 50)})
     assert len(before.nodes) == 10
-    assert before.node("hook").position == (0, 120)
+    assert node_of(before, "hook").position == (0, 120)
 
 
 @pytest.mark.parametrize(
@@ -80,11 +81,13 @@ def test_flow_snapshot_does_not_follow_later_edits(triage: FlowDocument) -> None
         ("approve", "approved", "refund", "already connected"),
         ("refund", None, "done", "already connected"),
         ("done", None, "note", "has no output"),
-        ("approve", "maybe", "note", "has no output \"maybe\""),
+        ("approve", "maybe", "note", 'has no output "maybe"'),
         ("approve", None, "note", "several outputs"),
     ],
 )
-def test_refused_connections_say_why(triage: FlowDocument, source: str, port: str | None, target: str, reason: str) -> None:
+def test_refused_connections_say_why(
+    triage: FlowDocument, source: str, port: str | None, target: str, reason: str
+) -> None:
     before = triage.text()
     refusal = triage.connect(source, port, target)
     assert refusal is not None and reason in refusal
@@ -108,7 +111,7 @@ def test_save_and_open_round_trip_is_byte_stable(triage: FlowDocument, tmp_path:
     reopened.move_nodes({"hook": (10, 130)})
     assert reopened.is_dirty()
     reopened.save()
-    assert load_flow(target).node("hook").position == (10, 130)
+    assert node_of(load_flow(target), "hook").position == (10, 130)
     reopened.undo_stack.undo()
     reopened.save()
     assert target.read_bytes() == TRIAGE.read_bytes()
@@ -163,11 +166,15 @@ def test_paste_gives_fresh_ids_and_keeps_inner_edges_only(triage: FlowDocument) 
     assert first == ["reserve_2", "classify_2", "route_2"]
     assert second == ["reserve_3", "classify_3", "route_3"]
     new_edges = [(e.from_, e.to) for e in flow.edges[10:]]
-    assert new_edges == [("reserve_2", "classify_2"), ("classify_2", "route_2"),
-                         ("reserve_3", "classify_3"), ("classify_3", "route_3")]
+    assert new_edges == [
+        ("reserve_2", "classify_2"),
+        ("classify_2", "route_2"),
+        ("reserve_3", "classify_3"),
+        ("classify_3", "route_3"),
+    ]
     # A pasted reserve points at its own pasted model, not the original.
-    assert flow.node("reserve_2").config["for"] == "classify_2"
-    assert flow.node("classify_2").position == (480, 160)
+    assert node_of(flow, "reserve_2").config["for"] == "classify_2"
+    assert node_of(flow, "classify_2").position == (480, 160)
 
 
 def test_duplicate_is_one_undo_step(triage: FlowDocument) -> None:
@@ -207,7 +214,7 @@ def test_auto_layout_orders_columns_by_generation_and_undoes(triage: FlowDocumen
     assert triage.text() == original
 
 
-def test_diagnostics_are_debounced_and_follow_fixes(qtbot, triage: FlowDocument) -> None:  # type: ignore[no-untyped-def]
+def test_diagnostics_are_debounced_and_follow_fixes(qtbot: QtBot, triage: FlowDocument) -> None:
     assert triage.diagnostics() == []
     with qtbot.waitSignal(triage.diagnostics_changed, timeout=2000) as blocker:
         triage.set_config_field("followup", "delay", "80h")

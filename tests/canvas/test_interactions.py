@@ -8,6 +8,7 @@ from PySide6.QtCore import QEvent, QMimeData, QPoint, QPointF, Qt
 from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent, QGuiApplication, QWheelEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
 
 from canvas.document import FlowDocument
 from canvas.editor import FlowEditor
@@ -16,7 +17,7 @@ from canvas.items import NodeItem, WireItem
 from canvas.palette import NODE_TYPE_MIME, NodePalette, node_type_mime
 from canvas.view import FlowView
 
-from .conftest import TRIAGE, drag, send_mouse, view_point
+from .conftest import TRIAGE, drag, item_of, node_of, send_mouse, view_point
 
 
 def _port_point(view: FlowView, node_id: str, port: str | None) -> QPoint:
@@ -44,7 +45,7 @@ def _drop(view: FlowView, data: QMimeData, at: QPoint) -> QDropEvent:
     return drop
 
 
-def test_palette_lists_categories_filters_and_drops_a_node_where_it_lands(qtbot, editor: FlowEditor) -> None:  # type: ignore[no-untyped-def]
+def test_palette_lists_categories_filters_and_drops_a_node_where_it_lands(qtbot: QtBot, editor: FlowEditor) -> None:
     palette = NodePalette()
     qtbot.addWidget(palette)
     assert palette.tree.topLevelItemCount() == 5
@@ -52,6 +53,7 @@ def test_palette_lists_categories_filters_and_drops_a_node_where_it_lands(qtbot,
     assert palette.visible_types() == ["approval"]
     palette.filter.setText("")
     item = palette.item_for("queue")
+    assert item is not None
     data = palette.tree.mimeData([item])
     assert bytes(data.data(NODE_TYPE_MIME).data()) == b"queue"
     view = editor.view
@@ -66,7 +68,7 @@ def test_palette_lists_categories_filters_and_drops_a_node_where_it_lands(qtbot,
     assert view.selected_node_ids() == [added.id]
 
 
-def test_palette_double_click_emits_activated(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_palette_double_click_emits_activated(qtbot: QtBot) -> None:
     palette = NodePalette()
     qtbot.addWidget(palette)
     with qtbot.waitSignal(palette.activated) as blocker:
@@ -133,16 +135,16 @@ def test_dragging_selected_nodes_is_one_undo_step(editor: FlowEditor) -> None:
     view = editor.view
     document = editor.document
     view.flow_scene.select_nodes(["approve", "refund", "declined"])
-    grab = view_point(view, view.node_item("approve").sceneBoundingRect().center() + QPointF(0, -20))
+    grab = view_point(view, item_of(view, "approve").sceneBoundingRect().center() + QPointF(0, -20))
     drag(view.viewport(), grab, grab + QPoint(40, 60))
     moved = {n.id: n.position for n in document.flow().nodes}
     assert moved["approve"] == (920, 100) and moved["refund"] == (1140, 60) and moved["declined"] == (1140, 160)
     assert document.undo_stack.count() == 1
     edge = next(i for i in view.flow_scene.edge_items.values() if i.edge.to == "refund")
-    assert edge.ends[1] == view.node_item("refund").input_anchor()
+    assert edge.ends[1] == item_of(view, "refund").input_anchor()
     assert edge.path().elementAt(3).x == edge.ends[1].x()
     document.undo_stack.undo()
-    assert view.node_item("approve").pos() == QPointF(880, 40)
+    assert item_of(view, "approve").pos() == QPointF(880, 40)
     assert document.text() == TRIAGE.read_text()
 
 
@@ -150,7 +152,7 @@ def test_dragging_a_loose_node_onto_an_edge_inserts_it(editor: FlowEditor) -> No
     view = editor.view
     document = editor.document
     node_id = document.add_node("queue", (400, 380))
-    item = view.node_item(node_id)
+    item = item_of(view, node_id)
     edge_item = next(i for i in view.flow_scene.edge_items.values() if i.edge.from_ == "classify")
     target = edge_item.path().pointAtPercent(0.5)
     start = view_point(view, item.sceneBoundingRect().center())
@@ -162,7 +164,7 @@ def test_dragging_a_loose_node_onto_an_edge_inserts_it(editor: FlowEditor) -> No
     assert {(e.from_, e.to) for e in document.flow().edges} >= {("classify", "route")}
 
 
-def test_keys_select_all_copy_paste_duplicate_delete(qtbot, editor: FlowEditor) -> None:  # type: ignore[no-untyped-def]
+def test_keys_select_all_copy_paste_duplicate_delete(qtbot: QtBot, editor: FlowEditor) -> None:
     view = editor.view
     document = editor.document
     view.setFocus()
@@ -176,7 +178,7 @@ def test_keys_select_all_copy_paste_duplicate_delete(qtbot, editor: FlowEditor) 
     assert "followup" in QGuiApplication.clipboard().text()
     QTest.keyClick(view, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)
     assert view.selected_node_ids() == ["followup_2", "note_2"]
-    assert document.node("followup_2").position == (920, 260)
+    assert node_of(document, "followup_2").position == (920, 260)
     QTest.keyClick(view, Qt.Key.Key_D, Qt.KeyboardModifier.ControlModifier)
     assert view.selected_node_ids() == ["followup_3", "note_3"]
     assert ("followup_3", "note_3") in {(e.from_, e.to) for e in document.flow().edges}
@@ -193,7 +195,7 @@ def test_keys_select_all_copy_paste_duplicate_delete(qtbot, editor: FlowEditor) 
     assert document.text() == TRIAGE.read_text()
 
 
-def test_tab_opens_quick_add_and_enter_creates_the_node_there(qtbot, editor: FlowEditor) -> None:  # type: ignore[no-untyped-def]
+def test_tab_opens_quick_add_and_enter_creates_the_node_there(qtbot: QtBot, editor: FlowEditor) -> None:
     view = editor.view
     view.setFocus()
     QTest.keyClick(view, Qt.Key.Key_Tab)
@@ -235,10 +237,10 @@ def test_releasing_a_wire_on_empty_canvas_quick_adds_a_wired_node(editor: FlowEd
     assert document.text() == TRIAGE.read_text()
 
 
-def test_badges_appear_and_clear_as_the_user_fixes_the_flow(qtbot, editor: FlowEditor) -> None:  # type: ignore[no-untyped-def]
+def test_badges_appear_and_clear_as_the_user_fixes_the_flow(qtbot: QtBot, editor: FlowEditor) -> None:
     document = editor.document
     view = editor.view
-    item = view.node_item("followup")
+    item = item_of(view, "followup")
     assert item.badge_severity() is None
     with qtbot.waitSignal(document.diagnostics_changed, timeout=2000):
         document.set_config_field("followup", "delay", "80h")
@@ -246,11 +248,11 @@ def test_badges_appear_and_clear_as_the_user_fixes_the_flow(qtbot, editor: FlowE
     assert "71h limit" in item.toolTip()
     with qtbot.waitSignal(document.diagnostics_changed, timeout=2000):
         document.disconnect(next(e for e in document.flow_ref().edges if e.from_ == "note"))
-    assert view.node_item("note").badge_severity() == "warning"
+    assert item_of(view, "note").badge_severity() == "warning"
     with qtbot.waitSignal(document.diagnostics_changed, timeout=2000):
         document.set_config_field("followup", "delay", "48h")
         document.connect("note", None, "done")
-    assert item.badge_severity() is None and view.node_item("note").badge_severity() is None
+    assert item.badge_severity() is None and item_of(view, "note").badge_severity() is None
     assert "71h" not in item.toolTip()
 
 
@@ -260,15 +262,23 @@ def test_select_node_from_a_diagnostic_selects_and_centres_it(editor: FlowEditor
     view.select_node("done")
     assert view.selected_node_ids() == ["done"]
     centre = view.mapToScene(view.viewport().rect().center())
-    assert view.node_item("done").sceneBoundingRect().adjusted(-30, -30, 30, 30).contains(centre)
+    assert item_of(view, "done").sceneBoundingRect().adjusted(-30, -30, 30, 30).contains(centre)
 
 
 def test_wheel_zooms_around_the_cursor_and_f_fits(editor: FlowEditor) -> None:
     view = editor.view
     anchor = _input_point(view, "route")
     before = view.mapToScene(anchor)
-    wheel = QWheelEvent(QPointF(anchor), QPointF(view.viewport().mapToGlobal(anchor)), QPoint(), QPoint(0, 240),
-                        Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase, False)
+    wheel = QWheelEvent(
+        QPointF(anchor),
+        QPointF(view.viewport().mapToGlobal(anchor)),
+        QPoint(),
+        QPoint(0, 240),
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.NoModifier,
+        Qt.ScrollPhase.NoScrollPhase,
+        False,
+    )
     QApplication.sendEvent(view.viewport(), wheel)
     assert view.zoom() > 1.3
     after = view.mapToScene(anchor)
@@ -302,9 +312,9 @@ def test_snap_to_grid_rounds_dragged_positions(editor: FlowEditor) -> None:
     view = editor.view
     view.set_snap_to_grid(True)
     view.flow_scene.select_nodes(["hook"])
-    start = view_point(view, view.node_item("hook").sceneBoundingRect().center())
+    start = view_point(view, item_of(view, "hook").sceneBoundingRect().center())
     drag(view.viewport(), start, start + QPoint(33, 7))
-    x, y = editor.document.node("hook").position
+    x, y = node_of(editor.document, "hook").position
     assert x % 20 == 0 and y % 20 == 0 and (x, y) != (0, 120)
 
 
@@ -316,7 +326,7 @@ def test_rubber_band_selects_nodes_inside(editor: FlowEditor) -> None:
     assert set(view.selected_node_ids()) == {"approve", "refund", "declined"}
 
 
-def test_live_overlay_updates_items_in_place_once_per_frame(qtbot, editor: FlowEditor) -> None:  # type: ignore[no-untyped-def]
+def test_live_overlay_updates_items_in_place_once_per_frame(qtbot: QtBot, editor: FlowEditor) -> None:
     view = editor.view
     items_before = set(map(id, view.flow_scene.items()))
     flushes = view.live_flushes
@@ -325,9 +335,13 @@ def test_live_overlay_updates_items_in_place_once_per_frame(qtbot, editor: FlowE
     view.set_run_path(["hook", "reserve", "classify", "route", "approve"], "approve", "waiting for a decision")
     qtbot.waitUntil(lambda: view.live_flushes > flushes, timeout=1000)
     assert view.live_flushes == flushes + 1
-    approve = view.node_item("approve")
-    assert (approve.live.waiting, approve.live.current, approve.live.waiting_text) == (29, True, "waiting for a decision")
-    assert view.node_item("classify").live.running == 29 and view.node_item("classify").live.on_path
+    approve = item_of(view, "approve")
+    assert (approve.live.waiting, approve.live.current, approve.live.waiting_text) == (
+        29,
+        True,
+        "waiting for a decision",
+    )
+    assert item_of(view, "classify").live.running == 29 and item_of(view, "classify").live.on_path
     on_path = {(i.edge.from_, i.edge.to) for i in view.flow_scene.edge_items.values() if i.on_run_path}
     assert on_path == {("hook", "reserve"), ("reserve", "classify"), ("classify", "route"), ("route", "approve")}
     assert set(map(id, view.flow_scene.items())) == items_before
@@ -361,15 +375,17 @@ def test_theme_switch_repaints_with_new_colours(qapp: QApplication, editor: Flow
     assert editor.view.viewport().grab().toImage().pixelColor(5, 5).lightness() > 200
 
 
-def test_everything_interactive_has_a_tooltip(qtbot, editor: FlowEditor) -> None:  # type: ignore[no-untyped-def]
+def test_everything_interactive_has_a_tooltip(qtbot: QtBot, editor: FlowEditor) -> None:
     palette = NodePalette()
     qtbot.addWidget(palette)
     view = editor.view
     assert palette.filter.toolTip() and palette.tree.toolTip() and view.minimap.toolTip()
-    item = view.node_item("approve")
+    item = item_of(view, "approve")
     assert isinstance(item, NodeItem) and "approval" in item.toolTip().lower()
     assert {p.toolTip() for p in item.port_items} == {
-        'Output "approved": drag to a node to connect', 'Output "rejected": drag to a node to connect'}
+        'Output "approved": drag to a node to connect',
+        'Output "rejected": drag to a node to connect',
+    }
     assert all(action.toolTip() for action in view.actions_by_name.values())
     assert view.focusPolicy() == Qt.FocusPolicy.StrongFocus
 

@@ -32,16 +32,19 @@ def _apply(document: FlowDocument, op: tuple[Any, ...]) -> None:
     elif kind == "move" and ids:
         document.move_nodes({_pick(ids, op[1]): (op[2], op[3])})
     elif kind == "connect" and ids:
-        source = document.node(_pick(ids, op[1]))
-        ports = CATALOG[source.type].output_ports(source.config) if source and source.type in CATALOG else ()
+        source = document.flow_ref().nodes[op[1] % len(ids)]
+        ports = CATALOG[source.type].output_ports(source.config) if source.type in CATALOG else ()
         document.connect(source.id, _pick(list(ports), op[3]), _pick(ids, op[2]))
     elif kind == "disconnect" and flow.edges:
         document.disconnect(_pick(flow.edges, op[1]))
     elif kind == "rename" and ids:
         document.rename_node(_pick(ids, op[1]), f"Step {op[2]}")
     elif kind == "config" and ids:
-        document.set_config_field(_pick(ids, op[1]), _pick(["delay", "timeout", "model", "note"], op[2]),
-                                  None if op[3] % 3 == 0 else f"{op[3] % 50}m")
+        document.set_config_field(
+            _pick(ids, op[1]),
+            _pick(["delay", "timeout", "model", "note"], op[2]),
+            None if op[3] % 3 == 0 else f"{op[3] % 50}m",
+        )
     elif kind == "paste" and ids:
         document.paste(document.copy_fragment([_pick(ids, op[1]), _pick(ids, op[2])]))
     elif kind == "layout":
@@ -55,8 +58,10 @@ coordinate = st.integers(min_value=-2000, max_value=2000)
 operation = st.one_of(
     st.tuples(st.just("add"), small, coordinate, coordinate),
     st.tuples(st.just("move"), small, coordinate, coordinate),
-    *(st.tuples(st.just(k), small, small, small)
-      for k in ("delete", "connect", "disconnect", "rename", "config", "paste", "layout", "insert")),
+    *(
+        st.tuples(st.just(k), small, small, small)
+        for k in ("delete", "connect", "disconnect", "rename", "config", "paste", "layout", "insert")
+    ),
 )
 
 
