@@ -76,8 +76,10 @@ class FlowDocument(QObject):
         self._validation_timer.setSingleShot(True)
         self._validation_timer.setInterval(VALIDATION_DELAY_MS)
         self._validation_timer.timeout.connect(self.validate_now)
-        self.flow_changed.connect(self._validation_timer.start)
-        self.validate_now()
+        self.flow_changed.connect(self._mark_stale)
+        # The first validation runs right after the window first paints, so opening a big flow shows it at once.
+        self._stale = True
+        QTimer.singleShot(0, self, self._validate_if_stale)
 
     def _clean_changed(self, clean: bool) -> None:
         self.dirty_changed.emit(not clean)
@@ -140,11 +142,27 @@ class FlowDocument(QObject):
         return not self.undo_stack.isClean()
 
     def diagnostics(self) -> list[Diagnostic]:
+        """Current diagnostics (validating first if an edit is still waiting for its debounced run)."""
+        if self._stale:
+            self.validate_now()
         return list(self._diagnostics)
+
+    def last_diagnostics(self) -> list[Diagnostic]:
+        """The diagnostics of the last validation, without running one (for painting)."""
+        return list(self._diagnostics)
+
+    def _mark_stale(self) -> None:
+        self._stale = True
+        self._validation_timer.start()
+
+    def _validate_if_stale(self) -> None:
+        if self._stale:
+            self.validate_now()
 
     def validate_now(self) -> list[Diagnostic]:
         """Validate at once (edits schedule this debounced) and notify."""
         self._validation_timer.stop()
+        self._stale = False
         self._diagnostics = validate(self._flow)
         self.diagnostics_changed.emit(list(self._diagnostics))
         return list(self._diagnostics)

@@ -57,7 +57,7 @@ class FlowScene(QGraphicsScene):
                 self._add_node_item(node.id)
         for edge in self.document.flow_ref().edges:
             self._on_edge_added(edge)
-        self._on_diagnostics(self.document.diagnostics())
+        self._on_diagnostics(self.document.last_diagnostics())
 
     def _add_node_item(self, node_id: str) -> NodeItem | None:
         node = self.document.node(node_id)

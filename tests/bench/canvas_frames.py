@@ -153,9 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     editor.resize(1600, 900)
     editor.show()
     editor.view.fit_selection_or_all()
-    app.processEvents()
     editor.view.viewport().repaint()
     open_seconds = time.perf_counter() - start
+    # Validation runs on the first event-loop pass after the window painted; time it on its own.
+    validation_start = time.perf_counter()
+    app.processEvents()
+    validation_seconds = time.perf_counter() - validation_start
     view = editor.view
     fit_zoom = view.zoom()
 
@@ -209,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         "edges": len(document.flow_ref().edges),
         "viewport": [viewport.width(), viewport.height()],
         "open_and_show_ms": ms(open_seconds),
+        "first_validation_after_show_ms": ms(validation_seconds),
         "fit_all_zoom": round(fit_zoom, 3),
         "full_view_repaint_ms": {
             "median": ms(statistics.median(full_view)),
