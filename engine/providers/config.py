@@ -92,7 +92,8 @@ def provider_from_data(data: dict[str, Any]) -> ProviderConfig:
         raise ProviderConfigError(f"provider {name!r}: {problems}") from None
 
 
-def simulator_provider(base_url: str, name: str = "local", capacity: int = 8, api_key: str = "sim-key") -> ProviderConfig:
+def simulator_provider(base_url: str, name: str = "local", capacity: int = 8,
+                       api_key: str = "sim-key") -> ProviderConfig:
     """Settings for the bundled provider simulator, priced like a small hosted model."""
     return ProviderConfig(
         name=name,
