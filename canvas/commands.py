@@ -233,3 +233,8 @@ class PasteCommand(CompoundCommand):
 class AutoLayoutCommand(MoveNodesCommand):
     def __init__(self, document: FlowDocument, new_positions: dict[str, Position]) -> None:
         super().__init__(document, new_positions, "Auto-layout")
+
+
+# The names the issue uses for the edge edits.
+ConnectCommand = AddEdgeCommand
+DisconnectCommand = RemoveEdgeCommand

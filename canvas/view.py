@@ -23,7 +23,7 @@ from PySide6.QtGui import (
     QResizeEvent,
     QWheelEvent,
 )
-from PySide6.QtWidgets import QFrame, QGraphicsView, QWidget
+from PySide6.QtWidgets import QFrame, QGraphicsView, QMenu, QWidget
 
 from canvas.document import FRAGMENT_FORMAT, FlowDocument
 from canvas.geometry import GRID_SIZE, HEADER_HEIGHT, NODE_WIDTH, input_port_offset, node_height
@@ -40,6 +40,7 @@ MAX_ZOOM = 3.0
 FIT_MAX_ZOOM = 1.25
 GRID_MIN_ZOOM = 0.5
 LIVE_FRAME_MS = 16
+NUDGE_KEYS = {Qt.Key.Key_Left: (-1, 0), Qt.Key.Key_Right: (1, 0), Qt.Key.Key_Up: (0, -1), Qt.Key.Key_Down: (0, 1)}
 
 
 KeySpec = str | QKeySequence.StandardKey
@@ -458,6 +459,9 @@ class FlowView(QGraphicsView):
             self.viewport().setCursor(Qt.CursorShape.OpenHandCursor)
             event.accept()
             return
+        if self._keyboard_edit(event):
+            event.accept()
+            return
         pressed = QKeySequence(event.keyCombination())
         for binding in BINDINGS:
             if any(pressed.matches(key) == QKeySequence.SequenceMatch.ExactMatch for key in binding.sequences()):
@@ -465,6 +469,29 @@ class FlowView(QGraphicsView):
                 event.accept()
                 return
         super().keyPressEvent(event)
+
+    def _keyboard_edit(self, event: QKeyEvent) -> bool:
+        """Arrows nudge the selection (one grid step, 1 unit with Shift); Enter opens the node; Esc deselects."""
+        selected = self.flow_scene.selected_node_ids()
+        key = Qt.Key(event.key())
+        modifiers = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
+        if (
+            key in NUDGE_KEYS
+            and selected
+            and modifiers in (Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.ShiftModifier)
+        ):
+            step = 1.0 if modifiers == Qt.KeyboardModifier.ShiftModifier else GRID_SIZE
+            dx, dy = NUDGE_KEYS[key]
+            positions = self.document.positions(selected)
+            self.document.move_nodes({i: (x + dx * step, y + dy * step) for i, (x, y) in positions.items()})
+            return True
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and len(selected) == 1:
+            self.node_activated.emit(selected[0])
+            return True
+        if key == Qt.Key.Key_Escape and selected:
+            self.flow_scene.clearSelection()
+            return True
+        return False
 
     def keyReleaseEvent(self, event: QKeyEvent) -> None:
         if event.key() == Qt.Key.Key_Space and not event.isAutoRepeat():
@@ -517,11 +544,18 @@ class FlowView(QGraphicsView):
 
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:
         point = self.mapToScene(event.pos())
-        if self.flow_scene.node_at(point) is None:
+        node = self.flow_scene.node_at(point)
+        if node is None:
             self.open_quick_add(point)
             event.accept()
             return
-        super().contextMenuEvent(event)
+        if not node.isSelected():
+            self.flow_scene.select_nodes([node.node_id])
+        menu = QMenu(self)
+        for name in ("copy", "duplicate", "delete", "fit"):
+            menu.addAction(self.actions_by_name[name])
+        menu.exec(event.globalPos())
+        event.accept()
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         if event.mimeData().hasFormat(NODE_TYPE_MIME):

@@ -400,3 +400,22 @@ def test_open_save_through_the_editor_round_trip(qapp: QApplication, tmp_path: P
     document.save(target)
     assert target.read_bytes() == TRIAGE.read_bytes()
     editor.deleteLater()
+
+
+def test_arrow_keys_nudge_the_selection_and_enter_opens_it(qtbot: QtBot, editor: FlowEditor) -> None:
+    view = editor.view
+    document = editor.document
+    view.setFocus()
+    view.flow_scene.select_nodes(["followup", "note"])
+    QTest.keyClick(view, Qt.Key.Key_Right)
+    QTest.keyClick(view, Qt.Key.Key_Down, Qt.KeyboardModifier.ShiftModifier)
+    assert node_of(document, "followup").position == (900, 221)
+    assert node_of(document, "note").position == (1120, 221)
+    assert item_of(view, "note").pos() == QPointF(1120, 221)
+    assert document.undo_stack.count() == 2
+    view.flow_scene.select_nodes(["note"])
+    with qtbot.waitSignal(view.node_activated) as blocker:
+        QTest.keyClick(view, Qt.Key.Key_Return)
+    assert blocker.args == ["note"]
+    QTest.keyClick(view, Qt.Key.Key_Escape)
+    assert view.selected_node_ids() == []
