@@ -6,6 +6,8 @@ create_run: idempotency guard, budget preflight, version resolve, input check, r
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,15 +19,20 @@ import sqlalchemy as sa
 
 from engine.events import ExternalStamper, encode_event
 from engine.flow import Flow
-from engine.publish import get_version
+from engine.publish import PublishedVersion, get_version
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.handles import EngineHandles
 from engine.runtime.inputs import check_inputs, redacted_inputs, secret_names
 from engine.runtime.jobs import encode_job, start_job
 from engine.runtime.transitions import TERMINAL
+from engine.runtime.write_lock import sqlite_writer
 from engine.store.models import Run
 
 IDEMPOTENCY_TTL_SECONDS = 7 * 24 * 3600
+LATEST_VERSION_TTL_SECONDS = 1.0
+"""How long a resolved "latest version" is reused; this process's publishes invalidate it at once."""
+RUNS = cast(sa.Table, Run.__table__)
+_INSERT_RUN = sa.insert(RUNS)
 CANCEL_FLAG_TTL_SECONDS = 7 * 24 * 3600
 
 BudgetPreflight = Callable[[Flow, dict[str, Any]], None]
@@ -65,6 +72,30 @@ def _trigger_of(flow: Flow, trigger: str | None) -> str:
     return triggers[0].id
 
 
+class LatestVersions:
+    """Latest published version per flow, reused for a second: run starts are hot, publishes rare."""
+
+    def __init__(self, ttl: float = LATEST_VERSION_TTL_SECONDS) -> None:
+        self.ttl = ttl
+        self._entries: dict[str, tuple[float, PublishedVersion, Flow]] = {}
+        self._lock = threading.Lock()
+
+    def resolve(self, sql: sa.Engine, flow_id: str) -> tuple[PublishedVersion, Flow]:
+        now = time.monotonic()
+        with self._lock:
+            entry = self._entries.get(flow_id)
+        if entry is not None and now - entry[0] < self.ttl:
+            return entry[1], entry[2]
+        published, flow = get_version(sql, flow_id)
+        with self._lock:
+            self._entries[flow_id] = (now, published, flow)
+        return published, flow
+
+    def invalidate(self, flow_id: str) -> None:
+        with self._lock:
+            self._entries.pop(flow_id, None)
+
+
 def _existing_run(handles: EngineHandles, key: str) -> CreatedRun | None:
     with handles.sql.connect() as conn:
         row = conn.execute(sa.select(Run.id, Run.flow_id, Run.version, Run.status)
@@ -74,13 +105,17 @@ def _existing_run(handles: EngineHandles, key: str) -> CreatedRun | None:
 
 def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | None = None, *,
                version: int | None = None, trigger: str | None = None, idempotency_key: str | None = None,
-               budget_preflight: BudgetPreflight = no_budget_preflight) -> CreatedRun:
+               budget_preflight: BudgetPreflight = no_budget_preflight,
+               latest: LatestVersions | None = None) -> CreatedRun:
     """Create a queued run of a published flow and enqueue its job; raises RunRefused / InputError."""
     if idempotency_key:
         found = _existing_run(handles, idempotency_key)
         if found is not None:
             return found
-    published, flow = get_version(handles.sql, flow_id, version)
+    if version is None and latest is not None:
+        published, flow = latest.resolve(handles.sql, flow_id)
+    else:
+        published, flow = get_version(handles.sql, flow_id, version)
     trigger_id = _trigger_of(flow, trigger)
     resolved = check_inputs(flow, inputs or {})
     budget_preflight(flow, resolved)
@@ -93,11 +128,11 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
     shown = redacted_inputs(flow, resolved)
     now = datetime.fromtimestamp(handles.clock.now(), UTC)
     try:
-        with handles.sql.begin() as conn:
-            conn.execute(sa.insert(cast(sa.Table, Run.__table__)).values(
-                id=run_id, flow_id=flow.id, version=published.version, status="queued", trigger=trigger_id,
-                idempotency_key=idempotency_key or None, inputs=shown, state={}, cost_micros=0, last_seq=0,
-                created_at=now, updated_at=now))
+        with sqlite_writer(handles.sql), handles.sql.begin() as conn:
+            conn.execute(_INSERT_RUN, {
+                "id": run_id, "flow_id": flow.id, "version": published.version, "status": "queued",
+                "trigger": trigger_id, "idempotency_key": idempotency_key or None, "inputs": shown, "state": {},
+                "cost_micros": 0, "last_seq": 0, "created_at": now, "updated_at": now})
     except sa.exc.IntegrityError:
         if idempotency_key:
             found = _existing_run(handles, idempotency_key)

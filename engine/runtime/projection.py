@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from engine.events import Event, PoisonEvent, decode_event
 from engine.runtime.transitions import IllegalTransition, check_transition
+from engine.runtime.write_lock import sqlite_writer
 from engine.store.models import AppliedEvent, DeadLetter, Run, Step
 from engine.store.types import utc_from_epoch
 
@@ -86,7 +87,7 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
         except PoisonEvent as exc:
             dead_rows.append({"source": source, "message_id": message_id, "payload": raw, "error": str(exc),
                               "created_at": now})
-    with engine.begin() as conn:
+    with sqlite_writer(engine), engine.begin() as conn:
         ids = list({event.event_id for _, event in decoded})
         seen: set[str] = set()
         for chunk in _chunks(ids):

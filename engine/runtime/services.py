@@ -19,7 +19,7 @@ from engine.flow import Flow
 from engine.publish import PublishedVersion, publish
 from engine.runtime import create as create_module
 from engine.runtime import queries
-from engine.runtime.create import BudgetPreflight, CreatedRun, no_budget_preflight
+from engine.runtime.create import BudgetPreflight, CreatedRun, LatestVersions, no_budget_preflight
 from engine.runtime.handles import EngineHandles
 from engine.runtime.jobs import encode_job, resume_job
 from engine.runtime.projection import BatchResult
@@ -60,6 +60,7 @@ class EngineServices:
         self.due: DueSet | None = None
         self.waker: DueWaker | None = None
         self.batch_listeners: list[Callable[[BatchResult], None]] = []
+        self.latest_versions = LatestVersions()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -149,11 +150,14 @@ class EngineServices:
 
     def publish_flow(self, flow: Flow) -> PublishedVersion:
         """Validate and store `flow` as its next version (PublishRefused on validation errors)."""
-        return publish(self._api().sql, flow)
+        published = publish(self._api().sql, flow)
+        self.latest_versions.invalidate(flow.id)
+        return published
 
     def create_run(self, flow_id: str, inputs: dict[str, Any] | None = None, **options: Any) -> CreatedRun:
         """See `engine.runtime.create.create_run`."""
         options.setdefault("budget_preflight", self.budget_preflight)
+        options.setdefault("latest", self.latest_versions)
         return create_module.create_run(self._api(), flow_id, inputs, **options)
 
     def cancel_run(self, run_id: str, reason: str = "cancelled by request") -> str:
