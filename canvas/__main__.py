@@ -75,7 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         document = FlowDocument.open(args.file) if args.file else FlowDocument()
     except (OSError, FlowLoadError) as exc:
-        QMessageBox.critical(None, "Cannot open flow", f"{args.file}: {exc}")
+        message = f"cannot open {args.file}: {exc}; pick a *.flow.json file (lockgate validate FILE explains problems)"
+        print(message, file=sys.stderr)
+        if app.platformName() != "offscreen":
+            QMessageBox.critical(None, "Cannot open flow", message)
         return 1
     window = CanvasWindow(document)
     window.show()
