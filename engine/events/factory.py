@@ -125,10 +125,8 @@ class EventStamper:
 
 
 class ExternalStamper(EventStamper):
-    """Stamps events from outside a worker (cancel API, decisions): sequence 0, attempt 0."""
+    """Stamps events from outside a worker (cancel API, decisions): attempt 0, and the sequence after
+    `last_seq` (the run's last applied sequence), so live views order them after what came before."""
 
-    def __init__(self, run_id: str, clock: Clock) -> None:
-        super().__init__(run_id, clock, attempt=0)
-
-    def stamp(self) -> dict[str, Any]:
-        return {"event_id": new_event_id(), "run_id": self.run_id, "seq": 0, "ts": self.clock.now(), "attempt": 0}
+    def __init__(self, run_id: str, clock: Clock, last_seq: int = 0) -> None:
+        super().__init__(run_id, clock, attempt=0, last_seq=last_seq)

@@ -24,7 +24,8 @@ class EventBase(BaseModel):
     schema_version: Literal[1] = SCHEMA_VERSION
     event_id: str = Field(min_length=1)
     run_id: str = Field(min_length=1)
-    seq: int = Field(ge=0, description="per-run sequence; 0 for events from outside a worker (cancel API)")
+    seq: int = Field(ge=0, description="per-run sequence; events from outside a worker take the next after the "
+                     "last applied one")
     ts: float
     attempt: int = Field(default=1, ge=0, description="job delivery that produced the event (fencing)")
 

@@ -156,15 +156,16 @@ def cancel_run(handles: EngineHandles, run_id: str, reason: str = "cancelled by 
     running run, the terminal status unchanged for a finished one). Raises LookupError for an unknown run.
     """
     with handles.sql.connect() as conn:
-        status = conn.execute(sa.select(Run.status).where(Run.id == run_id)).scalar()
-    if status is None:
+        row = conn.execute(sa.select(Run.status, Run.last_seq).where(Run.id == run_id)).first()
+    if row is None:
         raise LookupError(f'run "{run_id}" does not exist; list runs with `lockgate runs list`')
+    status, last_seq = row.status, row.last_seq or 0
     if status in TERMINAL:
         return str(status)
     pipe = handles.client.pipeline(transaction=False)
     pipe.set(handles.keys.run_cancel(run_id), reason, ex=CANCEL_FLAG_TTL_SECONDS)
     if status in ("queued", "waiting"):
-        event = ExternalStamper(run_id, handles.clock).run_cancelled(reason)
+        event = ExternalStamper(run_id, handles.clock, last_seq).run_cancelled(reason)
         pipe.xadd(handles.keys.events, {EVENT_FIELD: encode_event(event)})
         pipe.zrem(handles.keys.due, run_id)
         pipe.delete(handles.keys.run_checkpoint(run_id), handles.keys.run_secrets(run_id))
