@@ -41,7 +41,8 @@ class EngineServices:
 
     def __init__(self, config: EngineConfig, clock: Clock | None = None, workers: int = 2, *,
                  projector: bool = True, due_waker: bool = True, sleep: Callable[[float], None] = time.sleep,
-                 budget_preflight: BudgetPreflight = no_budget_preflight, block_ms: int = 500) -> None:
+                 budget_preflight: BudgetPreflight = no_budget_preflight, block_ms: int = 500,
+                 heartbeat_seconds: float = HEARTBEAT_SECONDS) -> None:
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self.worker_count = workers
@@ -50,6 +51,7 @@ class EngineServices:
         self.sleep = sleep
         self.budget_preflight = budget_preflight
         self.block_ms = block_ms
+        self.heartbeat_seconds = heartbeat_seconds
         """Longest blocking stream read; bounds how long stop() waits for a worker."""
         self.keys = Keyspace(config.key_prefix)
         self.redis: RedisHandle | None = None
@@ -119,7 +121,7 @@ class EngineServices:
 
     def _heartbeat_loop(self, stop: threading.Event) -> None:
         client = self.redis.client() if self.redis else None
-        while client is not None and not stop.wait(HEARTBEAT_SECONDS):
+        while client is not None and not stop.wait(self.heartbeat_seconds):
             active = {run_id for worker in self.workers for run_id in list(worker.active)}
             if active:
                 try:

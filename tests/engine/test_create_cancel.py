@@ -116,3 +116,25 @@ def test_a_run_keeps_the_version_it_started_on(engine: Engine, site: Site) -> No
     assert (run["version"], run["result"]) == (1, "v1")
     newer = services.wait_for_run(services.create_run("pin").run_id)
     assert (newer["version"], newer["result"]) == (2, "v2")
+
+
+def test_running_runs_heartbeat_until_they_end(tmp_path: Path, redis_url: str, sqlite_url: str, key_prefix: str,
+                                                site: Site) -> None:
+    services, _ = start_engine(tmp_path, redis_url, sqlite_url, key_prefix, heartbeat_seconds=0.05)
+    try:
+        site.release.clear()
+        call = {"id": "call", "type": "http.request", "config": {"method": "GET", "url": site.url + "/hold"}}
+        services.publish_flow(flow_from_data(make_flow("beat", [T, call], [("start", "call")])))
+        run_id = services.create_run("beat").run_id
+        handles = services.handles
+        assert handles is not None
+        def beat() -> float:
+            return float(handles.client.hget(handles.keys.heartbeats, run_id) or 0)
+
+        first = wait_until(beat, what="a heartbeat")
+        wait_until(lambda: beat() > first, what="the heartbeat to advance")
+        site.release.set()
+        assert services.wait_for_run(run_id)["status"] == "succeeded"
+        assert handles.client.hget(handles.keys.heartbeats, run_id) is None
+    finally:
+        services.stop()
