@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import httpx
 
+from engine.clock import Clock, SystemClock
 from engine.money.amounts import cost_micros
 from engine.providers.base import (
     BackgroundCall,
@@ -78,12 +78,13 @@ class OpenAICompatAdapter:
 
     def __init__(self, provider: ProviderConfig, connection: str | ConnectionConfig | None = None, *,
                  telemetry: TelemetrySink | None = None, timeout_seconds: float | None = None,
-                 extra_headers: dict[str, str] | None = None) -> None:
+                 extra_headers: dict[str, str] | None = None, clock: Clock | None = None) -> None:
         if connection is None:
             connection = provider.connections[0]
         self._provider = provider
         self._connection = provider.connection(connection) if isinstance(connection, str) else connection
         self._telemetry = telemetry
+        self._clock: Clock = clock or SystemClock()
         self._timeout = httpx.Timeout(timeout_seconds if timeout_seconds is not None else provider.timeout_seconds)
         self._headers = {"content-type": "application/json", **(extra_headers or {})}
         if self._connection.api_key:
@@ -125,7 +126,7 @@ class OpenAICompatAdapter:
 
     def start_background(self, request: ChatRequest) -> BackgroundCall:
         self._provider.price(request.model)
-        started_at = time.time()
+        started_at = self._clock.now()
         response = self._send("POST", "/chat/completions", {**self._body(request), "background": True})
         self._check_status(response)
         data = self._json(response)

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+from engine.clock import Clock
 from engine.providers.base import TelemetrySink
 from engine.providers.config import ProviderConfig, ProviderConfigError, provider_from_data, simulator_provider
 from engine.providers.openai_compat import OpenAICompatAdapter
@@ -55,11 +56,16 @@ def providers_in(data_dir: Path) -> list[ProviderConfig]:
 class ProviderRegistry:
     """Provider settings by name and a cached adapter per (provider, connection)."""
 
-    def __init__(self, providers: Iterable[ProviderConfig], telemetry: TelemetrySink | None = None) -> None:
+    def __init__(self, providers: Iterable[ProviderConfig], telemetry: TelemetrySink | None = None,
+                 clock: Clock | None = None) -> None:
         self._providers = {p.name: p for p in providers}
         self._telemetry = telemetry
+        self._clock = clock
         self._adapters: dict[tuple[str, str], OpenAICompatAdapter] = {}
         self._lock = threading.Lock()
+
+    def configs(self) -> list[ProviderConfig]:
+        return [self._providers[name] for name in self.names()]
 
     def names(self) -> list[str]:
         return sorted(self._providers)
@@ -79,7 +85,7 @@ class ProviderRegistry:
         with self._lock:
             adapter = self._adapters.get((provider, name))
             if adapter is None:
-                adapter = OpenAICompatAdapter(config, name, telemetry=self._telemetry)
+                adapter = OpenAICompatAdapter(config, name, telemetry=self._telemetry, clock=self._clock)
                 self._adapters[(provider, name)] = adapter
             return adapter
 
