@@ -7,6 +7,7 @@ from PySide6.QtGui import QPixmapCache, QTransform
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QGraphicsSceneMouseEvent
 
 from canvas.document import FlowDocument
+from canvas.geometry import PORT_HIT_RADIUS
 from canvas.items import EdgeItem, NodeItem, PortItem, WireItem
 from canvas.theme import CanvasTheme, theme_notifier
 from engine.flow import Edge
@@ -188,6 +189,19 @@ class FlowScene(QGraphicsScene):
                 return item
             if isinstance(item, PortItem):
                 return item.node_item
+        return None
+
+    def output_port_at(self, point: QPointF) -> PortItem | None:
+        """The output port under `point`, if any."""
+        node = self.node_at(point)
+        candidates = node.port_items if node is not None else []
+        if node is None:
+            # Port circles stick out of the node's right edge.
+            nearby = self.node_at(point - QPointF(PORT_HIT_RADIUS, 0))
+            candidates = nearby.port_items if nearby is not None else []
+        for port in candidates:
+            if port.contains(port.mapFromScene(point)):
+                return port
         return None
 
     def edge_at(self, point: QPointF, exclude_node: str | None = None) -> EdgeItem | None:

@@ -119,6 +119,7 @@ class FlowView(QGraphicsView):
         self.setToolTip("")
         self.setAccessibleName("Flow canvas")
         self._space_held = False
+        self._cursor_over_port = False
         self._panning_from: QPoint | None = None
         self._paste_count = 0
         self._pending_wire: tuple[str, str | None] | None = None
@@ -507,6 +508,7 @@ class FlowView(QGraphicsView):
             self.viewport().setCursor(Qt.CursorShape.ClosedHandCursor)
             event.accept()
             return
+        event = _shift_as_ctrl(event)
         super().mousePressEvent(event)
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:
@@ -518,7 +520,19 @@ class FlowView(QGraphicsView):
             self.verticalScrollBar().setValue(self.verticalScrollBar().value() - delta.y())
             event.accept()
             return
+        if event.buttons() == Qt.MouseButton.NoButton and not self._space_held:
+            self._hover_cursor(self.mapToScene(event.position().toPoint()))
         super().mouseMoveEvent(event)
+
+    def _hover_cursor(self, point: QPointF) -> None:
+        # One cursor on the viewport, chosen here, instead of per-item cursors (those cost a hit test per item).
+        over_port = self.flow_scene.output_port_at(point) is not None
+        if over_port != self._cursor_over_port:
+            self._cursor_over_port = over_port
+            if over_port:
+                self.viewport().setCursor(Qt.CursorShape.CrossCursor)
+            else:
+                self.viewport().unsetCursor()
 
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:
         if self._panning_from is not None and event.button() in (
@@ -532,7 +546,7 @@ class FlowView(QGraphicsView):
                 self.viewport().unsetCursor()
             event.accept()
             return
-        super().mouseReleaseEvent(event)
+        super().mouseReleaseEvent(_shift_as_ctrl(event))
 
     def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
         node = self.flow_scene.node_at(self.mapToScene(event.position().toPoint()))
@@ -581,3 +595,13 @@ class FlowView(QGraphicsView):
 
     def node_item(self, node_id: str) -> NodeItem | None:
         return self.flow_scene.node_items.get(node_id)
+
+
+def _shift_as_ctrl(event: QMouseEvent) -> QMouseEvent:
+    """Shift-click adds to the selection as in most editors; Qt's scene does that for Ctrl."""
+    if not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+        return event
+    modifiers = (event.modifiers() & ~Qt.KeyboardModifier.ShiftModifier) | Qt.KeyboardModifier.ControlModifier
+    return QMouseEvent(
+        event.type(), event.position(), event.globalPosition(), event.button(), event.buttons(), modifiers
+    )

@@ -419,3 +419,19 @@ def test_arrow_keys_nudge_the_selection_and_enter_opens_it(qtbot: QtBot, editor:
     assert blocker.args == ["note"]
     QTest.keyClick(view, Qt.Key.Key_Escape)
     assert view.selected_node_ids() == []
+
+
+def test_shift_click_adds_to_the_selection_and_ports_show_a_cross_cursor(editor: FlowEditor) -> None:
+    view = editor.view
+    viewport = view.viewport()
+    for node_id, modifiers in (("hook", Qt.KeyboardModifier.NoModifier), ("done", Qt.KeyboardModifier.ShiftModifier)):
+        point = view_point(view, item_of(view, node_id).node_rect().center() + item_of(view, node_id).pos())
+        send_mouse(viewport, QEvent.Type.MouseButtonPress, point, modifiers=modifiers)
+        send_mouse(viewport, QEvent.Type.MouseButtonRelease, point, modifiers=modifiers)
+    assert view.selected_node_ids() == ["hook", "done"]
+    send_mouse(
+        viewport, QEvent.Type.MouseMove, _port_point(view, "approve", "rejected"), buttons=Qt.MouseButton.NoButton
+    )
+    assert viewport.cursor().shape() == Qt.CursorShape.CrossCursor
+    send_mouse(viewport, QEvent.Type.MouseMove, QPoint(5, 5), buttons=Qt.MouseButton.NoButton)
+    assert viewport.cursor().shape() != Qt.CursorShape.CrossCursor
