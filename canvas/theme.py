@@ -113,6 +113,10 @@ class _ThemeNotifier(QObject):
 _current: CanvasTheme = LIGHT
 _notifier: _ThemeNotifier | None = None
 _palette_overridden = False
+_mode = "system"
+_following_system = False
+_mode = "system"
+_following_system = False
 
 
 def current_theme() -> CanvasTheme:
@@ -165,9 +169,14 @@ def _palette_for(theme: CanvasTheme) -> QPalette:
 
 def apply_theme(app: QApplication, mode: str = "system") -> CanvasTheme:
     """Switch to "light", "dark" or "system"; sets the app palette for explicit modes and tells scenes."""
-    global _current, _palette_overridden
+    global _current, _palette_overridden, _mode, _following_system
     if mode not in ("light", "dark", "system"):
         raise ValueError(f'theme "{mode}" is not known; use light, dark or system')
+    _mode = mode
+    hints = QGuiApplication.styleHints()
+    if not _following_system and hints is not None:
+        hints.colorSchemeChanged.connect(_system_scheme_changed)
+        _following_system = True
     if mode == "system":
         _current = DARK if system_prefers_dark() else LIGHT
         style = app.style()
@@ -180,3 +189,9 @@ def apply_theme(app: QApplication, mode: str = "system") -> CanvasTheme:
         _palette_overridden = True
     theme_notifier().changed.emit(_current)
     return _current
+
+
+def _system_scheme_changed(_scheme: Qt.ColorScheme) -> None:
+    app = QApplication.instance()
+    if _mode == "system" and isinstance(app, QApplication):
+        apply_theme(app, "system")

@@ -435,3 +435,17 @@ def test_shift_click_adds_to_the_selection_and_ports_show_a_cross_cursor(editor:
     assert viewport.cursor().shape() == Qt.CursorShape.CrossCursor
     send_mouse(viewport, QEvent.Type.MouseMove, QPoint(5, 5), buttons=Qt.MouseButton.NoButton)
     assert viewport.cursor().shape() != Qt.CursorShape.CrossCursor
+
+
+def test_system_theme_follows_the_platform_and_bad_names_are_refused(qapp: QApplication) -> None:
+    import pytest
+
+    from canvas.theme import DARK, LIGHT, apply_theme, system_prefers_dark
+
+    try:
+        chosen = apply_theme(qapp, "system")
+        assert chosen is (DARK if system_prefers_dark() else LIGHT)
+        with pytest.raises(ValueError, match="use light, dark or system"):
+            apply_theme(qapp, "sepia")
+    finally:
+        apply_theme(qapp, "light")
