@@ -60,11 +60,6 @@ class FlowGraph:
             for target in self.succ[node_id]:
                 mask |= self._descendants[target] | (1 << self.position[target])
             self._descendants[node_id] = mask
-        for node_id in order:
-            mask = 0
-            for source in self.pred[node_id]:
-                mask |= self._ancestors[source] | (1 << self.position[source])
-            self._ancestors[node_id] = mask
 
     def cycles(self, limit: int) -> list[list[str]]:
         """Up to `limit` cycles, each as its list of nodes."""
@@ -93,7 +88,13 @@ class FlowGraph:
         return self._descendants[node_id]
 
     def ancestors(self, node_id: str) -> int:
-        """Mask of every node that reaches `node_id` (not itself)."""
+        """Mask of every node that reaches `node_id` (not itself); computed for all nodes on first use."""
+        if not self._ancestors and self.order is not None:
+            for each in self.order:
+                mask = 0
+                for source in self.pred[each]:
+                    mask |= self._ancestors[source] | (1 << self.position[source])
+                self._ancestors[each] = mask
         return self._ancestors[node_id]
 
     def reaches(self, source: str, target: str) -> bool:

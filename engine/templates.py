@@ -23,7 +23,7 @@ def is_template(text: str) -> bool:
 
 # `{{ name.attr.attr }}` holes: most templates are only these, and answering them without Jinja's parser keeps
 # validating a freshly opened 5,000-node flow fast. Anything else goes through the parser.
-_SIMPLE_HOLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\}\}")
+_SIMPLE_HOLE = re.compile(r"(?<!\{)\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*\}\}")
 _OPERATOR_WORDS = frozenset({"and", "or", "not", "in", "is", "if", "else"})
 
 

@@ -6,6 +6,7 @@ stable code from the flow-format spec.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -395,31 +396,29 @@ class _Checker:
                     )
 
     def _state_flow(self) -> None:
-        order = self.graph.order or []
-        key_bit: dict[str, int] = {}
-        writes: dict[str, int] = {}
+        # Writers of each key in topological order, so the nearest possible upstream writer is tried first.
         writers: dict[str, list[str]] = {}
-        for node_id in order:
+        for node_id in self.graph.order or []:
             spec = self.specs.get(node_id)
-            mask = 0
             if spec is not None:
                 for key in written_keys(spec.type, node_id, self.nodes[node_id].config):
-                    mask |= 1 << key_bit.setdefault(key, len(key_bit))
                     writers.setdefault(key, []).append(node_id)
-            writes[node_id] = mask
-        available: dict[str, int] = {}
-        for node_id in order:
-            mask = 0
-            for pred in self.graph.pred[node_id]:
-                mask |= available[pred] | writes[pred]
-            available[node_id] = mask
-            spec = self.specs.get(node_id)
-            if spec is not None:
-                self._template_refs(node_id, spec, mask, key_bit, writers)
+        positions = {key: [self.graph.position[w] for w in nodes] for key, nodes in writers.items()}
+        for node_id, spec in self.specs.items():
+            self._template_refs(node_id, spec, writers, positions)
         self._write_conflicts(writers)
 
+    def _written_upstream(
+        self, node_id: str, key: str, writers: dict[str, list[str]], positions: dict[str, list[int]]
+    ) -> bool:
+        nodes = writers.get(key)
+        if not nodes:
+            return False
+        below = bisect.bisect_left(positions[key], self.graph.position[node_id])
+        return any(self.graph.reaches(nodes[i], node_id) for i in range(below - 1, -1, -1))
+
     def _template_refs(
-        self, node_id: str, spec: NodeType, available: int, key_bit: dict[str, int], writers: dict[str, list[str]]
+        self, node_id: str, spec: NodeType, writers: dict[str, list[str]], positions: dict[str, list[int]]
     ) -> None:
         reported: set[str] = set()
         for path, source in template_fields(spec.type, self.nodes[node_id].config):
@@ -428,12 +427,11 @@ class _Checker:
             except TemplateProblem:
                 continue  # bad_template already reported by the config check
             for ref in sorted(refs - reported):
-                bit = key_bit.get(ref)
-                if bit is not None and (available >> bit) & 1:
+                if self._written_upstream(node_id, ref, writers, positions):
                     continue
                 reported.add(ref)
-                if bit is None:
-                    why = f"which no node writes{_did_you_mean(ref, key_bit)}"
+                if ref not in writers:
+                    why = f"which no node writes{_did_you_mean(ref, writers)}"
                 else:
                     written_by = ", ".join(f"\"{w}\"" for w in writers[ref][:3])
                     why = f"which only {written_by} write(s), not upstream of this node; "
@@ -459,9 +457,10 @@ class _Checker:
             writer_mask = graph.mask(nodes)
             reducing_joins = graph.mask(reducers.get(key, ()))
             for first in nodes:
-                # Writers neither above nor below `first`; count each pair once, from its earlier member.
-                ordered = graph.ancestors(first) | graph.descendants(first) | ((graph.bit(first) << 1) - 1)
-                for second in graph.members(writer_mask & ~ordered):
+                # Later writers `first` does not reach: in topological order nothing later reaches back to it,
+                # so these are the writers unordered with it, each pair counted once.
+                later = writer_mask >> (graph.position[first] + 1) << (graph.position[first] + 1)
+                for second in graph.members(later & ~graph.descendants(first)):
                     if graph.descendants(first) & graph.descendants(second) & reducing_joins:
                         continue
                     if not self._may_run_together(first, second):
@@ -479,16 +478,10 @@ class _Checker:
 
         A fork whose every branch reaches both (a diamond that joins again) does not separate them; router and
         approval ports are exclusive choices, so branches from different ports of one never run together.
+        Nodes only different triggers lead to have no fork in common.
         """
-        graph = self.graph
-        above_first, above_second = graph.ancestors(first), graph.ancestors(second)
-        common = above_first & above_second
-        if not common:
-            return False  # only different triggers lead to them
-        first_side = (above_first | graph.bit(first)) & ~(above_second | graph.bit(second))
-        second_side = (above_second | graph.bit(second)) & ~(above_first | graph.bit(first))
-        into_second = self._fork_ports_into(second_side, common)
-        for fork, ports_first in self._fork_ports_into(first_side, common).items():
+        into_second = self._forks_into_side(second, first)
+        for fork, ports_first in self._forks_into_side(first, second).items():
             ports_second = into_second.get(fork)
             if ports_second is None:
                 continue
@@ -498,13 +491,22 @@ class _Checker:
                 return True
         return False
 
-    def _fork_ports_into(self, side: int, forks: int) -> dict[str, set[str]]:
-        """For each node of `forks` with an edge into `side`: the ports of those edges."""
+    def _forks_into_side(self, node_id: str, other: str) -> dict[str, set[str]]:
+        """Nodes above both `node_id` and `other` with an edge into `node_id`'s own side, and those edges' ports.
+
+        Walks up from `node_id` through nodes that do not reach `other` (its side) and stops at the first nodes
+        that do: those are where the two branches split.
+        """
         found: dict[str, set[str]] = {}
-        for target in self.graph.members(side):
-            for fork in self.graph.pred[target]:
-                if forks & self.graph.bit(fork):
-                    found.setdefault(fork, set()).update(self._edge_ports[(fork, target)])
+        stack, seen = [node_id], {node_id}
+        while stack:
+            below = stack.pop()
+            for above in self.graph.pred[below]:
+                if self.graph.reaches(above, other):
+                    found.setdefault(above, set()).update(self._edge_ports[(above, below)])
+                elif above not in seen:
+                    seen.add(above)
+                    stack.append(above)
         return found
 
 
