@@ -27,6 +27,13 @@ class RedisEmitter:
         with self._lock:
             self._buffer.append(payload)
 
+    def drain_into(self, pipe: Any) -> None:
+        """Add the buffered events to `pipe` (the caller executes it)."""
+        with self._lock:
+            pending, self._buffer = self._buffer, []
+        for payload in pending:
+            pipe.xadd(self.stream, {EVENT_FIELD: payload})
+
     def flush(self, extra: Callable[[Any], None] | None = None) -> None:
         """Write buffered events; `extra(pipeline)` adds commands to the same round trip."""
         with self._lock:

@@ -13,7 +13,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import orjson
@@ -70,6 +70,17 @@ class PlanCache:
         return plan
 
 
+@dataclass
+class _Finished:
+    """A job run to its end or park, whose events and ack are still to be written."""
+
+    run_id: str
+    status: str
+    emitter: RedisEmitter | None = None
+    finish: Callable[[Any], None] | None = None
+    due: float | None = None
+
+
 class Worker:
     """One consumer of the jobs stream; `run()` loops until `stop` is set."""
 
@@ -100,47 +111,72 @@ class Worker:
                 stop.wait(1.0)
                 continue
             for _stream, entries in reply or []:
-                for message_id, fields in entries:
-                    self.handle(message_id, fields)
+                self.handle_batch(entries)
 
     def handle(self, message_id: bytes, fields: dict[bytes, bytes], attempt: int = 1) -> str:
         """Run one job; returns how it ended (a run outcome, `dropped` or `bad_job`)."""
-        try:
-            job = decode_job(fields)
-        except BadJob as exc:
-            log.error("worker %s: %s; moved to %s", self.name, exc, self.keys.jobs_dead)
-            pipe = self.client.pipeline(transaction=False)
-            dead: dict[Any, Any] = {**fields, b"error": str(exc).encode()}
-            pipe.xadd(self.keys.jobs_dead, dead)
-            self._ack(pipe, message_id)
-            pipe.execute()
-            return "bad_job"
-        cancel_key = self.keys.run_cancel(job.run_id)
-        if self.client.exists(cancel_key):
-            pipe = self.client.pipeline(transaction=False)
-            self._ack(pipe, message_id)
-            pipe.execute()
-            return "dropped"
-        self.active.add(job.run_id)
-        try:
-            return self._execute(job, message_id, attempt, cancel_key)
-        finally:
-            self.active.discard(job.run_id)
+        return self.handle_batch([(message_id, fields)], attempt)[0]
+
+    def handle_batch(self, entries: list[tuple[bytes, dict[bytes, bytes]]], attempt: int = 1) -> list[str]:
+        """Run the jobs of one read, then write all their events and acks in one round trip.
+
+        Cancel flags of the whole read are checked in one round trip first. Returns, per entry,
+        how it ended (a run outcome, `dropped` or `bad_job`).
+        """
+        jobs: list[tuple[bytes, Job | None]] = []
+        for message_id, fields in entries:
+            try:
+                jobs.append((message_id, decode_job(fields)))
+            except BadJob as exc:
+                log.error("worker %s: %s; moved to %s", self.name, exc, self.keys.jobs_dead)
+                dead: dict[Any, Any] = {**fields, b"error": str(exc).encode()}
+                pipe = self.client.pipeline(transaction=False)
+                pipe.xadd(self.keys.jobs_dead, dead)
+                self._ack(pipe, message_id)
+                pipe.execute()
+                jobs.append((message_id, None))
+        check = self.client.pipeline(transaction=False)
+        for _message_id, job in jobs:
+            if job is not None:
+                check.exists(self.keys.run_cancel(job.run_id))
+        flags = iter(check.execute())
+        outcomes: list[str] = []
+        finals: list[_Finished] = []
+        out = self.client.pipeline(transaction=False)
+        for message_id, job in jobs:
+            if job is None:
+                outcomes.append("bad_job")
+                continue
+            if next(flags):
+                self._ack(out, message_id)
+                outcomes.append("dropped")
+                continue
+            self.active.add(job.run_id)
+            finished = self._execute(job, message_id, attempt, self.keys.run_cancel(job.run_id))
+            outcomes.append(finished.status)
+            finals.append(finished)
+            if finished.emitter is not None:
+                finished.emitter.drain_into(out)
+            if finished.finish is not None:
+                finished.finish(out)
+        out.execute()
+        for finished in finals:
+            self.active.discard(finished.run_id)
+            if finished.due is not None:
+                self.schedule_due(finished.run_id, finished.due)
+        return outcomes
 
     def _ack(self, pipe: Any, message_id: bytes) -> None:
         pipe.xack(self.keys.jobs, self.keys.jobs_group, message_id)
         pipe.xdel(self.keys.jobs, message_id)
 
-    def _execute(self, job: Job, message_id: bytes, attempt: int, cancel_key: str) -> str:
+    def _execute(self, job: Job, message_id: bytes, attempt: int, cancel_key: str) -> _Finished:
         checkpoint: dict[str, Any] | None = None
         if job.action == "resume":
             raw = self.client.get(self.keys.run_checkpoint(job.run_id))
             if raw is None:
                 log.error("worker %s: run %s has no checkpoint to resume from; job dropped", self.name, job.run_id)
-                pipe = self.client.pipeline(transaction=False)
-                self._ack(pipe, message_id)
-                pipe.execute()
-                return "dropped"
+                return _Finished(job.run_id, "dropped", finish=lambda pipe: self._ack(pipe, message_id))
             checkpoint = orjson.loads(raw)
             job = Job(**checkpoint["job"])
         plan = self.plans.get(job.flow_id, job.version)
@@ -181,7 +217,5 @@ class Worker:
             pipe.hdel(self.keys.heartbeats, job.run_id)
             self._ack(pipe, message_id)
 
-        emitter.flush(finish)
-        if outcome.status == "parked" and outcome.park is not None:
-            self.schedule_due(job.run_id, outcome.park.due_at)
-        return outcome.status
+        due = outcome.park.due_at if outcome.status == "parked" and outcome.park is not None else None
+        return _Finished(job.run_id, outcome.status, emitter, finish, due)

@@ -73,7 +73,7 @@ def _pg_database() -> tuple[str, Any] | None:
     return PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}", drop
 
 
-def bench(db: str, runs: int, workers: int) -> dict[str, Any]:
+def bench(db: str, runs: int, workers: int, submitters: int) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="lockgate-bench-"))
     drop = None
     db_url = None
@@ -108,10 +108,18 @@ def bench(db: str, runs: int, workers: int) -> dict[str, Any]:
         statuses.clear()
         events[0] = 0
         created: dict[str, float] = {}
+
+        def submit(numbers: range) -> None:
+            for n in numbers:
+                at = time.perf_counter()
+                created[services.create_run("bench5", {"n": n}).run_id] = at
+
         began = time.perf_counter()
-        for n in range(runs):
-            at = time.perf_counter()
-            created[services.create_run("bench5", {"n": n}).run_id] = at
+        threads = [threading.Thread(target=submit, args=(range(i, runs, submitters),)) for i in range(submitters)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
         submitted = time.perf_counter()
         if not done.wait(timeout=max(60.0, runs / 20)):
             raise TimeoutError(f"only {len(finished)} of {runs} runs finished")
@@ -123,6 +131,7 @@ def bench(db: str, runs: int, workers: int) -> dict[str, Any]:
             "db": db,
             "runs": runs,
             "workers": workers,
+            "submitter_threads": submitters,
             "succeeded": ok,
             "seconds": round(elapsed, 3),
             "runs_per_s": round(runs / elapsed, 1),
@@ -141,9 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3000)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--submitters", type=int, default=1, help="threads calling create_run() (default 1)")
     parser.add_argument("--db", default="sqlite,postgres", help="comma-separated: sqlite, postgres")
     args = parser.parse_args(argv)
-    results = [bench(db.strip(), args.runs, args.workers) for db in args.db.split(",") if db.strip()]
+    results = [bench(db.strip(), args.runs, args.workers, args.submitters) for db in args.db.split(",") if db.strip()]
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"benchmark": "engine_throughput", "flow_nodes": 5, "results": results,
                       "peak_rss_mb": round(peak_kb / 1024, 1)}, indent=2))
