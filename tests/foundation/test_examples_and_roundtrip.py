@@ -9,7 +9,7 @@ import pytest
 
 from engine.flow import dump_flow, flow_to_data, load_flow, load_flow_text, save_flow
 from engine.validation import has_errors, validate
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, ROOT
 
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.flow.json"))
 
@@ -98,3 +98,9 @@ def test_defaults_are_left_out_and_integral_positions_written_as_integers() -> N
         "nodes": [{"id": "s", "type": "trigger.manual", "title": "", "position": [3, 4], "config": {}}],
         "edges": [],
     }
+
+
+def test_the_examples_shipped_in_resources_match_the_spec_examples() -> None:
+    shipped = ROOT / "resources" / "examples"
+    for path in EXAMPLE_FILES:
+        assert (shipped / path.name).read_bytes() == path.read_bytes(), f"resources/examples/{path.name} drifted"
