@@ -107,6 +107,10 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
             except (IllegalTransition, LookupError) as exc:
                 dead_rows.append({"source": source, "message_id": message_id, "payload": _raw(event),
                                   "error": str(exc), "created_at": now})
+            except Exception as exc:  # a poison event must be captured, never retried forever
+                dead_rows.append({"source": source, "message_id": message_id, "payload": _raw(event),
+                                  "error": f"{event.type} could not be applied: {type(exc).__name__}: {exc}",
+                                  "created_at": now})
             else:
                 result.applied += 1
                 if change is not None:

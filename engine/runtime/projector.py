@@ -75,13 +75,18 @@ class Projector:
         self.on_batch = on_batch
         self.block_ms = block_ms
         self.active = False
+        self._recover = True
+        """Re-read entries delivered but not acknowledged (after taking the lease or a failed batch)."""
 
     def run(self, stop: threading.Event) -> None:
         ensure_group(self.client, self.keys.events, self.keys.events_group)
         try:
             while not stop.is_set():
                 try:
+                    was_active = self.active
                     self.active = self.lease.acquire_or_renew()
+                    if self.active and not was_active:
+                        self._recover = True
                     if not self.active:
                         stop.wait(LEASE_SECONDS / 5)
                         continue
@@ -93,6 +98,7 @@ class Projector:
                     stop.wait(1.0)
                 except (sa.exc.OperationalError, sa.exc.IntegrityError) as exc:
                     log.warning("projector %s: database error, batch left pending for retry: %s", self.holder, exc)
+                    self._recover = True
                     stop.wait(0.5)
         finally:
             if self.active:
@@ -102,11 +108,12 @@ class Projector:
                     pass
             self.active = False
 
-    def step(self, block_ms: int | None = None, pending_first: bool = True) -> BatchResult:
-        """Apply one batch: first anything delivered to us but not acknowledged, then new events."""
+    def step(self, block_ms: int | None = None) -> BatchResult:
+        """Apply one batch: first anything delivered but not acknowledged (when recovering), then new events."""
         entries = []
-        if pending_first:
+        if self._recover:
             entries = self._read("0", None)
+            self._recover = bool(entries)
         if not entries:
             entries = self._read(">", block_ms)
         if not entries:

@@ -115,6 +115,7 @@ def bench(db: str, runs: int, workers: int, submitters: int) -> dict[str, Any]:
                 created[services.create_run("bench5", {"n": n}).run_id] = at
 
         began = time.perf_counter()
+        cpu_began = time.process_time()
         threads = [threading.Thread(target=submit, args=(range(i, runs, submitters),)) for i in range(submitters)]
         for thread in threads:
             thread.start()
@@ -124,6 +125,7 @@ def bench(db: str, runs: int, workers: int, submitters: int) -> dict[str, Any]:
         if not done.wait(timeout=max(60.0, runs / 20)):
             raise TimeoutError(f"only {len(finished)} of {runs} runs finished")
         ended = max(finished[run_id] for run_id in created)
+        cpu = time.process_time() - cpu_began
         latencies = [(finished[run_id] - created[run_id]) * 1000 for run_id in created]
         elapsed = ended - began
         ok = sum(1 for run_id in created if statuses.get(run_id) == "succeeded")
@@ -137,6 +139,7 @@ def bench(db: str, runs: int, workers: int, submitters: int) -> dict[str, Any]:
             "runs_per_s": round(runs / elapsed, 1),
             "events_per_s": round(events[0] / elapsed, 1),
             "submit_per_s": round(runs / (submitted - began), 1),
+            "engine_cpu_ms_per_run": round(cpu * 1000 / runs, 3),
             "latency_ms": {"p50": round(_percentile(latencies, 0.5), 1), "p99": round(_percentile(latencies, 0.99), 1),
                            "mean": round(statistics.fmean(latencies), 1), "max": round(max(latencies), 1)},
         }
