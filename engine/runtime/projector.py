@@ -100,6 +100,10 @@ class Projector:
                     log.warning("projector %s: database error, batch left pending for retry: %s", self.holder, exc)
                     self._recover = True
                     stop.wait(0.5)
+                except Exception:
+                    log.exception("projector %s: batch failed; left pending for retry", self.holder)
+                    self._recover = True
+                    stop.wait(0.5)
         finally:
             if self.active:
                 try:
