@@ -16,7 +16,12 @@ ensure_venv() {
   local wanted
   wanted="$(.venv/bin/python -c 'import hashlib; print(hashlib.sha256(open("pyproject.toml", "rb").read()).hexdigest())')"
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ]; then
-    .venv/bin/python -m pip install --quiet -e ".$extras"
+    echo "Installing Lockgate$extras into .venv (log: .venv/pip-install.log) ..." >&2
+    if ! .venv/bin/python -m pip install -e ".$extras" > .venv/pip-install.log 2>&1; then
+      tail -n 30 .venv/pip-install.log >&2
+      echo "lockgate: installing into .venv failed; the full log is .venv/pip-install.log" >&2
+      exit 1
+    fi
     echo "$wanted" > "$stamp"
   fi
 }
