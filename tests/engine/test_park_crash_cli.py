@@ -122,3 +122,46 @@ def test_a_killed_worker_leaves_its_job_pending(tmp_path: Path, redis_url: str, 
     shown = subprocess.run([*LOCKGATE, "runs", "show", run_id, "--json"], env=env, capture_output=True, text=True,
                            timeout=30)
     assert json.loads(shown.stdout)["status"] in ("queued", "running")
+
+
+def test_detach_returns_at_the_first_park_and_the_run_continues_with_the_next_engine(
+        tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    env = _env(tmp_path, redis_url, key_prefix)
+    flow = tmp_path / "nap.flow.json"
+    flow.write_text(json.dumps(make_flow("nap", [T, {"id": "nap", "type": "queue", "config": {"delay": "1s"}},
+                                                 {"id": "done", "type": "terminal", "config": {"output": "rested"}}],
+                                         [("start", "nap"), ("nap", "done")])))
+    detached = subprocess.run([*LOCKGATE, "run", str(flow), "--detach", "--json"], env=env, capture_output=True,
+                              text=True, timeout=60)
+    assert detached.returncode == 0, detached.stderr
+    run = json.loads(detached.stdout)
+    assert run["status"] == "waiting"
+    assert run["waiting_on"]["node"] == "nap" and run["waiting_on"]["reason"] == "queue_delay"
+    assert "parked at nap (queue_delay) until" in detached.stderr
+    services, _ = start_engine(tmp_path, redis_url, f"sqlite:///{tmp_path / 'data' / 'lockgate.db'}", key_prefix)
+    try:
+        finished = services.wait_for_run(run["id"], timeout=15)
+        assert finished["status"] == "succeeded" and finished["result"] == "rested"
+    finally:
+        services.stop()
+
+
+def test_one_projector_is_active_among_engines(tmp_path: Path, redis_url: str, sqlite_url: str,
+                                               key_prefix: str) -> None:
+    first, _ = start_engine(tmp_path / "a", redis_url, sqlite_url, key_prefix)
+    second, _ = start_engine(tmp_path / "b", redis_url, sqlite_url, key_prefix)
+    try:
+        assert first.projector is not None and second.projector is not None
+        wait_until(lambda: first.projector.active or second.projector.active, what="a projector to take the lease")
+        time.sleep(0.3)
+        assert [first.projector.active, second.projector.active].count(True) == 1
+        standby = second if first.projector.active else first
+        (first if standby is second else second).stop()
+        wait_until(lambda: standby.projector is not None and standby.projector.active, timeout=10,
+                   what="the standby to take over")
+        standby.publish_flow(flow_from_data(make_flow("after", [T, {"id": "done", "type": "terminal"}],
+                                                      [("start", "done")])))
+        assert standby.wait_for_run(standby.create_run("after").run_id)["status"] == "succeeded"
+    finally:
+        first.stop()
+        second.stop()
