@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from engine.flow import flow_from_data
+from engine.flow import Flow, flow_from_data
 from engine.runtime.inputs import InputError
 from tests.engine.conftest import Engine, Site, make_flow, start_engine, wait_until
 
@@ -45,7 +46,7 @@ def test_idempotency_key_creates_one_run(engine: Engine) -> None:
 
 
 def test_budget_preflight_hook_can_refuse(tmp_path: Path, redis_url: str, sqlite_url: str, key_prefix: str) -> None:
-    def exhausted(flow, inputs) -> None:  # type: ignore[no-untyped-def]
+    def exhausted(flow: Flow, inputs: dict[str, Any]) -> None:
         raise RuntimeError("budget_exhausted: budget \"default\" has $0.00 left")
 
     services, _ = start_engine(tmp_path, redis_url, sqlite_url, key_prefix, budget_preflight=exhausted)

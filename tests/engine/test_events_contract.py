@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,7 @@ def test_committed_contract_matches_the_models() -> None:
     assert contract_drift() == [], "run `python -m engine.events.schema` and commit engine/events/contract/"
 
 
-def test_contract_drift_is_detected(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_contract_drift_is_detected(tmp_path: Path) -> None:
     for name, text in contract_documents().items():
         (tmp_path / name).write_text(text)
     assert contract_drift(tmp_path) == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 
 from engine.clock import ManualClock
-from engine.events import EventStamper, encode_event
+from engine.events import EventBase, EventStamper, encode_event
 from engine.flow import flow_from_data
 from engine.runtime.context import RunContext
 from engine.runtime.executor import RunExecutor
@@ -119,7 +119,7 @@ def test_secret_inputs_are_redacted_in_every_event() -> None:
     class Capture:
         events: list = []
 
-        def emit(self, event) -> None:  # type: ignore[no-untyped-def]
+        def emit(self, event: EventBase) -> None:
             self.events.append(event)
 
         def flush(self) -> None:

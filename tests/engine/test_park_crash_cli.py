@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -111,7 +112,7 @@ def test_a_killed_worker_leaves_its_job_pending(tmp_path: Path, redis_url: str, 
     finally:
         if worker.poll() is None:
             worker.kill()
-    client = redis.Redis.from_url(redis_url)
+    client: Any = redis.Redis.from_url(redis_url)
     keys = Keyspace(key_prefix)
     pending = client.xpending_range(keys.jobs, keys.jobs_group, "-", "+", 10)
     assert len(pending) == 1 and pending[0]["times_delivered"] == 1
@@ -151,11 +152,12 @@ def test_one_projector_is_active_among_engines(tmp_path: Path, redis_url: str, s
     first, _ = start_engine(tmp_path / "a", redis_url, sqlite_url, key_prefix)
     second, _ = start_engine(tmp_path / "b", redis_url, sqlite_url, key_prefix)
     try:
-        assert first.projector is not None and second.projector is not None
-        wait_until(lambda: first.projector.active or second.projector.active, what="a projector to take the lease")
+        one, two = first.projector, second.projector
+        assert one is not None and two is not None
+        wait_until(lambda: one.active or two.active, what="a projector to take the lease")
         time.sleep(0.3)
-        assert [first.projector.active, second.projector.active].count(True) == 1
-        standby = second if first.projector.active else first
+        assert [one.active, two.active].count(True) == 1
+        standby = second if one.active else first
         (first if standby is second else second).stop()
         wait_until(lambda: standby.projector is not None and standby.projector.active, timeout=10,
                    what="the standby to take over")
