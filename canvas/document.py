@@ -75,11 +75,11 @@ class FlowDocument(QObject):
         self._validation_timer = QTimer(self)
         self._validation_timer.setSingleShot(True)
         self._validation_timer.setInterval(VALIDATION_DELAY_MS)
-        self._validation_timer.timeout.connect(self.validate_now)
-        self.flow_changed.connect(self._mark_stale)
+        self._validation_timer.timeout.connect(self._validate_debounced)
+        self._content_version = 0
+        self._validated_version = -1
         # The first validation runs right after the window first paints, so opening a big flow shows it at once.
-        self._stale = True
-        QTimer.singleShot(0, self, self._validate_if_stale)
+        QTimer.singleShot(0, self, self._validate_debounced)
 
     def _clean_changed(self, clean: bool) -> None:
         self.dirty_changed.emit(not clean)
@@ -151,20 +151,30 @@ class FlowDocument(QObject):
         """The diagnostics of the last validation, without running one (for painting)."""
         return list(self._diagnostics)
 
-    def _mark_stale(self) -> None:
-        self._stale = True
+    @property
+    def _stale(self) -> bool:
+        return self._validated_version != self._content_version
+
+    def _content_changed(self) -> None:
+        # Positions never change diagnostics, so moves do not call this.
+        self._content_version += 1
         self._validation_timer.start()
 
-    def _validate_if_stale(self) -> None:
+    def _validate_debounced(self) -> None:
+        # Runs on the GUI thread on purpose: a worker thread can run Python's cyclic GC and so destroy
+        # Qt objects off-thread, which crashes PySide. Debouncing keeps it off the paint path.
         if self._stale:
             self.validate_now()
 
+    def _publish(self, version: int, diagnostics: list[Diagnostic]) -> None:
+        self._validated_version = version
+        self._diagnostics = diagnostics
+        self.diagnostics_changed.emit(list(diagnostics))
+
     def validate_now(self) -> list[Diagnostic]:
-        """Validate at once (edits schedule this debounced) and notify."""
+        """Validate at once (content edits schedule this 150 ms after the last one) and notify."""
         self._validation_timer.stop()
-        self._stale = False
-        self._diagnostics = validate(self._flow)
-        self.diagnostics_changed.emit(list(self._diagnostics))
+        self._publish(self._content_version, validate(self._flow))
         return list(self._diagnostics)
 
     def unique_node_id(self, base: str, also_taken: set[str] | frozenset[str] = frozenset()) -> str:
@@ -402,6 +412,7 @@ class FlowDocument(QObject):
         self._flow.nodes.insert(index, node)
         self._nodes_by_id.setdefault(node.id, node)
         self.node_added.emit(node.id)
+        self._content_changed()
         self.flow_changed.emit()
 
     def remove_node_at(self, index: int) -> Node:
@@ -413,17 +424,20 @@ class FlowDocument(QObject):
                     self._nodes_by_id[node.id] = other
                     break
         self.node_removed.emit(node.id)
+        self._content_changed()
         self.flow_changed.emit()
         return node
 
     def insert_edge_at(self, index: int, edge: Edge) -> None:
         self._flow.edges.insert(index, edge)
         self.edge_added.emit(edge)
+        self._content_changed()
         self.flow_changed.emit()
 
     def remove_edge_at(self, index: int) -> Edge:
         edge = self._flow.edges.pop(index)
         self.edge_removed.emit(edge)
+        self._content_changed()
         self.flow_changed.emit()
         return edge
 
@@ -436,6 +450,7 @@ class FlowDocument(QObject):
         if output_ports(old) != output_ports(node):
             # Port rows moved, so edges from this node must be re-anchored.
             self.nodes_moved.emit([node.id])
+        self._content_changed()
         self.flow_changed.emit()
 
     def set_positions(self, positions: dict[str, tuple[float, float]]) -> None:

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from PySide6.QtCore import QEvent, QMimeData, QPoint, QPointF, QRect, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QAction,
     QContextMenuEvent,
@@ -34,7 +34,6 @@ from canvas.scene import FlowScene
 from canvas.theme import CanvasTheme, current_theme, theme_notifier
 
 NODE_TYPE_MIME = "application/x-lockgate-node-type"
-FRAGMENT_MIME = "application/x-lockgate-fragment"
 MIN_ZOOM = 0.05
 MAX_ZOOM = 3.0
 FIT_MAX_ZOOM = 1.25
@@ -252,22 +251,16 @@ class FlowView(QGraphicsView):
         if not node_ids:
             return None
         fragment = self.document.copy_fragment(node_ids)
-        data = QMimeData()
-        text = json.dumps(fragment, indent=2)
-        data.setData(FRAGMENT_MIME, text.encode("utf-8"))
-        data.setText(text)
-        QGuiApplication.clipboard().setMimeData(data)
+        # Plain JSON text (its "format" key marks it): it pastes into another window, a chat or a diff,
+        # and a Python-made QMimeData handed to the clipboard crashed PySide at exit.
+        QGuiApplication.clipboard().setText(json.dumps(fragment, indent=2))
         self._paste_count = 0
         return fragment
 
     def paste(self) -> list[str]:
         """Paste the clipboard's nodes, offset a step further each time, and select them."""
-        data = QGuiApplication.clipboard().mimeData()
-        if data is None:
-            return []
-        raw = bytes(data.data(FRAGMENT_MIME).data()).decode("utf-8") if data.hasFormat(FRAGMENT_MIME) else data.text()
         try:
-            fragment = json.loads(raw)
+            fragment = json.loads(QGuiApplication.clipboard().text())
         except (ValueError, TypeError):
             return []
         if not isinstance(fragment, dict) or fragment.get("format") != FRAGMENT_FORMAT or not fragment.get("nodes"):

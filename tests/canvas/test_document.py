@@ -11,6 +11,7 @@ from pytestqt.qtbot import QtBot
 
 from canvas.document import FlowDocument, empty_flow
 from engine.flow import FlowLoadError, dump_flow, load_flow
+from engine.validation import Diagnostic
 
 from .conftest import TRIAGE, node_of
 
@@ -234,3 +235,22 @@ def test_add_node_starts_with_usable_config(qapp: QApplication) -> None:
     assert document.connect(queue, None, end) is None
     assert document.validate_now() == []
     assert dump_flow(document.flow()).count('"delay": "1h"') == 1
+
+
+def test_moves_do_not_revalidate_and_superseded_results_are_dropped(qtbot: QtBot, triage: FlowDocument) -> None:
+    triage.validate_now()
+    seen: list[list[Diagnostic]] = []
+    triage.diagnostics_changed.connect(seen.append)
+    triage.move_nodes({"hook": (0, 300)})
+    qtbot.wait(400)
+    assert seen == []
+    triage.set_config_field("followup", "delay", "80h")
+    qtbot.waitUntil(lambda: len(seen) == 1, timeout=2000)
+    assert [d.code for d in seen[-1]] == ["delay_too_long"]
+    for hours in range(1, 30):
+        triage.set_config_field("followup", "delay", f"{hours}h")
+        qtbot.wait(5)
+    qtbot.waitUntil(lambda: len(seen) >= 2, timeout=2000)
+    qtbot.wait(300)
+    assert seen[-1] == [] and triage.diagnostics() == []
+    assert len(seen) == 2
