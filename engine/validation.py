@@ -456,15 +456,19 @@ class _Checker:
                 continue
             writer_mask = graph.mask(nodes)
             reducing_joins = graph.mask(reducers.get(key, ()))
+            # One warning per conflicting writer (naming the first writer it races), not one per pair:
+            # fifty parallel writers of a key are forty-nine problems, not 1,225.
+            reported = 0
             for first in nodes:
                 # Later writers `first` does not reach: in topological order nothing later reaches back to it,
-                # so these are the writers unordered with it, each pair counted once.
+                # so these are the writers unordered with it.
                 later = writer_mask >> (graph.position[first] + 1) << (graph.position[first] + 1)
-                for second in graph.members(later & ~graph.descendants(first)):
+                for second in graph.members(later & ~graph.descendants(first) & ~reported):
                     if graph.descendants(first) & graph.descendants(second) & reducing_joins:
                         continue
                     if not self._may_run_together(first, second):
                         continue
+                    reported |= graph.bit(second)
                     self.add(
                         "write_conflict",
                         second,

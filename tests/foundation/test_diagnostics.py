@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from engine.validation import has_errors, validate, validate_document
@@ -613,3 +615,17 @@ def test_validate_accepts_text_bytes_dicts_and_flows() -> None:
     assert validate(json.dumps(doc)) == expected
     assert validate(json.dumps(doc).encode()) == expected
     assert expected[0].to_dict().keys() == {"code", "severity", "node", "message"}
+
+
+def test_many_parallel_writers_get_one_warning_each_and_stay_fast() -> None:
+    writers = [setter(f"w{i}", reply=str(i)) for i in range(1500)]
+    nodes = [start(), *writers, end()]
+    edges = [edge("start", w["id"]) for w in writers] + [edge(w["id"], "done") for w in writers]
+    started = time.process_time()
+    found = diagnose(nodes, edges)
+    assert time.process_time() - started < 5  # one warning per pair took minutes and printed 1.1 million lines
+    conflicts = of_code(found, "write_conflict")
+    flagged = {d.node for d in conflicts}
+    raced = {d.message.split('"')[1] for d in conflicts}
+    assert len(conflicts) == len(flagged) == 1499
+    assert len(raced) == 1 and raced.isdisjoint(flagged)
