@@ -20,7 +20,7 @@ Public API (the app embeds these):
 - `canvas.scene.FlowScene`, `canvas.items` (NodeItem, PortItem, EdgeItem,
   WireItem) and `canvas.view.FlowView(document)`: signals
   `selection_changed(list[str])`, `node_activated(str)` (double-click),
-  `status(str)` (hints such as why a connection is refused); methods
+  `status(str)` (hints such as why a connection is refused), `zoom_changed(float)`; methods
   `select_node(id)`, `center_on_node(id)`, `fit_selection_or_all()`,
   `set_zoom(level)`, `set_snap_to_grid(bool)`, `open_quick_add()`,
   `add_node_at(type, scene_point)`, `actions_by_name` (QActions for menus);

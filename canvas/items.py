@@ -365,6 +365,7 @@ class EdgeItem(QGraphicsPathItem):
         self.source = source
         self.target = target
         self.on_run_path = False
+        self.insert_hint = False
         self._shape: QPainterPath | None = None
         self.ends = (QPointF(), QPointF())
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, True)
@@ -396,7 +397,9 @@ class EdgeItem(QGraphicsPathItem):
     def restyle(self) -> None:
         """Pick the pen for the current state (selected, on a run's path, plain) and theme."""
         theme = current_theme()
-        if self.isSelected():
+        if self.insert_hint:
+            colour, width = theme.wire_ok, 3.2
+        elif self.isSelected():
             colour, width = theme.edge_selected, 2.6
         elif self.on_run_path:
             colour, width = theme.run_path, 3.2
@@ -406,6 +409,12 @@ class EdgeItem(QGraphicsPathItem):
         pen.setCapStyle(Qt.PenCapStyle.RoundCap)
         pen.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
         self.setPen(pen)
+
+    def set_insert_hint(self, on: bool) -> None:
+        """Highlight this edge as where a dragged node would be inserted."""
+        if on != self.insert_hint:
+            self.insert_hint = on
+            self.restyle()
 
     def set_on_run_path(self, on: bool) -> None:
         if on != self.on_run_path:

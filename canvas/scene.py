@@ -40,6 +40,7 @@ class FlowScene(QGraphicsScene):
         self._wire: WireItem | None = None
         self._drag_start: dict[str, tuple[float, float]] = {}
         self._moving_batch: set[str] | None = None
+        self.insert_hint: EdgeItem | None = None
         self._build()
         document.node_added.connect(self._on_node_added)
         document.node_removed.connect(self._on_node_removed)
@@ -253,6 +254,29 @@ class FlowScene(QGraphicsScene):
             moved, self._moving_batch = self._moving_batch, None
         if moved:
             self._flush_moved(moved)
+            self._show_insert_hint(moved)
+
+    def _loose_dragged_node(self, moved: set[str]) -> NodeItem | None:
+        """The one node being dragged when it has no edges yet (so dropping it on an edge inserts it)."""
+        if len(self._drag_start) != 1 or len(moved) != 1:
+            return None
+        (node_id,) = moved
+        if node_id not in self._drag_start or self.document.edges_of(node_id):
+            return None
+        return self.node_items.get(node_id)
+
+    def _show_insert_hint(self, moved: set[str]) -> None:
+        item = self._loose_dragged_node(moved)
+        target = None
+        if item is not None:
+            target = self.edge_at(item.mapToScene(item.node_rect().center()), exclude_node=item.node_id)
+        if target is not self.insert_hint:
+            if self.insert_hint is not None:
+                self.insert_hint.set_insert_hint(False)
+            self.insert_hint = target
+            if target is not None:
+                target.set_insert_hint(True)
+                self.wire_hint.emit(f'release to insert "{item.node.title if item else ""}" into this edge')
 
     def mouseReleaseEvent(self, event: QGraphicsSceneMouseEvent) -> None:
         if self._wire is not None and event.button() == Qt.MouseButton.LeftButton:
@@ -264,6 +288,9 @@ class FlowScene(QGraphicsScene):
             self._commit_drag()
 
     def _commit_drag(self) -> None:
+        if self.insert_hint is not None:
+            self.insert_hint.set_insert_hint(False)
+            self.insert_hint = None
         start, self._drag_start = self._drag_start, {}
         moved = {
             node_id: (item.pos().x(), item.pos().y())

@@ -91,10 +91,14 @@ BINDINGS: tuple[Binding, ...] = (
 
 
 class FlowView(QGraphicsView):
-    """Shows one FlowDocument. Signals: `selection_changed(list[str])`, `node_activated(str)`, `status(str)`."""
+    """Shows one FlowDocument.
+
+    Signals: `selection_changed(list[str])`, `node_activated(str)`, `status(str)`, `zoom_changed(float)`.
+    """
 
     selection_changed = Signal(list)
     node_activated = Signal(str)
+    zoom_changed = Signal(float)
     status = Signal(str)
 
     def __init__(self, document: FlowDocument, parent: QWidget | None = None) -> None:
@@ -183,7 +187,7 @@ class FlowView(QGraphicsView):
             return
         if anchor is None:
             self.scale(factor, factor)
-            self._update_render_hints()
+            self._after_zoom()
         else:
             before = self.mapToScene(anchor.toPoint())
             old_anchor = self.transformationAnchor()
@@ -192,12 +196,13 @@ class FlowView(QGraphicsView):
             after = self.mapToScene(anchor.toPoint())
             self.translate(after.x() - before.x(), after.y() - before.y())
             self.setTransformationAnchor(old_anchor)
-            self._update_render_hints()
+            self._after_zoom()
         self.minimap.update()
 
-    def _update_render_hints(self) -> None:
+    def _after_zoom(self) -> None:
         # Antialiased curves cost most when zoomed out, where nobody can see the difference.
         self.setRenderHint(QPainter.RenderHint.Antialiasing, self.zoom() >= DETAIL_ZOOM)
+        self.zoom_changed.emit(self.zoom())
 
     def fit_selection_or_all(self) -> None:
         """F: frame the selected nodes, or every node when none is selected."""
@@ -206,7 +211,7 @@ class FlowView(QGraphicsView):
         if rect.isNull():
             return
         self.fitInView(rect.adjusted(-40, -40, 40, 40), Qt.AspectRatioMode.KeepAspectRatio)
-        self._update_render_hints()
+        self._after_zoom()
         if self.zoom() > FIT_MAX_ZOOM:
             self.set_zoom(FIT_MAX_ZOOM)
             self.centerOn(rect.center())
