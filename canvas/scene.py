@@ -78,6 +78,10 @@ class FlowScene(QGraphicsScene):
                 self._add_node_item(node_id)
             finally:
                 self.applying_model = False
+            # Edges a broken file drew to this id before the node existed show up now.
+            for edge in self.document.flow_ref().edges:
+                if node_id in (edge.from_, edge.to) and id(edge) not in self.edge_items:
+                    self._on_edge_added(edge)
 
     def _on_node_removed(self, node_id: str) -> None:
         if self.document.node(node_id) is not None:

@@ -254,3 +254,23 @@ def test_moves_do_not_revalidate_and_superseded_results_are_dropped(qtbot: QtBot
     qtbot.wait(300)
     assert seen[-1] == [] and triage.diagnostics() == []
     assert len(seen) == 2
+
+
+def test_an_edge_to_a_missing_node_appears_once_the_node_exists(qapp: QApplication, tmp_path: Path) -> None:
+    from canvas.scene import FlowScene
+
+    data = json.loads(TRIAGE.read_text())
+    data["edges"].append({"from": "done", "to": "ghost"})
+    data["edges"].append({"from": "note", "to": "ghost"})
+    path = tmp_path / "ghost.flow.json"
+    path.write_text(json.dumps(data))
+    document = FlowDocument.open(path)
+    scene = FlowScene(document)
+    assert any(d.code == "edge_unknown_node" for d in document.diagnostics())
+    assert len(scene.edge_items) == 10
+    fragment = document.copy_fragment(["followup"])
+    fragment["nodes"][0]["id"] = "ghost"
+    assert document.paste(fragment) == ["ghost"]
+    assert len(scene.edge_items) == 12
+    document.undo_stack.undo()
+    assert len(scene.edge_items) == 10
