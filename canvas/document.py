@@ -319,7 +319,9 @@ class FlowDocument(QObject):
         if field not in ("retry", "continue_on_fail", "idempotent"):
             raise ValueError(f'node field "{field}" is not editable here; use retry, continue_on_fail or idempotent')
         if self.node(node_id) is not None:
-            self.undo_stack.push(commands.SetNodeFieldCommand(self, node_id, field, value))
+            command = commands.SetNodeFieldCommand(self, node_id, field, value)
+            if command.new_node != command.old_node:
+                self.undo_stack.push(command)
 
     def copy_fragment(self, node_ids: Iterable[str]) -> dict[str, Any]:
         """The nodes and the edges between them, as JSON data for the clipboard."""

@@ -47,6 +47,11 @@ def _apply(document: FlowDocument, op: tuple[Any, ...]) -> None:
         )
     elif kind == "paste" and ids:
         document.paste(document.copy_fragment([_pick(ids, op[1]), _pick(ids, op[2])]))
+    elif kind == "retry" and ids:
+        retry = None if op[2] % 3 == 0 else {"max_attempts": 1 + op[2] % 5, "backoff": "linear"}
+        document.set_node_field(_pick(ids, op[1]), "retry", retry)
+    elif kind == "flag" and ids:
+        document.set_node_field(_pick(ids, op[1]), _pick(["continue_on_fail", "idempotent"], op[2]), op[3] % 2 == 0)
     elif kind == "layout":
         document.auto_layout()
     elif kind == "insert" and ids and flow.edges:
@@ -60,7 +65,7 @@ operation = st.one_of(
     st.tuples(st.just("move"), small, coordinate, coordinate),
     *(
         st.tuples(st.just(k), small, small, small)
-        for k in ("delete", "connect", "disconnect", "rename", "config", "paste", "layout", "insert")
+        for k in ("delete", "connect", "disconnect", "rename", "config", "paste", "layout", "insert", "retry", "flag")
     ),
 )
 
