@@ -167,3 +167,31 @@ def test_one_projector_is_active_among_engines(tmp_path: Path, redis_url: str, s
     finally:
         first.stop()
         second.stop()
+
+
+def test_lockgate_worker_on_the_embedded_redis_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("LOCKGATE_REDIS_URL", "LOCKGATE_DB_URL")}
+    env.update(LOCKGATE_DATA_DIR=str(tmp_path / "data"), LOCKGATE_KEY_PREFIX="lg")
+    worker = subprocess.Popen([*LOCKGATE, "worker", "--workers", "1"], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert worker.stderr is not None
+        banner = worker.stderr.readline()
+        assert "embedded Redis in" in banner and "lockgate.db" in banner
+        done = subprocess.run([*LOCKGATE, "run", str(EXAMPLES / "hello.flow.json"), "--input", 'name="Bo"', "--json"],
+                              env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["result"] == "Hello, Bo!"
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(20) == 0
+        assert "lockgate worker: stopped" in worker.stderr.read()
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert not _answers(tmp_path / "data" / "redis.sock"), "the worker left its embedded Redis running"
+
+
+def _answers(socket_path: Path) -> bool:
+    try:
+        return bool(redis.Redis(unix_socket_path=str(socket_path), socket_timeout=1).ping())
+    except redis.RedisError:
+        return False
