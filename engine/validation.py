@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -25,6 +25,9 @@ Severity = Literal["error", "warning"]
 
 DEFAULT_LIMITS = {"max_delay": "71h", "max_wait": "72h", "suspended_step_timeout": "24h"}
 MAX_CYCLES_LISTED = 5
+# Name comparisons spent on did-you-mean hints per validation (about 3 µs each): every hint in a small flow,
+# the first few in a 5,000-node one.
+HINT_COMPARISON_BUDGET = 50_000
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,14 @@ class _Checker:
         self.out_edges: dict[str, list[tuple[str, str]]] = {}
         self._edge_ports: dict[tuple[str, str], set[str]] = {}
         self.graph = FlowGraph((), ())
+        self._hint_budget = HINT_COMPARISON_BUDGET
+
+    def _hint(self, word: str, options: Collection[str]) -> str:
+        """A did-you-mean while the comparison budget lasts; a file with thousands of dangling names stays fast."""
+        if len(options) > self._hint_budget:
+            return ""
+        self._hint_budget -= len(options)
+        return _did_you_mean(word, options)
 
     def add(self, code: str, node: str | None, message: str, severity: Severity = "error") -> None:
         self.found.append(Diagnostic(code, severity, node, message))
@@ -170,7 +181,7 @@ class _Checker:
             if edge.from_ not in self.nodes or edge.to not in self.nodes:
                 for end in (edge.from_, edge.to):
                     if end not in self.nodes:
-                        hint = _did_you_mean(end, self.nodes)
+                        hint = self._hint(end, self.nodes)
                         self.add("edge_unknown_node", None, f"{_edge_name(index, edge)}: no node \"{end}\"{hint}")
                 continue
             port = self._edge_port(index, edge)
@@ -314,7 +325,7 @@ class _Checker:
         spec = self.specs.get(target)
         if spec is None or spec.type != "ai.model":
             models = [n for n, s in self.specs.items() if s.type == "ai.model"]
-            hint = _did_you_mean(target, models) if target not in self.nodes else ""
+            hint = self._hint(target, models) if target not in self.nodes else ""
             what = "no such node" if target not in self.nodes else f"a {self.nodes[target].type}, not an ai.model"
             self.add("reserve_target_invalid", node_id, f"{where}: \"for\" names \"{target}\" ({what}){hint}")
 
@@ -431,7 +442,7 @@ class _Checker:
                     continue
                 reported.add(ref)
                 if ref not in writers:
-                    why = f"which no node writes{_did_you_mean(ref, writers)}"
+                    why = f"which no node writes{self._hint(ref, writers)}"
                 else:
                     written_by = ", ".join(f"\"{w}\"" for w in writers[ref][:3])
                     why = f"which only {written_by} write(s), not upstream of this node; "

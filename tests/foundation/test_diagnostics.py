@@ -629,3 +629,15 @@ def test_many_parallel_writers_get_one_warning_each_and_stay_fast() -> None:
     raced = {d.message.split('"')[1] for d in conflicts}
     assert len(conflicts) == len(flagged) == 1499
     assert len(raced) == 1 and raced.isdisjoint(flagged)
+
+
+def test_thousands_of_dangling_names_stay_fast_and_the_first_get_hints() -> None:
+    steps = [setter(f"step{i}", **{f"key{i}": f"{{{{ state.kye{i} }}}}"}) for i in range(3000)]
+    ids = ["start", *(s["id"] for s in steps)]
+    dangling = [edge(f"step{i}", f"step{i}x") for i in range(1000)]
+    started = time.process_time()
+    found = diagnose([start(), *steps], [*chain(*ids), *dangling])
+    assert time.process_time() - started < 5  # a did-you-mean for each took over half a minute
+    missing = of_code(found, "edge_unknown_node")
+    assert len(missing) == 1000 and len(of_code(found, "template_unknown_reference")) == 3000
+    assert "did you mean \"step0\"" in missing[0].message
