@@ -149,10 +149,12 @@ class SetNodeFieldCommand(ReplaceNodeCommand):
     def __init__(self, document: FlowDocument, node_id: str, field: str, value: object) -> None:
         node = document.node(node_id)
         assert node is not None
-        data = node.model_dump(by_alias=True, exclude_unset=False)
-        data[field] = value
-        # Validating the copy turns a retry dict into a RetryPolicy and rejects bad values here, not at save.
-        super().__init__(document, Node.model_validate(data), f"Change {node_id}.{field}")
+        # Validating only the one field turns a retry dict into a RetryPolicy and rejects bad values here,
+        # while the node's other fields keep exactly what the file said.
+        checked = Node.__pydantic_validator__.validate_assignment(node.model_copy(), field, value)
+        super().__init__(
+            document, node.model_copy(update={field: getattr(checked, field)}), f"Change {node_id}.{field}"
+        )
 
 
 class CompoundCommand(QUndoCommand):

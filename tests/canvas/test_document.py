@@ -274,3 +274,17 @@ def test_an_edge_to_a_missing_node_appears_once_the_node_exists(qapp: QApplicati
     assert len(scene.edge_items) == 12
     document.undo_stack.undo()
     assert len(scene.edge_items) == 10
+
+
+def test_node_field_edits_touch_only_that_field(triage: FlowDocument) -> None:
+    triage.set_node_field("refund", "retry", {"max_attempts": 2})
+    triage.set_node_field("refund", "continue_on_fail", True)
+    saved = json.loads(triage.text())
+    refund = next(n for n in saved["nodes"] if n["id"] == "refund")
+    assert refund["retry"] == {"max_attempts": 2}
+    assert refund["continue_on_fail"] is True
+    with pytest.raises(ValueError):
+        triage.set_node_field("refund", "retry", {"max_attempts": 0})
+    with pytest.raises(ValueError, match="not editable here"):
+        triage.set_node_field("refund", "title", "x")
+    assert triage.undo_stack.count() == 2
