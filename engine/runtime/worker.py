@@ -111,7 +111,11 @@ class Worker:
                 stop.wait(1.0)
                 continue
             for _stream, entries in reply or []:
-                self.handle_batch(entries)
+                try:
+                    self.handle_batch(entries)
+                except redis.RedisError:
+                    log.exception("worker %s: Redis failed mid-batch; its jobs stay pending for a reaper", self.name)
+                    stop.wait(1.0)
 
     def handle(self, message_id: bytes, fields: dict[bytes, bytes], attempt: int = 1) -> str:
         """Run one job; returns how it ended (a run outcome, `dropped` or `bad_job`)."""
@@ -152,7 +156,10 @@ class Worker:
                 outcomes.append("dropped")
                 continue
             self.active.add(job.run_id)
-            finished = self._execute(job, message_id, attempt, self.keys.run_cancel(job.run_id))
+            try:
+                finished = self._execute(job, message_id, attempt, self.keys.run_cancel(job.run_id))
+            except Exception as exc:  # e.g. the flow version cannot be read: fail the run, keep the worker
+                finished = self._unrunnable(job, message_id, attempt, exc)
             outcomes.append(finished.status)
             finals.append(finished)
             if finished.emitter is not None:
@@ -165,6 +172,19 @@ class Worker:
             if finished.due is not None:
                 self.schedule_due(finished.run_id, finished.due)
         return outcomes
+
+    def _unrunnable(self, job: Job, message_id: bytes, attempt: int, exc: Exception) -> _Finished:
+        log.exception("worker %s: run %s cannot be executed", self.name, job.run_id)
+        stamper = EventStamper(job.run_id, self.clock, attempt=attempt)
+        emitter = RedisEmitter(self.client, self.keys.events)
+        emitter.emit(stamper.run_failed(f"engine error: the worker could not start this run: {type(exc).__name__}: "
+                                        f"{exc}", "engine_error"))
+
+        def finish(pipe: Any) -> None:
+            pipe.delete(self.keys.run_checkpoint(job.run_id), self.keys.run_secrets(job.run_id))
+            self._ack(pipe, message_id)
+
+        return _Finished(job.run_id, "failed", emitter, finish)
 
     def _ack(self, pipe: Any, message_id: bytes) -> None:
         pipe.xack(self.keys.jobs, self.keys.jobs_group, message_id)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
+import redis
 
 from engine.clock import ManualClock
 from engine.events import EventBase, EventStamper, encode_event
@@ -11,6 +14,7 @@ from engine.runtime.context import RunContext
 from engine.runtime.executor import RunExecutor
 from engine.runtime.inputs import redacted_inputs, secret_names
 from engine.runtime.plan import FlowPlan
+from engine.transport.keys import Keyspace
 from tests.engine.conftest import Engine, Site, make_flow
 
 T = {"id": "start", "type": "trigger.manual"}
@@ -133,3 +137,31 @@ def test_secret_inputs_are_redacted_in_every_event() -> None:
     wire = b"".join(encode_event(event) for event in capture.events).decode()
     assert SECRET not in wire
     assert wire.count("***") >= 3
+
+
+def test_unreadable_jobs_never_stop_a_worker(tmp_path: Path, redis_url: str, sqlite_url: str,
+                                             key_prefix: str) -> None:
+    from engine.runtime.jobs import encode_job, start_job
+    from tests.engine.conftest import start_engine
+
+    services, _ = start_engine(tmp_path, redis_url, sqlite_url, key_prefix, workers=0)
+    doc = make_flow("plain", [T, DONE], [("start", "done")])
+    services.publish_flow(flow_from_data(doc))
+    orphan = services.create_run("plain").run_id
+    services.stop()
+    client = redis.Redis.from_url(redis_url)
+    keys = Keyspace(key_prefix)
+    client.xtrim(keys.jobs, maxlen=0)
+    client.xadd(keys.jobs, {b"j": b"{not a job"})
+    client.xadd(keys.jobs, encode_job(start_job(orphan, "ghost", 7, "start", {}, False)))
+    services, _ = start_engine(tmp_path, redis_url, sqlite_url, key_prefix, workers=1)
+    try:
+        failed = services.wait_for_run(orphan)
+        assert failed["status"] == "failed" and failed["error_type"] == "engine_error"
+        assert 'version 7 of flow "ghost" is not published' in failed["error"]
+        dead = client.xrange(keys.jobs_dead)
+        assert len(dead) == 1 and b"not a job" in dead[0][1][b"error"]
+        healthy = services.wait_for_run(services.create_run("plain").run_id)
+        assert healthy["status"] == "succeeded"
+    finally:
+        services.stop()
