@@ -140,6 +140,8 @@ def flow_from_data(data: Any) -> Flow:
             message = error["msg"]
             if error["type"] == "extra_forbidden":
                 message = "unknown key; remove it or check its spelling"
+            elif error["type"] == "missing":
+                message = "required but missing; add it"
             problems.append((json_path(loc), message))
         raise FlowLoadError(problems) from None
     except RecursionError:

@@ -52,7 +52,7 @@ def template_state_refs(source: str) -> frozenset[str]:
     try:
         tree = _env.parse(source)
     except TemplateSyntaxError as exc:
-        raise TemplateProblem(f"line {exc.lineno}: {exc.message}") from None
+        raise TemplateProblem(f"line {exc.lineno}: {(exc.message or 'syntax error').rstrip('.')}") from None
     refs: set[str] = set()
     for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
         if isinstance(node, nodes.Getattr) and _is_state(node.node):

@@ -170,11 +170,12 @@ class _Checker:
                 elif kind == "bad_duration":
                     self.add("bad_duration", node.id, f"{where}: {path}: {error['msg']}")
                 elif kind == "bad_template":
-                    self.add("bad_template", node.id, f"{where}: {path}: {error['msg']}")
+                    fix = "check its {{ }} and {% %} pairs"
+                    self.add("bad_template", node.id, f"{where}: {path}: {error['msg']}; {fix}")
                 elif kind == "missing":
                     self.add("invalid_config", node.id, f"{where}: config.{path} is required; set it")
                 else:
-                    self.add("invalid_config", node.id, f"{where}: config.{path}: {error['msg']}")
+                    self.add("invalid_config", node.id, f"{where}: config.{path}: {error['msg']}; correct the value")
 
     def _edges(self) -> None:
         for index, edge in enumerate(self.flow.edges):
@@ -182,7 +183,8 @@ class _Checker:
                 for end in (edge.from_, edge.to):
                     if end not in self.nodes:
                         hint = self._hint(end, self.nodes)
-                        self.add("edge_unknown_node", None, f"{_edge_name(index, edge)}: no node \"{end}\"{hint}")
+                        problem = f"{_edge_name(index, edge)}: no node \"{end}\"{hint}"
+                        self.add("edge_unknown_node", None, f"{problem}; reconnect the edge or delete it")
                 continue
             port = self._edge_port(index, edge)
             if port is None:
@@ -327,7 +329,8 @@ class _Checker:
             models = [n for n, s in self.specs.items() if s.type == "ai.model"]
             hint = self._hint(target, models) if target not in self.nodes else ""
             what = "no such node" if target not in self.nodes else f"a {self.nodes[target].type}, not an ai.model"
-            self.add("reserve_target_invalid", node_id, f"{where}: \"for\" names \"{target}\" ({what}){hint}")
+            problem = f"{where}: \"for\" names \"{target}\" ({what}){hint}"
+            self.add("reserve_target_invalid", node_id, f"{problem}; set it to the ai.model this budget pays for")
 
     def _reserve_targets_downstream(self) -> None:
         for node_id, target in self._reserves():

@@ -296,4 +296,4 @@ def test_deeply_nested_values_built_in_python() -> None:
 def test_flow_from_data_raises_only_flow_load_error() -> None:
     with pytest.raises(FlowLoadError) as problem:
         flow_from_data({"format": "lockgate.flow/1", "id": "x", "nodes": [{"type": "set"}]})
-    assert ("$.nodes[0].id", "Field required") in problem.value.problems
+    assert ("$.nodes[0].id", "required but missing; add it") in problem.value.problems
