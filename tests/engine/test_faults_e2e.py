@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 import redis
@@ -159,7 +160,7 @@ def test_unreadable_jobs_never_stop_a_worker(tmp_path: Path, redis_url: str, sql
         failed = services.wait_for_run(orphan)
         assert failed["status"] == "failed" and failed["error_type"] == "engine_error"
         assert 'version 7 of flow "ghost" is not published' in failed["error"]
-        dead = client.xrange(keys.jobs_dead)
+        dead: Any = client.xrange(keys.jobs_dead)
         assert len(dead) == 1 and b"not a job" in dead[0][1][b"error"]
         healthy = services.wait_for_run(services.create_run("plain").run_id)
         assert healthy["status"] == "succeeded"
