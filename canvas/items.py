@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QGraphicsItem,
     QGraphicsPathItem,
     QGraphicsRectItem,
+    QGraphicsSimpleTextItem,
     QStyleOptionGraphicsItem,
     QWidget,
 )
@@ -47,6 +48,8 @@ EDGE_Z = 0.0
 WIRE_Z = 10.0
 OVERLAY_ABOVE = 22.0
 OVERLAY_BELOW = 20.0
+# Short edges sit right next to the node's port label; only longer ones repeat it.
+EDGE_LABEL_MIN_LENGTH = 420.0
 
 
 def _font(pixels: float, bold: bool = False) -> QFont:
@@ -354,9 +357,11 @@ class NodeItem(QGraphicsRectItem):
 
 
 class EdgeItem(QGraphicsPathItem):
-    """A smooth curve from an output port to an input port, with an arrowhead child.
+    """A smooth curve from an output port to an input port, ending in a chevron.
 
     Painted by QGraphicsPathItem in C++: a full repaint of 1,200 edges never calls into Python.
+    A long edge from a many-output node (approval, router) also names its port where it arrives,
+    since the node's own port label is then out of sight.
     """
 
     def __init__(self, edge: Edge, source: NodeItem, target: NodeItem) -> None:
@@ -368,6 +373,7 @@ class EdgeItem(QGraphicsPathItem):
         self.insert_hint = False
         self._shape: QPainterPath | None = None
         self.ends = (QPointF(), QPointF())
+        self.label: QGraphicsSimpleTextItem | None = None
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, True)
         self.setZValue(EDGE_Z)
         port = edge.port or ""
@@ -393,6 +399,23 @@ class EdgeItem(QGraphicsPathItem):
         path.lineTo(tip)
         path.lineTo(tip + QPointF(-7, 4))
         self.setPath(path)
+        self._place_label(start, end)
+
+    def _place_label(self, start: QPointF, end: QPointF) -> None:
+        wanted = len(self.source.ports) > 1 and (end - start).manhattanLength() >= EDGE_LABEL_MIN_LENGTH
+        if not wanted:
+            if self.label is not None:
+                self.label.setVisible(False)
+            return
+        if self.label is None:
+            self.label = QGraphicsSimpleTextItem(self.port_name() or "", self)
+            self.label.setFont(PORT_FONT)
+            self.label.setBrush(current_theme().text_muted)
+            self.label.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        self.label.setVisible(True)
+        # Just before the arrival, above the line: the gap in front of a node is rarely covered by another.
+        box = self.label.boundingRect()
+        self.label.setPos(end - QPointF(box.width() + PORT_RADIUS + 12, box.height() + 3))
 
     def restyle(self) -> None:
         """Pick the pen for the current state (selected, on a run's path, plain) and theme."""
@@ -409,6 +432,8 @@ class EdgeItem(QGraphicsPathItem):
         pen.setCapStyle(Qt.PenCapStyle.RoundCap)
         pen.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
         self.setPen(pen)
+        if self.label is not None:
+            self.label.setBrush(theme.text_muted)
 
     def set_insert_hint(self, on: bool) -> None:
         """Highlight this edge as where a dragged node would be inserted."""

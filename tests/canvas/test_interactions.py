@@ -457,3 +457,14 @@ def test_system_theme_follows_the_platform_and_bad_names_are_refused(qapp: QAppl
             apply_theme(qapp, "sepia")
     finally:
         apply_theme(qapp, "light")
+
+
+def test_long_edges_from_many_output_nodes_name_their_port(editor: FlowEditor) -> None:
+    scene = editor.view.flow_scene
+    rejected = next(i for i in scene.edge_items.values() if i.edge.port == "rejected")
+    assert rejected.label is None or not rejected.label.isVisible()
+    editor.document.move_nodes({"declined": (1700, 400), "refund": (1700, 0)})
+    assert rejected.label is not None and rejected.label.isVisible() and rejected.label.text() == "rejected"
+    assert all(i.label is None for i in scene.edge_items.values() if i.edge.from_ == "refund")
+    editor.document.undo_stack.undo()
+    assert not rejected.label.isVisible()
