@@ -117,6 +117,7 @@ def print_run(run: dict[str, Any], as_json: bool) -> None:
 def run_command(args: argparse.Namespace) -> int:
     from engine.cli.validate import FileReport, print_human
     from engine.config import EngineConfig
+    from engine.runtime.create import RunRefused
     from engine.runtime.inputs import InputError, check_inputs
     from engine.runtime.services import EngineServices
     from engine.runtime.transitions import TERMINAL
@@ -151,6 +152,9 @@ def run_command(args: argparse.Namespace) -> int:
         except InputError as exc:
             print(f"lockgate run: {exc}", file=sys.stderr)
             return EXIT_USAGE
+        except RunRefused as exc:
+            print(f"lockgate run: {exc}", file=sys.stderr)
+            return EXIT_FAILED
         print(f"run {created.run_id} queued (flow {flow.id} v{published.version})", file=sys.stderr)
         wait_for = frozenset({"waiting", *TERMINAL}) if args.detach else TERMINAL
         timeout = args.timeout if args.timeout is not None else 10 * 365 * 86400.0

@@ -116,6 +116,9 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
         published, flow = latest.resolve(handles.sql, flow_id)
     else:
         published, flow = get_version(handles.sql, flow_id, version)
+    if not flow.enabled:
+        raise RunRefused(f'flow "{flow.id}" (version {published.version}) is disabled, so its triggers start '
+                         'nothing; enable it and publish again')
     trigger_id = _trigger_of(flow, trigger)
     resolved = check_inputs(flow, inputs or {})
     budget_preflight(flow, resolved)

@@ -139,3 +139,18 @@ def test_running_runs_heartbeat_until_they_end(tmp_path: Path, redis_url: str, s
         assert handles.client.hget(handles.keys.heartbeats, run_id) is None
     finally:
         services.stop()
+
+
+def test_a_disabled_flow_starts_nothing_and_unknown_triggers_are_refused(engine: Engine) -> None:
+    from engine.runtime.create import RunRefused
+
+    services = engine.services
+    doc = _typed()
+    services.publish_flow(flow_from_data(doc))
+    with pytest.raises(RunRefused, match='has no trigger node "webhook"'):
+        services.create_run("typed", {"n": 1}, trigger="webhook")
+    doc["enabled"] = False
+    services.publish_flow(flow_from_data(doc))
+    with pytest.raises(RunRefused, match="is disabled, so its triggers start nothing"):
+        services.create_run("typed", {"n": 1})
+    assert services.list_runs() == []
