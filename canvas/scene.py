@@ -41,6 +41,7 @@ class FlowScene(QGraphicsScene):
         self._drag_start: dict[str, tuple[float, float]] = {}
         self._moving_batch: set[str] | None = None
         self.insert_hint: EdgeItem | None = None
+        self._rerouting: EdgeItem | None = None
         self._build()
         document.node_added.connect(self._on_node_added)
         document.node_removed.connect(self._on_node_removed)
@@ -236,6 +237,9 @@ class FlowScene(QGraphicsScene):
                     self.start_wire(item.node_item, item.port)
                     event.accept()
                     return
+                if isinstance(item, PortItem) and self.pick_up_edge(item.node_id) is not None:
+                    event.accept()
+                    return
                 if isinstance(item, NodeItem):
                     break
         super().mousePressEvent(event)
@@ -329,6 +333,17 @@ class FlowScene(QGraphicsScene):
         self.addItem(self._wire)
         return self._wire
 
+    def pick_up_edge(self, node_id: str) -> WireItem | None:
+        """Detach the newest edge into `node_id` onto the mouse, to drop it on another node or on nothing."""
+        incoming = [e for e in self.document.flow_ref().edges if e.to == node_id and id(e) in self.edge_items]
+        if not incoming:
+            return None
+        edge_item = self.edge_items[id(incoming[-1])]
+        wire = self.start_wire(edge_item.source, edge_item.port_name())
+        self._rerouting = edge_item
+        edge_item.setVisible(False)
+        return wire
+
     def move_wire(self, point: QPointF) -> str | None:
         """Follow the mouse; returns the refusal reason for the node under it, if any."""
         wire = self._wire
@@ -336,16 +351,18 @@ class FlowScene(QGraphicsScene):
             return None
         target = self.node_at(point)
         refusal = None
-        if target is not None:
+        moving = self._rerouting
+        if target is not None and not (moving is not None and target is moving.target):
             refusal = self.document.connection_refusal(wire.source.node_id, wire.port, target.node_id)
             if target is wire.source:
                 refusal = refusal or "a node cannot connect to itself"
         wire.move_to(point, target, refusal)
-        hint = refusal or (
-            f'connect to "{target.node.title or target.node_id}"'
-            if target is not None
-            else "release on a node to connect, or on empty canvas to add one"
-        )
+        if moving is not None and target is None:
+            hint = "release here to remove this edge"
+        elif target is not None:
+            hint = refusal or f'connect to "{target.node.title or target.node_id}"'
+        else:
+            hint = "release on a node to connect, or on empty canvas to add one"
         self.wire_hint.emit(hint)
         return refusal
 
@@ -356,7 +373,10 @@ class FlowScene(QGraphicsScene):
             return None
         refusal = self.move_wire(point)
         source, port, target = wire.source, wire.port, wire.target
+        moving = self._rerouting
         self.cancel_wire()
+        if moving is not None:
+            return self._drop_rerouted(moving, target, refusal)
         if target is None:
             self.wire_dropped.emit(source.node_id, port, point)
             return None
@@ -365,10 +385,32 @@ class FlowScene(QGraphicsScene):
         self.wire_hint.emit(refusal or "")
         return refusal
 
+    def _drop_rerouted(self, moving: EdgeItem, target: NodeItem | None, refusal: str | None) -> str | None:
+        edge = moving.edge
+        if target is moving.target or refusal is not None:
+            self.wire_hint.emit(refusal or "")
+            return refusal
+        stack = self.document.undo_stack
+        if target is None:
+            self.document.disconnect(edge)
+            return None
+        stack.beginMacro(f"Reconnect {edge.from_} → {target.node_id}")
+        self.document.disconnect(edge)
+        refusal = self.document.connect(edge.from_, moving.port_name(), target.node_id)
+        stack.endMacro()
+        if refusal is not None:
+            stack.undo()  # the old edge comes back rather than vanishing
+        self.wire_hint.emit(refusal or "")
+        return refusal
+
     def cancel_wire(self) -> None:
         if self._wire is not None:
             self.removeItem(self._wire)
             self._wire = None
+        if self._rerouting is not None:
+            if self._rerouting.scene() is self:
+                self._rerouting.setVisible(True)
+            self._rerouting = None
 
     def wiring(self) -> bool:
         return self._wire is not None

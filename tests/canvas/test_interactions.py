@@ -468,3 +468,33 @@ def test_long_edges_from_many_output_nodes_name_their_port(editor: FlowEditor) -
     assert all(i.label is None for i in scene.edge_items.values() if i.edge.from_ == "refund")
     editor.document.undo_stack.undo()
     assert not rejected.label.isVisible()
+
+
+def test_dragging_from_an_input_moves_its_edge_or_removes_it(editor: FlowEditor) -> None:
+    view = editor.view
+    document = editor.document
+    viewport = view.viewport()
+    hints: list[str] = []
+    view.status.connect(hints.append)
+    target = item_of(view, "done")
+    drag(viewport, _input_point(view, "note"), view_point(view, target.pos() + target.node_rect().center()))
+    routes = [(e.from_, e.to) for e in document.flow().edges]
+    assert ("followup", "done") in routes and ("followup", "note") not in routes
+    assert document.undo_stack.count() == 1
+    assert item_of(view, "done").input_item is not None
+    start = _input_point(view, "declined")
+    empty = view_point(view, QPointF(1250, 420))
+    send_mouse(viewport, QEvent.Type.MouseButtonPress, start)
+    send_mouse(viewport, QEvent.Type.MouseMove, empty, buttons=Qt.MouseButton.LeftButton)
+    assert hints[-1] == "release here to remove this edge"
+    rejected = next(i for i in view.flow_scene.edge_items.values() if i.edge.to == "declined")
+    assert not rejected.isVisible()
+    send_mouse(viewport, QEvent.Type.MouseButtonRelease, empty)
+    assert all(e.to != "declined" for e in document.flow().edges)
+    assert not view.quick_add.isVisible()
+    document.undo_stack.undo()
+    document.undo_stack.undo()
+    assert document.text() == TRIAGE.read_text()
+    drag(viewport, _input_point(view, "note"), _input_point(view, "note") + QPoint(3, 3))
+    assert document.undo_stack.index() == 0
+    assert all(i.isVisible() for i in view.flow_scene.edge_items.values())
