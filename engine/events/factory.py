@@ -117,11 +117,14 @@ class EventStamper:
         return HoldPlaced(**self.stamp(), node=node, hold_id=hold_id, budget=budget, amount=amount,
                           expires_at=expires_at)
 
-    def hold_charged(self, node: str, hold_id: str, amount: float) -> HoldCharged:
-        return HoldCharged(**self.stamp(), node=node, hold_id=hold_id, amount=amount)
+    def hold_charged(self, node: str, hold_id: str, amount: float, budget: str = "",
+                     late: bool = False) -> HoldCharged:
+        return HoldCharged(**self.stamp(), node=node, hold_id=hold_id, amount=amount, budget=budget, late=late)
 
-    def hold_released(self, node: str, hold_id: str, amount: float, reason: str = "") -> HoldReleased:
-        return HoldReleased(**self.stamp(), node=node, hold_id=hold_id, amount=amount, reason=reason)
+    def hold_released(self, node: str, hold_id: str, amount: float, reason: str = "",
+                      budget: str = "") -> HoldReleased:
+        return HoldReleased(**self.stamp(), node=node, hold_id=hold_id, amount=amount, reason=reason,
+                            budget=budget)
 
 
 class ExternalStamper(EventStamper):

@@ -152,6 +152,9 @@ class HoldCharged(EventBase):
     node: str
     hold_id: str
     amount: float = Field(ge=0, description="the real cost charged against the hold")
+    budget: str = Field(default="", description="the hold's budget")
+    late: bool = Field(default=False, description="charged after the hold was released (background call past "
+                       "hold_ttl): spent grows, the hold stays released")
 
 
 class HoldReleased(EventBase):
@@ -160,6 +163,7 @@ class HoldReleased(EventBase):
     hold_id: str
     amount: float = Field(ge=0, description="the amount returned to the budget")
     reason: str = ""
+    budget: str = Field(default="", description="the hold's budget")
 
 
 EVENT_MODELS: tuple[type[EventBase], ...] = (

@@ -36,8 +36,8 @@ def _fixture_events() -> list[EventBase]:
         stamper.approval_requested("review", "appr-1", 1_800_086_400.0, ["ada"], "Ship it?"),
         stamper.approval_decided("review", "appr-1", "approved", "ada", "looks good"),
         stamper.hold_placed("reserve", "hold-1", "default", 0.5, 1_800_001_800.0),
-        stamper.hold_charged("classify", "hold-1", 0.0123),
-        stamper.hold_released("classify", "hold-1", 0.4877, "charged below the hold"),
+        stamper.hold_charged("classify", "hold-1", 0.0123, "default"),
+        stamper.hold_released("classify", "hold-1", 0.5, "pool_wait", "default"),
     ]
     ids = iter(f"evt-{n:04d}" for n in range(1, 1000))
     return [event.model_copy(update={"event_id": next(ids)}) for event in events]
