@@ -373,6 +373,7 @@ class EdgeItem(QGraphicsPathItem):
         self.insert_hint = False
         self._shape: QPainterPath | None = None
         self.ends = (QPointF(), QPointF())
+        self._built_for: tuple[QPointF, QPointF] | None = None
         self.label: QGraphicsSimpleTextItem | None = None
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, True)
         self.setZValue(EDGE_Z)
@@ -390,8 +391,15 @@ class EdgeItem(QGraphicsPathItem):
         """Recompute the curve after either end moved."""
         start = self.source.output_anchor(self.port_name())
         end = self.target.input_anchor()
-        self._shape = None
         self.ends = (start, end)
+        built = self._built_for
+        if built is not None and end - start == built[1] - built[0]:
+            # Both ends moved together (a group drag, its undo): shift the item, keep the path and its shape.
+            self.setPos(start - built[0])
+            return
+        self._built_for = (start, end)
+        self._shape = None
+        self.setPos(0, 0)
         path = curve_between(start, end)
         # The chevron is part of the same path, so an edge stays one C++-painted item.
         tip = end - QPointF(PORT_RADIUS + 1, 0)

@@ -6,6 +6,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from PySide6.QtCore import QPointF
 from PySide6.QtWidgets import QApplication
 
 from canvas.document import FlowDocument
@@ -101,3 +102,10 @@ def _assert_scene_mirrors(scene: FlowScene, document: FlowDocument) -> None:
         assert (item.pos().x(), item.pos().y()) == node.position
         assert item.node == node
     assert sorted(id(e) for e in flow.edges) == sorted(scene.edge_items)
+    for edge_item in scene.edge_items.values():
+        path = edge_item.path()
+        departure, arrival = path.elementAt(0), path.elementAt(3)
+        assert edge_item.mapToScene(QPointF(departure.x, departure.y)) == edge_item.source.output_anchor(
+            edge_item.port_name()
+        )
+        assert edge_item.mapToScene(QPointF(arrival.x, arrival.y)) == edge_item.target.input_anchor()
