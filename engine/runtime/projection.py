@@ -30,6 +30,8 @@ _RUN_MUTABLE = ("status", "state", "result", "error", "error_type", "waiting_on"
 _STEP_MUTABLE = ("node_type", "status", "attempts", "input", "output", "ports", "error", "error_type",
                  "duration_ms", "started_at", "finished_at")
 _STEP_FINAL = frozenset({"succeeded", "failed", "skipped"})
+_RUN_LOADED = (RUNS.c.id, RUNS.c.flow_id, RUNS.c.version, *(RUNS.c[name] for name in _RUN_MUTABLE))
+_APPLIED_COLUMNS = ("event_id", "run_id", "seq", "event_type", "applied_at")
 
 
 @dataclass
@@ -134,17 +136,30 @@ def _load(conn: sa.Connection, run_ids: set[str]) -> _Work:
     runs: dict[str, dict[str, Any]] = {}
     steps: dict[tuple[str, str], dict[str, Any]] = {}
     for chunk in _chunks(sorted(run_ids)):
-        for row in conn.execute(sa.select(RUNS).where(RUNS.c.id.in_(chunk))).mappings():
+        for row in conn.execute(sa.select(*_RUN_LOADED).where(RUNS.c.id.in_(chunk))).mappings():
             runs[row["id"]] = dict(row)
         for row in conn.execute(sa.select(STEPS).where(STEPS.c.run_id.in_(chunk))).mappings():
             steps[(row["run_id"], row["step"])] = dict(row)
     return _Work(runs, steps)
 
 
+def _insert_applied(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
+    # The hottest insert (a row per event): bound once per batch and sent straight to the driver,
+    # skipping SQLAlchemy's per-row parameter processing.
+    dialect = conn.dialect
+    mark = "?" if dialect.paramstyle in ("qmark", "numeric") else "%s"
+    to_db = APPLIED.c.applied_at.type.dialect_impl(dialect).bind_processor(dialect)
+    applied_at = rows[0]["applied_at"]
+    stamp = to_db(applied_at) if to_db is not None else applied_at
+    sql = (f"INSERT INTO {APPLIED.name} ({', '.join(_APPLIED_COLUMNS)}) "
+           f"VALUES ({', '.join([mark] * len(_APPLIED_COLUMNS))})")
+    conn.exec_driver_sql(sql, [(r["event_id"], r["run_id"], r["seq"], r["event_type"], stamp) for r in rows])
+
+
 def _write(conn: sa.Connection, work: _Work, applied_rows: list[dict[str, Any]],
            dead_rows: list[dict[str, Any]]) -> None:
     if applied_rows:
-        conn.execute(sa.insert(APPLIED), applied_rows)
+        _insert_applied(conn, applied_rows)
     if dead_rows:
         conn.execute(sa.insert(DEAD), dead_rows)
     if work.dirty_runs:

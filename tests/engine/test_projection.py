@@ -181,3 +181,18 @@ def test_exactly_one_projector_holds_the_lease(redis_url: str, key_prefix: str) 
     time.sleep(0.4)  # the holder stopped renewing: its lease lapses and a standby takes over
     assert first.acquire_or_renew()
     assert client.get(key) == b"one"
+
+
+def test_applied_events_written_raw_read_back_like_orm_rows(sql: sa.Engine) -> None:
+    from engine.runtime.projection import _insert_applied
+
+    now = datetime.now(UTC)
+    with sql.begin() as conn:
+        _insert_applied(conn, [{"event_id": "raw", "run_id": "r", "seq": 1, "event_type": "x", "applied_at": now}])
+        conn.execute(sa.insert(AppliedEvent), [{"event_id": "orm", "run_id": "r", "seq": 1, "event_type": "x",
+                                                "applied_at": now}])
+    with sql.connect() as conn:
+        typed = dict(conn.execute(sa.select(AppliedEvent.event_id, AppliedEvent.applied_at)).all())
+        stored: dict[Any, Any] = dict(conn.exec_driver_sql("SELECT event_id, applied_at FROM applied_events").all())
+    assert typed["raw"] == typed["orm"] == now
+    assert stored["raw"] == stored["orm"]
