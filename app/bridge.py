@@ -1,9 +1,11 @@
 """The seam between the window and the embedded engine.
 
-`EngineBridge` owns the engine thread: `EngineServices` (Redis, SQL store, workers, projector,
-due waker) starts and is called there, never on the GUI thread. Results come back as callbacks
-on the GUI thread, and the projector's live changes as the `live_changes` signal.
-It never invents data: when the engine cannot start, it says why and the panels show that.
+`EngineBridge` owns the engine thread: `EngineServices` (Redis, SQL store and the Python API)
+starts and is called there, never on the GUI thread. By default the workers, projector and due
+waker run in a child process (`EngineProcess`) so their hot loops never hold the GUI's GIL; the
+projector's live channel comes back through a pub/sub thread. Results arrive as callbacks on the
+GUI thread, live changes as the `live_changes` signal. It never invents data: when the engine
+cannot start, it says why and the panels show that.
 """
 
 from __future__ import annotations
@@ -12,15 +14,18 @@ import importlib
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, TypeVar
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
+from app.engine_process import EngineProcess
 from app.engine_thread import EngineThread
+from app.live_subscriber import LiveSubscriber
 from app.settings import BudgetSetting
 from engine.config import EngineConfig
 
 EngineState = Literal["stopped", "starting", "running", "stopping", "unavailable", "failed"]
 SERVICES_MODULE = "engine.runtime.services"
 RUNS_LISTED = 200
+WATCHDOG_MS = 2000
 T = TypeVar("T")
 Done = Callable[[Any, BaseException | None], None]
 
@@ -39,13 +44,19 @@ class EngineBridge(QObject):
     _batch_from_projector = Signal(list)
 
     def __init__(self, config: EngineConfig, budgets: Iterable[BudgetSetting] = (), workers: int = 2,
-                 parent: QObject | None = None) -> None:
+                 parent: QObject | None = None, out_of_process: bool = True) -> None:
         super().__init__(parent)
         self.config = config
         self.budgets = list(budgets)
         self.workers = workers
+        self.out_of_process = out_of_process
         self.engine_thread = EngineThread()
         self.services: Any = None
+        self.engine_process: EngineProcess | None = None
+        self.subscriber: LiveSubscriber | None = None
+        self._watchdog = QTimer(self)
+        self._watchdog.setInterval(WATCHDOG_MS)
+        self._watchdog.timeout.connect(self._check_engine_process)
         self.state: EngineState = "stopped"
         self.unavailable_reason = ""
         # Emitted from the projector's thread; the queued connection lands it on the GUI thread.
@@ -74,16 +85,23 @@ class EngineBridge(QObject):
         def start_services() -> Any:
             # Imported here, on the engine thread: SQLAlchemy and friends stay off the GUI's startup path.
             services_module = importlib.import_module(SERVICES_MODULE)
-            services = services_module.EngineServices(self.config, workers=self.workers)
-            services.batch_listeners.append(self._on_projector_batch)
+            if self.out_of_process:
+                services = services_module.EngineServices(self.config, workers=0, projector=False, due_waker=False)
+            else:
+                services = services_module.EngineServices(self.config, workers=self.workers)
+                services.batch_listeners.append(self._on_projector_batch)
             try:
                 services.start()
                 if self.budgets:
                     ledger = _ledger(services)
                     for budget in self.budgets:
                         ledger.set_budget(budget.name, budget.limit_usd, budget.period)
+                if self.out_of_process:
+                    self.subscriber = LiveSubscriber(services.redis.client(socket_timeout=10), services.keys.live,
+                                                     self._batch_from_projector.emit).start()
+                    self.engine_process = EngineProcess(self.config, services.redis.url, self.workers).start()
             except BaseException:
-                services.stop()  # threads that did start must not outlive a failed start
+                self._stop_parts(services)  # what did start must not outlive a failed start
                 raise
             return services
 
@@ -101,6 +119,8 @@ class EngineBridge(QObject):
                 return
             self.services = services
             self.unavailable_reason = ""
+            if self.engine_process is not None:
+                self._watchdog.start()
             where = self.config.redis_url or "embedded Redis"
             self._set_state("running", f"Engine running ({where}, {self.config.sql_url.split(':')[0]})")
             self.runs_changed.emit()
@@ -111,19 +131,35 @@ class EngineBridge(QObject):
 
     def stop(self) -> None:
         """Stop the engine cleanly (parked runs stay parked) and end its thread; blocks until done."""
+        self._watchdog.stop()
         if not self.engine_thread.running:
             if self.state not in ("unavailable", "failed"):
                 self._set_state("stopped")
             return
         services = self.services
         self.services = None
-        if services is not None:
-            self._set_state("stopping", "Stopping the engine; parked runs stay parked")
-            self.engine_thread.stop(_sync(services.stop))
-        else:
-            self.engine_thread.stop()
+        self._set_state("stopping", "Stopping the engine; parked runs stay parked")
+        self.engine_thread.stop(_sync(lambda: self._stop_parts(services)))
         if self.state != "unavailable":
             self._set_state("stopped")
+
+    def _stop_parts(self, services: Any) -> None:
+        if self.subscriber is not None:
+            self.subscriber.stop()
+            self.subscriber = None
+        if self.engine_process is not None:
+            self.engine_process.stop()
+            self.engine_process = None
+        if services is not None:
+            services.stop()
+
+    def _check_engine_process(self) -> None:
+        process = self.engine_process
+        code = process.exit_code() if process is not None else None
+        if process is not None and code is not None and self.state == "running":
+            self._watchdog.stop()
+            self.unavailable_reason = f"the engine's worker process exited (code {code}); see {process.log_path}"
+            self._set_state("failed", f"Engine failed: {self.unavailable_reason}")
 
     # ----- requests (run on the engine thread, answered on the GUI thread) ---------------
 

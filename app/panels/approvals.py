@@ -41,7 +41,9 @@ class ApprovalsPanel(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setShowGrid(False)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # Fixed widths: ResizeToContents re-measures every cell on each refresh.
+        for column, width in enumerate((130, 110, 110, 300, 150, 90)):
+            self.table.horizontalHeader().resizeSection(column, width)
         self.table.horizontalHeader().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         self.table.itemSelectionChanged.connect(self._update_buttons)
         self.comment = QLineEdit(self)

@@ -44,8 +44,9 @@ class ProblemsPanel(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Fixed)
         header.resizeSection(0, 28)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        # Fixed widths: ResizeToContents re-measures every cell on each validation of a big flow.
+        header.resizeSection(1, 210)
+        header.resizeSection(2, 130)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         self.table.itemSelectionChanged.connect(self._selection_changed)
         self.table.itemActivated.connect(lambda _item: self._selection_changed())

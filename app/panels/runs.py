@@ -5,25 +5,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import QItemSelectionModel, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QTableWidget,
-    QTableWidgetItem,
+    QTableView,
     QVBoxLayout,
     QWidget,
 )
 
 from app.panels.empty_state import EmptyStateStack
 from app.panels.rows import RUN_STATUSES, STATUS_COLOURS, RunRow, local_time, usd
+from app.panels.table_model import RowsModel
 
-COLUMNS = ("Status", "Flow", "Version", "Started", "Duration", "Cost", "Where", "Run")
 ALL_STATUSES = "All statuses"
+WHERE_COLUMN = 6
 
 
 class RunsPanel(QWidget):
@@ -48,27 +47,44 @@ class RunsPanel(QWidget):
         bar.addStretch(1)
         bar.addWidget(self.count_label)
 
-        self.table = QTableWidget(0, len(COLUMNS))
+        self.model: RowsModel[RunRow] = RowsModel(
+            [
+                ("Status", lambda r: f"● {r.status}"),
+                ("Flow", lambda r: r.flow_id),
+                ("Version", lambda r: f"v{r.version}"),
+                ("Started", lambda r: local_time(r.started_at)),
+                ("Duration", lambda r: r.duration(self.now())),
+                ("Cost", lambda r: usd(r.cost_usd) if r.cost_usd is not None else "—"),
+                ("Where", lambda r: r.where(self.now())),
+                ("Run", lambda r: r.run_id),
+            ],
+            colour=lambda r, column: STATUS_COLOURS.get(r.status) if column == 0 else None,
+        )
+        self.table = QTableView()
         self.table.setObjectName("runsTable")
-        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        self.table.setModel(self.model)
         self.table.verticalHeader().hide()
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setShowGrid(False)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setSectionResizeMode(6, QHeaderView.ResizeMode.Stretch)
-        self.table.itemSelectionChanged.connect(self._selected)
+        self.table.setAlternatingRowColors(True)
+        header = self.table.horizontalHeader()
+        # Fixed widths: ResizeToContents re-measures every cell on each refresh (seconds at 200 runs).
+        for column, width in enumerate((110, 130, 70, 150, 80, 80, 260, 120)):
+            header.resizeSection(column, width)
+        header.setSectionResizeMode(WHERE_COLUMN, QHeaderView.ResizeMode.Stretch)
+        self.table.selectionModel().selectionChanged.connect(lambda *_args: self._selected())
         self.stack = EmptyStateStack(self.table, self)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
         layout.addWidget(self.stack)
+        self._selected_id: str | None = None
         self.set_unavailable("The engine is not running, so there are no runs to show.")
 
     def set_unavailable(self, reason: str) -> None:
         self.rows = {}
-        self.table.setRowCount(0)
+        self.model.set_rows([])
         self.count_label.setText("")
         self.stack.show_message(reason)
 
@@ -82,32 +98,32 @@ class RunsPanel(QWidget):
 
     def visible_runs(self) -> list[RunRow]:
         wanted = self.status_filter.currentData()
-        runs = sorted(self.rows.values(), key=lambda r: r.started_at or datetime.max.replace(tzinfo=UTC),
-                      reverse=True)
+        latest = datetime.max.replace(tzinfo=UTC)
+        runs = sorted(self.rows.values(), key=lambda r: (r.started_at or latest, r.run_id), reverse=True)
         return [run for run in runs if wanted is None or run.status == wanted]
 
+    def row_count(self) -> int:
+        return self.model.rowCount()
+
+    def cell_text(self, row: int, column: int) -> str:
+        return self.model.text(row, column)
+
+    def select_row(self, row: int) -> None:
+        self.table.selectRow(row)
+
     def _fill(self) -> None:
+        keep = self._selected_id
         runs = self.visible_runs()
-        now = self.now()
-        self.table.blockSignals(True)
-        self.table.setRowCount(len(runs))
-        for row, run in enumerate(runs):
-            status = QTableWidgetItem(f"● {run.status}")
-            status.setForeground(QBrush(QColor(STATUS_COLOURS.get(run.status, "#888888"))))
-            status.setData(Qt.ItemDataRole.UserRole, run.run_id)
-            cells = (
-                status,
-                QTableWidgetItem(run.flow_id),
-                QTableWidgetItem(f"v{run.version}"),
-                QTableWidgetItem(local_time(run.started_at)),
-                QTableWidgetItem(run.duration(now)),
-                QTableWidgetItem(usd(run.cost_usd) if run.cost_usd is not None else "—"),
-                QTableWidgetItem(run.where(now)),
-                QTableWidgetItem(run.run_id),
-            )
-            for column, item in enumerate(cells):
-                self.table.setItem(row, column, item)
-        self.table.blockSignals(False)
+        self.table.selectionModel().blockSignals(True)
+        self.model.set_rows(runs)
+        if keep is not None:
+            for row, run in enumerate(runs):
+                if run.run_id == keep:
+                    self.table.selectionModel().select(
+                        self.model.index(row, 0),
+                        QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+                    break
+        self.table.selectionModel().blockSignals(False)
         self.count_label.setText(f"{len(runs)} of {len(self.rows)} runs")
         if self.rows:
             self.stack.show_content()
@@ -115,6 +131,8 @@ class RunsPanel(QWidget):
             self.stack.show_message("No runs yet: publish a flow and press Run (F5).")
 
     def _selected(self) -> None:
-        item = self.table.item(self.table.currentRow(), 0)
-        if item is not None:
-            self.run_selected.emit(str(item.data(Qt.ItemDataRole.UserRole)))
+        rows = self.table.selectionModel().selectedRows()
+        if rows:
+            run = self.model.rows[rows[0].row()]
+            self._selected_id = run.run_id
+            self.run_selected.emit(run.run_id)

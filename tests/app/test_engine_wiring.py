@@ -77,7 +77,7 @@ def test_publish_then_run_with_inputs(qtbot, engine_window: MainWindow) -> None:
     qtbot.waitUntil(lambda: any(r.status == "succeeded" for r in window.runs.rows.values()), timeout=15_000)
     row = next(iter(window.runs.rows.values()))
     assert (row.flow_id, row.version) == ("hello", 1)
-    assert window.runs.table.item(0, 0).text() == "● succeeded"
+    assert window.runs.cell_text(0, 0) == "● succeeded"
     # Budgets from Settings are in the engine's ledger and on the Holds & budgets panel.
     qtbot.waitUntil(lambda: [b.name for b in window.holds.budgets] == ["default"], timeout=10_000)
     assert window.holds.budgets[0].limit_usd == 10.0

@@ -60,16 +60,20 @@ def test_runs_table_filters_by_status(qtbot) -> None:  # type: ignore[no-untyped
         _run("r3", "running", 1, current_node="classify"),
     ])
     assert not panel.stack.showing_message
-    assert panel.table.rowCount() == 3
-    assert panel.table.item(0, 7).text() == "r3"
+    assert panel.row_count() == 3
+    assert panel.cell_text(0, 7) == "r3"
+    assert panel.cell_text(0, 5) == "$0.01"
     panel.status_filter.setCurrentIndex(panel.status_filter.findData("waiting"))
-    assert panel.table.rowCount() == 1
-    assert panel.table.item(0, 2).text() == "v3"
-    assert panel.table.item(0, 6).text() == "approve: approval (23h left)"
-    assert panel.table.item(0, 4).text() == "10m"
+    assert panel.row_count() == 1
+    assert panel.cell_text(0, 2) == "v3"
+    assert panel.cell_text(0, 6) == "approve: approval (23h left)"
+    assert panel.cell_text(0, 4) == "10m"
     with qtbot.waitSignal(panel.run_selected) as chosen:
-        panel.table.selectRow(0)
+        panel.select_row(0)
     assert chosen.args == ["r2"]
+    # A refresh keeps the selected run selected without announcing it again.
+    panel.set_runs(list(panel.rows.values()))
+    assert [i.row() for i in panel.table.selectionModel().selectedRows()] == [0]
 
 
 def test_approvals_decide_with_comment(qtbot) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,158 @@
+"""Longest GUI event-loop stall while 200 runs execute and park, with live mode on; prints JSON.
+
+The window runs on the real embedded engine (the machine's Redis when it answers, else the
+embedded server; a SQLite file in a temp folder). A 1 ms timer on the GUI thread records the gap
+between its ticks; the longest gap is the longest time the GUI could not react.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+RUNS = int(os.environ.get("LOCKGATE_BENCH_RUNS", "200"))
+TARGET_MS = 50.0
+TIMEOUT_S = 120.0
+
+
+def redis_url() -> str | None:
+    import redis
+
+    url = os.environ.get("LOCKGATE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    try:
+        redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1).ping()
+        return url
+    except redis.RedisError:
+        return None
+
+
+def main() -> None:
+    from PySide6.QtCore import QSettings, QTimer
+    from PySide6.QtWidgets import QMessageBox
+
+    from app.bridge import EngineBridge
+    from app.examples import example_bytes
+    from app.gui import create_application
+    from app.settings import AppSettings
+    from app.window import MainWindow
+    from canvas.document import FlowDocument
+    from engine.config import EngineConfig
+    from engine.flow import load_flow_text
+
+    app = create_application([])
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        prefix = f"lgbench-{uuid.uuid4().hex[:8]}"
+        config = EngineConfig(data_dir=folder / "data", redis_url=redis_url(), key_prefix=prefix)
+        settings = AppSettings(QSettings(str(folder / "s.ini"), QSettings.Format.IniFormat))
+        settings.first_start_done = True
+        bridge = EngineBridge(config, workers=2)
+        window = MainWindow(settings, bridge)
+        window.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
+        window.resize(1600, 1000)
+        window.show()
+        bridge.start()
+        deadline = time.monotonic() + 60
+        while bridge.state not in ("running", "failed") and time.monotonic() < deadline:
+            app.processEvents()
+            time.sleep(0.01)
+        if bridge.state != "running":
+            raise SystemExit(f"engine did not start: {bridge.unavailable_reason}")
+
+        flow = load_flow_text(example_bytes("hello.flow.json")).model_copy(update={"id": "stall-bench"})
+        document = FlowDocument.from_flow(flow)
+        document.add_node("queue", (240, 120))
+        queue_id = next(n.id for n in document.flow_ref().nodes if n.type == "queue")
+        document.set_config_field(queue_id, "delay", "1h")
+        document.disconnect(next(e for e in document.flow_ref().edges if e.from_ == "start"))
+        document.connect("start", None, queue_id)
+        document.connect(queue_id, "default", "greet")
+        window.add_document(document)
+        published: list[object] = []
+        bridge.publish(document.flow(), lambda version, error: published.append(error or version))
+        while not published:
+            app.processEvents()
+            time.sleep(0.005)
+        window.actions_by_id["live"].trigger()
+
+        gaps: list[float] = []
+        last = [time.perf_counter()]
+
+        def tick() -> None:
+            now = time.perf_counter()
+            gaps.append((now - last[0]) * 1000)
+            last[0] = now
+
+        ticker = QTimer()
+        ticker.setInterval(1)
+        ticker.timeout.connect(tick)
+        ticker.start()
+        created: list[object] = []
+
+        def create_all(services: object) -> int:
+            for index in range(RUNS):
+                services.create_run("stall-bench", {"name": f"n{index}"})  # type: ignore[attr-defined]
+            return RUNS
+
+        started = time.perf_counter()
+        last[0] = started
+        bridge.request(create_all, lambda result, error: created.append(error or result))
+        editor = window.tabs.current_editor()
+        assert editor is not None
+        parked = 0
+        end = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < end:
+            app.processEvents()
+            counts = window.engine.live.node_counts("stall-bench", time.time()) if window.engine else {}
+            parked = counts.get(queue_id, (0, 0, ""))[1]
+            if parked >= RUNS and created:
+                break
+            time.sleep(0.001)
+        elapsed = time.perf_counter() - started
+        # Let the coalesced refreshes that follow the last batch land inside the measurement too.
+        settle = time.monotonic() + 1.0
+        while time.monotonic() < settle:
+            app.processEvents()
+            time.sleep(0.001)
+        ticker.stop()
+        live_flushes = editor.view.live_flushes
+        rows = len(window.runs.rows)
+        bridge.stop()
+        window.close()
+        if config.redis_url:
+            import redis
+
+            client = redis.Redis.from_url(config.redis_url, socket_timeout=5)
+            keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+            if keys:
+                client.delete(*keys)
+        app.processEvents()
+
+    gaps_sorted = sorted(gaps)
+    print(json.dumps({
+        "benchmark": "app_gui_stall",
+        "runs": RUNS,
+        "runs_parked_seen_live": parked,
+        "runs_in_panel": rows,
+        "seconds_to_all_parked": round(elapsed, 3),
+        "gui_ticks": len(gaps),
+        "max_stall_ms": round(max(gaps), 1),
+        "p99_gap_ms": round(gaps_sorted[int(len(gaps_sorted) * 0.99) - 1], 1),
+        "median_gap_ms": round(statistics.median(gaps), 2),
+        "live_repaints": live_flushes,
+        "redis": "machine" if config.redis_url else "embedded",
+        "target_ms": TARGET_MS,
+        "meets_target": max(gaps) < TARGET_MS,
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
