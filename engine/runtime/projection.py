@@ -156,6 +156,40 @@ def _insert_applied(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
     conn.exec_driver_sql(sql, [(r["event_id"], r["run_id"], r["seq"], r["event_type"], stamp) for r in rows])
 
 
+_STEP_INSERTED = ("run_id", "step", "node_id", *_STEP_MUTABLE)
+
+
+def _sqlite_executemany(conn: sa.Connection, sql: str, table: sa.Table, columns: tuple[str, ...],
+                        rows: list[dict[str, Any]]) -> None:
+    # SQLite fast path: each column's own bind processor (same stored form as SQLAlchemy's), fetched
+    # once per batch, then straight to the driver.
+    dialect = conn.dialect
+    processors = [table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in columns]
+    params = [tuple(value if process is None else process(value)
+                    for value, process in zip((row[name] for name in columns), processors, strict=True))
+              for row in rows]
+    conn.exec_driver_sql(sql, params)
+
+
+def _update_runs(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
+    if conn.dialect.name == "sqlite":
+        sets = ", ".join(f"{name} = ?" for name in _RUN_MUTABLE)
+        _sqlite_executemany(conn, f"UPDATE {RUNS.name} SET {sets} WHERE id = ?", RUNS, (*_RUN_MUTABLE, "id"), rows)
+        return
+    conn.execute(sa.update(RUNS).where(RUNS.c.id == sa.bindparam("b_id"))
+                 .values({col: sa.bindparam(col) for col in _RUN_MUTABLE}),
+                 [{"b_id": row["id"], **{col: row[col] for col in _RUN_MUTABLE}} for row in rows])
+
+
+def _insert_steps(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
+    if conn.dialect.name == "sqlite":
+        sql = (f"INSERT INTO {STEPS.name} ({', '.join(_STEP_INSERTED)}) "
+               f"VALUES ({', '.join(['?'] * len(_STEP_INSERTED))})")
+        _sqlite_executemany(conn, sql, STEPS, _STEP_INSERTED, rows)
+        return
+    conn.execute(sa.insert(STEPS), [{name: row[name] for name in _STEP_INSERTED} for row in rows])
+
+
 def _write(conn: sa.Connection, work: _Work, applied_rows: list[dict[str, Any]],
            dead_rows: list[dict[str, Any]]) -> None:
     if applied_rows:
@@ -163,13 +197,10 @@ def _write(conn: sa.Connection, work: _Work, applied_rows: list[dict[str, Any]],
     if dead_rows:
         conn.execute(sa.insert(DEAD), dead_rows)
     if work.dirty_runs:
-        params = [{"b_id": run_id, **{col: work.runs[run_id][col] for col in _RUN_MUTABLE}}
-                  for run_id in work.dirty_runs]
-        conn.execute(sa.update(RUNS).where(RUNS.c.id == sa.bindparam("b_id"))
-                     .values({col: sa.bindparam(col) for col in _RUN_MUTABLE}), params)
+        _update_runs(conn, [work.runs[run_id] for run_id in work.dirty_runs])
     inserts = [work.steps[key] for key in work.new_steps]
     if inserts:
-        conn.execute(sa.insert(STEPS), [{k: v for k, v in row.items() if k != "id"} for row in inserts])
+        _insert_steps(conn, inserts)
     updates = [work.steps[key] for key in work.dirty_steps if key not in work.new_steps]
     if updates:
         conn.execute(sa.update(STEPS).where(STEPS.c.id == sa.bindparam("b_id"))
