@@ -19,6 +19,7 @@ from app.live import LiveState, run_path, run_row, waiting_text
 from app.panels.rows import BudgetRow, HoldRow
 
 if TYPE_CHECKING:
+    from app.run_details import RunDetails
     from app.window import MainWindow
 
 REFRESH_DELAY_MS = 150
@@ -57,6 +58,8 @@ class EngineController(QObject):
         bridge.holds_changed.connect(self._money_timer.start)
         bridge.live_changes.connect(self._live_changes)
         window.runs.run_selected.connect(self.select_run)
+        window.runs.run_opened.connect(self.open_run)
+        self.details: RunDetails | None = None
 
     def _single_shot(self, slot: Callable[[], None]) -> QTimer:
         timer = QTimer(self)
@@ -105,8 +108,11 @@ class EngineController(QObject):
         self.bridge.create_run(flow_id, inputs, done)
 
     def cancel_run(self, run_id: str) -> None:
-        self.bridge.cancel_run(run_id, lambda status, error: self._say(
-            f"Run {run_id[:8]}: {error}" if error else f"Run {run_id[:8]} {status}"))
+        def done(status: Any, error: BaseException | None) -> None:
+            self._say(f"Run {run_id[:8]} not cancelled: {error}" if error else f"Run {run_id[:8]}: {status}")
+            self._runs_timer.start()
+
+        self.bridge.cancel_run(run_id, done)
 
     # ----- runs and money ------------------------------------------------------------------
 
@@ -118,6 +124,7 @@ class EngineController(QObject):
             for run in runs:
                 self.live.seed_from_run(run)
             self.window.runs.set_runs([run_row(run) for run in runs])
+            self._refresh_open_run()
             if self.live_on:
                 self._live_timer.start()
 
@@ -189,6 +196,30 @@ class EngineController(QObject):
             editor.view.set_run_path(run_path(run), current, waiting_text(waiting, self.clock()))
 
         self.bridge.get_run(run_id, done)
+
+    def open_run(self, run_id: str) -> None:
+        """Show a run's steps, state and errors, with Cancel; it refreshes as the run moves."""
+        from app.run_details import RunDetails
+
+        if self.details is None:
+            self.details = RunDetails(self.window)
+            self.details.cancel_requested.connect(self.cancel_run)
+
+        def done(run: Any, error: BaseException | None) -> None:
+            if error is not None or run is None or self.details is None:
+                self._say(f"Run {run_id[:8]} cannot be shown: {error or 'it does not exist'}")
+                return
+            self.details.show_run(run)
+            self.details.show()
+            self.details.raise_()
+
+        self.bridge.get_run(run_id, done)
+
+    def _refresh_open_run(self) -> None:
+        details = self.details
+        if details is not None and details.isVisible() and details.run is not None:
+            run_id = str(details.run["id"])
+            self.bridge.get_run(run_id, lambda run, error: details.show_run(run) if run and not error else None)
 
     def _say(self, message: str) -> None:
         self.window.statusBar().showMessage(message, 8000)

@@ -29,6 +29,8 @@ class RunsPanel(QWidget):
     """`run_selected(run_id)` when the user picks a run (live mode follows it)."""
 
     run_selected = Signal(str)
+    run_opened = Signal(str)
+    """Double-click or Enter on a run: open its details."""
 
     def __init__(self, parent: QWidget | None = None, now: Callable[[], datetime] | None = None) -> None:
         super().__init__(parent)
@@ -74,6 +76,7 @@ class RunsPanel(QWidget):
             header.resizeSection(column, width)
         header.setSectionResizeMode(WHERE_COLUMN, QHeaderView.ResizeMode.Stretch)
         self.table.selectionModel().selectionChanged.connect(lambda *_args: self._selected())
+        self.table.activated.connect(lambda index: self.run_opened.emit(self.model.rows[index.row()].run_id))
         self.stack = EmptyStateStack(self.table, self)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

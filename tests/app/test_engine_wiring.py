@@ -167,3 +167,28 @@ def test_live_mode_shows_a_parked_run_that_survives_a_restart(qtbot, tmp_path: P
     sql.dispose()
     assert finished is not None
     assert [step["node"] for step in finished["steps"]].count("greet") == 1
+
+
+def test_open_a_parked_run_and_cancel_it(qtbot, engine_window: MainWindow) -> None:  # type: ignore[no-untyped-def]
+    window = engine_window
+    window.add_document(queue_flow("1h"))
+    window.publish()
+    qtbot.waitUntil(lambda: status_of(window) == "wait-then-greet v1 published", timeout=10_000)
+    window.ask_run_inputs = lambda _flow: {"name": "Ada"}
+    window.run_flow()
+    qtbot.waitUntil(lambda: any(r.status == "waiting" for r in window.runs.rows.values()), timeout=15_000)
+    run_id = next(iter(window.runs.rows))
+    assert window.runs.rows[run_id].where(window.runs.now()).startswith("queue")
+    assert window.engine is not None
+    window.engine.open_run(run_id)
+    qtbot.waitUntil(lambda: window.engine.details is not None and window.engine.details.run is not None,
+                    timeout=5_000)
+    details = window.engine.details
+    assert details is not None
+    nodes = [details.steps.item(r, 0).text() for r in range(details.steps.rowCount())]
+    assert nodes[0] == "start"
+    assert "waiting" in details.header.text()
+    assert details.cancel_button.isEnabled()
+    details.cancel_button.click()
+    qtbot.waitUntil(lambda: window.runs.rows[run_id].status == "cancelled", timeout=15_000)
+    qtbot.waitUntil(lambda: not details.cancel_button.isEnabled(), timeout=5_000)

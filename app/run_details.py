@@ -1,0 +1,118 @@
+"""One run opened from the Runs panel: its steps, state container, errors and a Cancel button."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.live import run_row
+from app.panels.rows import STATUS_COLOURS, local_time
+from engine.runtime.transitions import TERMINAL as TERMINAL_STATUSES
+
+STEP_COLUMNS = ("Node", "Type", "Status", "Attempts", "Duration", "Ports", "Error")
+
+
+class RunDetails(QDialog):
+    """`cancel_requested(run_id)` when the user presses Cancel; `show_run(run)` refreshes it."""
+
+    cancel_requested = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Run")
+        self.resize(860, 520)
+        self.run: dict[str, Any] | None = None
+        self.header = QLabel(self)
+        self.header.setObjectName("runHeader")
+        self.header.setWordWrap(True)
+        self.cancel_button = QPushButton("Cancel run", self)
+        self.cancel_button.setObjectName("cancelRunButton")
+        self.cancel_button.clicked.connect(self._cancel)
+        top = QHBoxLayout()
+        top.addWidget(self.header, 1)
+        top.addWidget(self.cancel_button)
+
+        self.steps = QTableWidget(0, len(STEP_COLUMNS))
+        self.steps.setObjectName("runSteps")
+        self.steps.setHorizontalHeaderLabels(list(STEP_COLUMNS))
+        self.steps.verticalHeader().hide()
+        self.steps.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.steps.horizontalHeader().setSectionResizeMode(6, QHeaderView.ResizeMode.Stretch)
+        mono = QFont("monospace")
+        mono.setStyleHint(QFont.StyleHint.Monospace)
+        self.state_text = QPlainTextEdit()
+        self.state_text.setObjectName("runState")
+        self.state_text.setReadOnly(True)
+        self.state_text.setFont(mono)
+        self.errors_text = QPlainTextEdit()
+        self.errors_text.setObjectName("runErrors")
+        self.errors_text.setReadOnly(True)
+        self.errors_text.setFont(mono)
+        tabs = QTabWidget()
+        tabs.addTab(self.state_text, "State (secrets redacted)")
+        tabs.addTab(self.errors_text, "Errors")
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.steps)
+        splitter.addWidget(tabs)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(splitter)
+
+    def show_run(self, run: dict[str, Any]) -> None:
+        self.run = run
+        row = run_row(run)
+        colour = STATUS_COLOURS.get(row.status, "#888888")
+        self.setWindowTitle(f"Run {row.run_id[:8]} — {row.flow_id} v{row.version}")
+        where = row.where(_now())
+        self.header.setText(
+            f"<b>{row.flow_id}</b> v{row.version} &nbsp; <span style='color:{colour}'>● {row.status}</span>"
+            f" &nbsp; started {local_time(row.started_at)} &nbsp; {row.duration(_now())}"
+            + (f" &nbsp; at <b>{where}</b>" if where else "")
+        )
+        steps = run.get("steps", [])
+        self.steps.setRowCount(len(steps))
+        for index, step in enumerate(steps):
+            duration = step.get("duration_ms")
+            cells = (
+                step.get("node") or "", step.get("type") or "", step.get("status") or "",
+                str(step.get("attempts") or ""), f"{duration} ms" if duration is not None else "",
+                ", ".join(step.get("ports") or []), step.get("error") or "",
+            )
+            for column, text in enumerate(cells):
+                item = QTableWidgetItem(str(text))
+                if column == 6 and text:
+                    item.setToolTip(str(text))
+                self.steps.setItem(index, column, item)
+        self.state_text.setPlainText(json.dumps(run.get("state") or {}, indent=2, sort_keys=True, default=str))
+        errors = [f"run: {run['error_type'] or 'error'}: {run['error']}"] if run.get("error") else []
+        errors += [f"{s.get('node')}: {s.get('error_type') or 'error'}: {s.get('error')}" for s in steps
+                   if s.get("error")]
+        self.errors_text.setPlainText("\n".join(errors) if errors else "No errors.")
+        self.cancel_button.setEnabled(row.status not in TERMINAL_STATUSES)
+
+    def _cancel(self) -> None:
+        if self.run is not None:
+            self.cancel_requested.emit(str(self.run["id"]))
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
