@@ -22,6 +22,7 @@ class FlowScene(QGraphicsScene):
     """Items for one document. Signals: `wire_hint(str)` while wiring, `wire_dropped(node, port, QPointF)`."""
 
     wire_hint = Signal(str)
+    selection_settled = Signal()
     wire_dropped = Signal(str, object, QPointF)
 
     def __init__(self, document: FlowDocument, parent: QObject | None = None) -> None:
@@ -42,6 +43,8 @@ class FlowScene(QGraphicsScene):
         self._moving_batch: set[str] | None = None
         self.insert_hint: EdgeItem | None = None
         self._rerouting: EdgeItem | None = None
+        self._orphan_edges: dict[int, Edge] = {}
+        self.bulk_selecting = False
         self._build()
         document.node_added.connect(self._on_node_added)
         document.node_removed.connect(self._on_node_removed)
@@ -80,9 +83,8 @@ class FlowScene(QGraphicsScene):
             finally:
                 self.applying_model = False
             # Edges a broken file drew to this id before the node existed show up now.
-            for edge in self.document.flow_ref().edges:
-                if node_id in (edge.from_, edge.to) and id(edge) not in self.edge_items:
-                    self._on_edge_added(edge)
+            for edge in [e for e in self._orphan_edges.values() if node_id in (e.from_, e.to)]:
+                self._on_edge_added(edge)
 
     def _on_node_removed(self, node_id: str) -> None:
         if self.document.node(node_id) is not None:
@@ -90,6 +92,8 @@ class FlowScene(QGraphicsScene):
         item = self.node_items.pop(node_id, None)
         if item is not None:
             for edge_item in list(self._edges_at_node.get(node_id, ())):
+                # Still in the flow (its edge_removed would have come first), so it waits for the node again.
+                self._orphan_edges[id(edge_item.edge)] = edge_item.edge
                 self._remove_edge_item(edge_item)
             self._edges_at_node.pop(node_id, None)
             self.removeItem(item)
@@ -123,8 +127,12 @@ class FlowScene(QGraphicsScene):
     def _on_edge_added(self, edge: Edge) -> None:
         source = self.node_items.get(edge.from_)
         target = self.node_items.get(edge.to)
-        if source is None or target is None or id(edge) in self.edge_items:
+        if id(edge) in self.edge_items:
             return
+        if source is None or target is None:
+            self._orphan_edges[id(edge)] = edge  # drawn once both its nodes exist
+            return
+        self._orphan_edges.pop(id(edge), None)
         item = EdgeItem(edge, source, target)
         self.addItem(item)
         self.edge_items[id(edge)] = item
@@ -132,6 +140,7 @@ class FlowScene(QGraphicsScene):
         self._edges_at_node.setdefault(edge.to, set()).add(item)
 
     def _on_edge_removed(self, edge: Edge) -> None:
+        self._orphan_edges.pop(id(edge), None)
         item = self.edge_items.get(id(edge))
         if item is not None:
             self._remove_edge_item(item)
@@ -416,11 +425,17 @@ class FlowScene(QGraphicsScene):
         return self._wire is not None
 
     def select_nodes(self, node_ids: list[str]) -> None:
-        self.clearSelection()
-        for node_id in node_ids:
-            item = self.node_items.get(node_id)
-            if item is not None:
-                item.setSelected(True)
+        """Select exactly these nodes; listeners hear one selectionChanged, not one per node."""
+        self.bulk_selecting = True
+        try:
+            self.clearSelection()
+            for node_id in node_ids:
+                item = self.node_items.get(node_id)
+                if item is not None:
+                    item.setSelected(True)
+        finally:
+            self.bulk_selecting = False
+        self.selection_settled.emit()
 
     def items_of_type(self, kind: type[QGraphicsItem]) -> list[QGraphicsItem]:
         return [item for item in self.items() if isinstance(item, kind)]

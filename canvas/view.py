@@ -165,7 +165,13 @@ class FlowView(QGraphicsView):
         self._live_timer.setInterval(LIVE_FRAME_MS)
         self._live_timer.timeout.connect(self._flush_live)
         self.live_flushes = 0
+        self._last_selection: list[str] = []
+        self._selection_timer = QTimer(self)
+        self._selection_timer.setSingleShot(True)
+        self._selection_timer.setInterval(0)
+        self._selection_timer.timeout.connect(self._flush_selection)
         self.flow_scene.selectionChanged.connect(self._emit_selection)
+        self.flow_scene.selection_settled.connect(self._flush_selection)
         self.flow_scene.wire_dropped.connect(self._wire_dropped)
         self.flow_scene.wire_hint.connect(self.status)
         theme_notifier().changed.connect(self._on_theme)
@@ -397,7 +403,16 @@ class FlowView(QGraphicsView):
     # ----- events ------------------------------------------------------------------------
 
     def _emit_selection(self) -> None:
-        self.selection_changed.emit(self.flow_scene.selected_node_ids())
+        # Deleting 1,000 selected nodes changes the selection 1,000 times: report it once, next loop turn.
+        if not self.flow_scene.bulk_selecting:
+            self._selection_timer.start()
+
+    def _flush_selection(self) -> None:
+        self._selection_timer.stop()
+        selected = self.flow_scene.selected_node_ids()
+        if selected != self._last_selection:
+            self._last_selection = selected
+            self.selection_changed.emit(selected)
 
     def _on_theme(self, _theme: CanvasTheme) -> None:
         self.resetCachedContent()

@@ -499,3 +499,16 @@ def test_dragging_from_an_input_moves_its_edge_or_removes_it(editor: FlowEditor)
     drag(viewport, _input_point(view, "note"), _input_point(view, "note") + QPoint(3, 3))
     assert document.undo_stack.index() == 0
     assert all(i.isVisible() for i in view.flow_scene.edge_items.values())
+
+
+def test_selection_changes_are_reported_once_per_gesture(qtbot: QtBot, editor: FlowEditor) -> None:
+    view = editor.view
+    reports: list[list[str]] = []
+    view.selection_changed.connect(reports.append)
+    with qtbot.waitSignal(view.selection_changed, timeout=1000):
+        drag(view.viewport(), view_point(view, QPointF(850, -40)), view_point(view, QPointF(1300, 140)))
+    assert reports == [["approve", "refund", "declined"]]
+    view.setFocus()
+    QTest.keyClick(view, Qt.Key.Key_Delete)
+    qtbot.wait(50)
+    assert reports == [["approve", "refund", "declined"], []]
