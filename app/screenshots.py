@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 WINDOW_SIZE = (1600, 1000)
@@ -14,7 +15,7 @@ def render(folder: Path) -> list[Path]:
     """Write app-light.png and app-dark.png into `folder`; returns their paths."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtWidgets import QApplication, QMessageBox
 
     from app.gui import create_application, create_main_window
     from app.settings import AppSettings
@@ -28,8 +29,15 @@ def render(folder: Path) -> list[Path]:
             settings = AppSettings(QSettings(str(Path(scratch) / f"{mode}.ini"), QSettings.Format.IniFormat))
             settings.theme = mode
             window = create_main_window(app, settings, start_engine=False)
+            window.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
             window.resize(*WINDOW_SIZE)
             window.show()
+            if window.bridge is not None:
+                window.bridge.start()
+                deadline = time.monotonic() + 60
+                while window.bridge.state not in ("running", "failed") and time.monotonic() < deadline:
+                    QApplication.processEvents()
+                    time.sleep(0.02)
             for _ in range(5):
                 QApplication.processEvents()
             editor = window.tabs.current_editor()
@@ -43,6 +51,7 @@ def render(folder: Path) -> list[Path]:
             window.grab().save(str(target))
             written.append(target)
             window.close()
+            QApplication.processEvents()
     return written
 
 
