@@ -12,7 +12,7 @@ from app.engine_thread import EngineThread
 from engine.config import EngineConfig
 
 
-def test_results_come_back_on_the_gui_thread(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_results_come_back_on_the_gui_thread(qtbot) -> None:
     engine = EngineThread()
     engine.start()
     seen: dict[str, object] = {}
@@ -50,7 +50,7 @@ def test_results_come_back_on_the_gui_thread(qtbot) -> None:  # type: ignore[no-
         engine.submit(work())
 
 
-def test_bridge_reports_an_engine_that_cannot_start(qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_bridge_reports_an_engine_that_cannot_start(qtbot, tmp_path) -> None:
     bridge = EngineBridge(EngineConfig(data_dir=tmp_path, redis_url="redis://127.0.0.1:1/0"))
     messages: list[str] = []
     bridge.log_message.connect(messages.append)

@@ -18,6 +18,7 @@ from engine.config import EngineConfig
 from engine.flow import load_flow_text
 from engine.runtime.queries import get_run
 from engine.store.db import make_engine
+from tests.app.cells import cell
 
 ENGINE_START_MS = 30_000
 
@@ -28,7 +29,7 @@ def make_bridge(tmp_path: Path, redis_url: str, key_prefix: str) -> EngineBridge
 
 
 @pytest.fixture
-def engine_window(qtbot, tmp_path: Path, redis_url: str, key_prefix: str,  # type: ignore[no-untyped-def]
+def engine_window(qtbot, tmp_path: Path, redis_url: str, key_prefix: str,
                   app_settings: AppSettings) -> Iterator[MainWindow]:
     app_settings.first_start_done = True
     bridge = make_bridge(tmp_path, redis_url, key_prefix)
@@ -60,14 +61,14 @@ def queue_flow(delay: str) -> FlowDocument:
     return document
 
 
-def test_publish_then_run_with_inputs(qtbot, engine_window: MainWindow) -> None:  # type: ignore[no-untyped-def]
+def test_publish_then_run_with_inputs(qtbot, engine_window: MainWindow) -> None:
     window = engine_window
     window.open_example("hello.flow.json")
     window.publish()
     qtbot.waitUntil(lambda: status_of(window) == "hello v1 published", timeout=10_000)
     asked: list[list[str]] = []
 
-    def answer(flow):  # type: ignore[no-untyped-def]
+    def answer(flow):
         asked.append(list(flow.inputs))
         return {"name": "Ada"}
 
@@ -83,7 +84,7 @@ def test_publish_then_run_with_inputs(qtbot, engine_window: MainWindow) -> None:
     assert window.holds.budgets[0].limit_usd == 10.0
 
 
-def test_publish_refused_by_the_engine_lists_problems(qtbot, engine_window: MainWindow) -> None:  # type: ignore[no-untyped-def]
+def test_publish_refused_by_the_engine_lists_problems(qtbot, engine_window: MainWindow) -> None:
     window = engine_window
     document = window.open_example("ticket-triage.flow.json")
     # A queue between the reserve and its model: publish must refuse and mark the node.
@@ -101,7 +102,7 @@ def test_publish_refused_by_the_engine_lists_problems(qtbot, engine_window: Main
     assert badge is not None
 
 
-def test_run_without_publishing_says_what_to_do(qtbot, engine_window: MainWindow) -> None:  # type: ignore[no-untyped-def]
+def test_run_without_publishing_says_what_to_do(qtbot, engine_window: MainWindow) -> None:
     window = engine_window
     window.add_document(queue_flow("1h"))
     window.ask_run_inputs = lambda _flow: {"name": "Ada"}
@@ -109,7 +110,7 @@ def test_run_without_publishing_says_what_to_do(qtbot, engine_window: MainWindow
     qtbot.waitUntil(lambda: status_of(window).startswith("Run of wait-then-greet not started"), timeout=10_000)
 
 
-def test_live_mode_shows_a_parked_run_that_survives_a_restart(qtbot, tmp_path: Path, redis_url: str,  # type: ignore[no-untyped-def]
+def test_live_mode_shows_a_parked_run_that_survives_a_restart(qtbot, tmp_path: Path, redis_url: str,
                                                               key_prefix: str, app_settings: AppSettings) -> None:
     app_settings.first_start_done = True
     bridge = make_bridge(tmp_path, redis_url, key_prefix)
@@ -141,7 +142,11 @@ def test_live_mode_shows_a_parked_run_that_survives_a_restart(qtbot, tmp_path: P
     assert item is not None and item.live.waiting_text.startswith("delay")
     run_id = next(iter(window.engine.live.runs))
     window.engine.select_run(run_id)
-    qtbot.waitUntil(lambda: (editor.view.flush_live() or True) and item.live.current, timeout=5_000)
+    def current_shown() -> bool:
+        editor.view.flush_live()
+        return item.live.current
+
+    qtbot.waitUntil(current_shown, timeout=5_000)
 
     # Quit the engine while the run is parked; it stays parked in the store.
     bridge.stop()
@@ -169,7 +174,7 @@ def test_live_mode_shows_a_parked_run_that_survives_a_restart(qtbot, tmp_path: P
     assert [step["node"] for step in finished["steps"]].count("greet") == 1
 
 
-def test_open_a_parked_run_and_cancel_it(qtbot, engine_window: MainWindow) -> None:  # type: ignore[no-untyped-def]
+def test_open_a_parked_run_and_cancel_it(qtbot, engine_window: MainWindow) -> None:
     window = engine_window
     window.add_document(queue_flow("1h"))
     window.publish()
@@ -185,7 +190,7 @@ def test_open_a_parked_run_and_cancel_it(qtbot, engine_window: MainWindow) -> No
                     timeout=5_000)
     details = window.engine.details
     assert details is not None
-    nodes = [details.steps.item(r, 0).text() for r in range(details.steps.rowCount())]
+    nodes = [cell(details.steps, r, 0).text() for r in range(details.steps.rowCount())]
     assert nodes[0] == "start"
     assert "waiting" in details.header.text()
     assert details.cancel_button.isEnabled()

@@ -15,11 +15,12 @@ from app.panels.runs import RunsPanel
 from app.run_dialog import InputError, RunInputsDialog
 from canvas.document import FlowDocument
 from engine.flow import load_flow
+from tests.app.cells import cell
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
-def test_problems_lists_diagnostics_and_picks_nodes(qtbot, triage_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_problems_lists_diagnostics_and_picks_nodes(qtbot, triage_path: Path) -> None:
     document = FlowDocument.open(triage_path)
     # A queue between the reserve and its model: the finance chain rule must fire.
     document.connect("reserve", None, "followup")
@@ -29,9 +30,9 @@ def test_problems_lists_diagnostics_and_picks_nodes(qtbot, triage_path: Path) ->
     panel = ProblemsPanel()
     qtbot.addWidget(panel)
     panel.set_diagnostics(diagnostics)
-    codes = [panel.table.item(r, 1).text() for r in range(panel.table.rowCount())]
+    codes = [cell(panel.table, r, 1).text() for r in range(panel.table.rowCount())]
     assert "park_inside_finance_chain" in codes
-    severities = [panel.table.item(r, 0).toolTip() for r in range(panel.table.rowCount())]
+    severities = [cell(panel.table, r, 0).toolTip() for r in range(panel.table.rowCount())]
     assert severities == sorted(severities, key=lambda s: s != "error")
     row = codes.index("park_inside_finance_chain")
     with qtbot.waitSignal(panel.node_activated) as picked:
@@ -49,7 +50,7 @@ def _run(run_id: str, status: str, minutes_ago: int, **extra: object) -> RunRow:
     return RunRow(run_id, "ticket-triage", 3, status, started, None, 0.0123, **extra)  # type: ignore[arg-type]
 
 
-def test_runs_table_filters_by_status(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_runs_table_filters_by_status(qtbot) -> None:
     panel = RunsPanel(now=lambda: NOW)
     qtbot.addWidget(panel)
     assert panel.stack.showing_message
@@ -76,7 +77,7 @@ def test_runs_table_filters_by_status(qtbot) -> None:  # type: ignore[no-untyped
     assert [i.row() for i in panel.table.selectionModel().selectedRows()] == [0]
 
 
-def test_approvals_decide_with_comment(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_approvals_decide_with_comment(qtbot) -> None:
     panel = ApprovalsPanel(now=lambda: NOW)
     qtbot.addWidget(panel)
     assert not panel.approve_button.isEnabled()
@@ -84,8 +85,8 @@ def test_approvals_decide_with_comment(qtbot) -> None:  # type: ignore[no-untype
         ApprovalRow("a1", "ticket-triage", "r2", "approve", "Refund ticket 42?", NOW - timedelta(minutes=5),
                     NOW + timedelta(hours=1)),
     ])
-    assert panel.table.item(0, 3).text() == "Refund ticket 42?"
-    assert panel.table.item(0, 5).text() == "1h"
+    assert cell(panel.table, 0, 3).text() == "Refund ticket 42?"
+    assert cell(panel.table, 0, 5).text() == "1h"
     panel.table.selectRow(0)
     assert panel.approve_button.isEnabled()
     panel.comment.setText("customer is right")
@@ -96,7 +97,7 @@ def test_approvals_decide_with_comment(qtbot) -> None:  # type: ignore[no-untype
     assert panel.stack.showing_message
 
 
-def test_holds_bars_and_table(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_holds_bars_and_table(qtbot) -> None:
     panel = HoldsPanel()
     qtbot.addWidget(panel)
     budget = BudgetRow("default", 10.0, 2.5, 0.2, "month")
@@ -105,13 +106,13 @@ def test_holds_bars_and_table(qtbot) -> None:  # type: ignore[no-untyped-def]
     bars = panel.bars_box.findChildren(BudgetBar)
     assert len(bars) == 1
     assert "remaining $7.30 of $10.00" in bars[0].caption()
-    assert panel.table.item(0, 2).text() == "$0.20"
+    assert cell(panel.table, 0, 2).text() == "$0.20"
     assert usd(0.0035) == "$0.0035"
     bars[0].resize(300, 40)
     assert not bars[0].grab().isNull()
 
 
-def test_run_dialog_masks_secrets_and_types_inputs(qtbot, triage_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_run_dialog_masks_secrets_and_types_inputs(qtbot, triage_path: Path) -> None:
     dialog = RunInputsDialog(load_flow(triage_path), version=3)
     qtbot.addWidget(dialog)
     assert "v3" in dialog.windowTitle()

@@ -20,10 +20,11 @@ from app.panels.field_editors import (
 from app.panels.properties import PropertiesPanel
 from canvas.document import FlowDocument
 from engine.catalog import CATALOG
+from tests.app.cells import cell
 
 
 @pytest.fixture
-def panel_on(qtbot, triage_path: Path):  # type: ignore[no-untyped-def]
+def panel_on(qtbot, triage_path: Path):
     document = FlowDocument.open(triage_path)
     panel = PropertiesPanel()
     qtbot.addWidget(panel)
@@ -51,7 +52,7 @@ def test_every_catalog_field_gets_an_editor_kind() -> None:
     assert kinds[("trigger.event", "event_type")] == "choice"
 
 
-def test_edit_then_undo_restores_field_and_file(panel_on, triage_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_edit_then_undo_restores_field_and_file(panel_on, triage_path: Path) -> None:
     document, show = panel_on
     original = triage_path.read_bytes()
     panel = show("classify")
@@ -72,7 +73,7 @@ def test_edit_then_undo_restores_field_and_file(panel_on, triage_path: Path) -> 
     assert prompt.text.toPlainText() == "Label: {{ inputs.ticket.body }} (short)"
 
 
-def test_title_goes_through_rename(panel_on) -> None:  # type: ignore[no-untyped-def]
+def test_title_goes_through_rename(panel_on) -> None:
     document, show = panel_on
     panel = show("followup")
     panel.title_edit.setText("Wait one day")
@@ -83,7 +84,7 @@ def test_title_goes_through_rename(panel_on) -> None:  # type: ignore[no-untyped
     assert panel.title_edit.text() == "Wait a day"
 
 
-def test_duration_shows_parsed_value_and_errors(qtbot, panel_on) -> None:  # type: ignore[no-untyped-def]
+def test_duration_shows_parsed_value_and_errors(qtbot, panel_on) -> None:
     document, show = panel_on
     panel = show("followup")
     delay = panel.editors["delay"]
@@ -99,7 +100,7 @@ def test_duration_shows_parsed_value_and_errors(qtbot, panel_on) -> None:  # typ
     assert document.node("followup").config["delay"] == "90m"
 
 
-def test_template_syntax_error_is_shown(panel_on) -> None:  # type: ignore[no-untyped-def]
+def test_template_syntax_error_is_shown(panel_on) -> None:
     _document, show = panel_on
     panel = show("classify")
     prompt = panel.editors["prompt"]
@@ -109,7 +110,7 @@ def test_template_syntax_error_is_shown(panel_on) -> None:  # type: ignore[no-un
     assert prompt.problem is None
 
 
-def test_enum_is_a_combo_and_commits(panel_on) -> None:  # type: ignore[no-untyped-def]
+def test_enum_is_a_combo_and_commits(panel_on) -> None:
     document, show = panel_on
     panel = show("classify")
     overspend = panel.editors["overspend"]
@@ -123,7 +124,7 @@ def test_enum_is_a_combo_and_commits(panel_on) -> None:  # type: ignore[no-untyp
     assert overspend.combo.currentText() == "approve"
 
 
-def test_node_picker_lists_only_model_nodes(panel_on) -> None:  # type: ignore[no-untyped-def]
+def test_node_picker_lists_only_model_nodes(panel_on) -> None:
     document, show = panel_on
     document.add_node("ai.model", (600, 400), "Summarise")
     panel = show("reserve")
@@ -135,7 +136,7 @@ def test_node_picker_lists_only_model_nodes(panel_on) -> None:  # type: ignore[n
     assert picker.combo.currentData() == "classify"
 
 
-def test_money_edit_is_one_undo_step(panel_on) -> None:  # type: ignore[no-untyped-def]
+def test_money_edit_is_one_undo_step(panel_on) -> None:
     document, show = panel_on
     panel = show("reserve")
     amount = panel.editors["amount"]
@@ -146,7 +147,7 @@ def test_money_edit_is_one_undo_step(panel_on) -> None:  # type: ignore[no-untyp
     assert document.undo_stack.count() == 1
 
 
-def test_tables_add_and_remove_rows(panel_on) -> None:  # type: ignore[no-untyped-def]
+def test_tables_add_and_remove_rows(panel_on) -> None:
     document, show = panel_on
     panel = show("route")
     branches = panel.editors["branches"]
@@ -154,7 +155,7 @@ def test_tables_add_and_remove_rows(panel_on) -> None:  # type: ignore[no-untype
     assert branches.rows() == [("refund", "{{ state.label == 'refund' }}")]
     branches.add_row()
     assert len(document.node("route").config["branches"]) == 2
-    branches.table.item(1, 1).setText("{{ state.label == ")
+    cell(branches.table, 1, 1).setText("{{ state.label == ")
     assert branches.problem is not None
     document.undo_stack.undo()
     document.undo_stack.undo()
@@ -170,7 +171,7 @@ def test_tables_add_and_remove_rows(panel_on) -> None:  # type: ignore[no-untype
     assert set(document.node("note").config["values"]) == {"note"}
 
 
-def test_retry_and_flags_are_node_fields(panel_on) -> None:  # type: ignore[no-untyped-def]
+def test_retry_and_flags_are_node_fields(panel_on) -> None:
     document, show = panel_on
     panel = show("refund")
     panel.retry_check.click()
@@ -189,11 +190,11 @@ def test_retry_and_flags_are_node_fields(panel_on) -> None:  # type: ignore[no-u
     assert not document.is_dirty()
 
 
-def test_selection_of_many_shows_the_hint(panel_on) -> None:  # type: ignore[no-untyped-def]
+def test_selection_of_many_shows_the_hint(panel_on) -> None:
     _document, show = panel_on
     panel = show("classify")
     panel.show_selection(["classify", "route"])
     assert panel.node_id is None and panel.editors == {}
     panel.show_selection(["route"])
     assert panel.node_id == "route"
-    assert panel.editors["branches"].table.item(0, 0).flags() & Qt.ItemFlag.ItemIsEditable
+    assert cell(panel.editors["branches"].table, 0, 0).flags() & Qt.ItemFlag.ItemIsEditable

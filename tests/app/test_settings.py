@@ -18,6 +18,7 @@ from app.settings import (
     provider_secret_name,
 )
 from app.settings_dialog import SettingsDialog, SettingsError, parse_price_table
+from tests.app.cells import cell
 
 
 def reopen(settings: AppSettings) -> AppSettings:
@@ -78,7 +79,7 @@ def test_store_uses_keyring_only_when_a_backend_exists(tmp_path: Path) -> None:
     assert SecretStore(tmp_path).uses_keyring == keyring_available()
 
 
-def test_dialog_saves_providers_budgets_and_masked_secrets(qtbot, app_settings: AppSettings) -> None:  # type: ignore[no-untyped-def]
+def test_dialog_saves_providers_budgets_and_masked_secrets(qtbot, app_settings: AppSettings) -> None:
     store = SecretStore(app_settings.data_dir, use_keyring=False)
     dialog = SettingsDialog(app_settings, store=store)
     qtbot.addWidget(dialog)
@@ -86,14 +87,14 @@ def test_dialog_saves_providers_budgets_and_masked_secrets(qtbot, app_settings: 
     dialog.redis_edit.setText("redis://127.0.0.1:6379/0")
     dialog._add_provider_row(None)
     table = dialog.providers_table
-    table.item(0, 0).setText("local")
-    table.item(0, 1).setText("http://127.0.0.1:8011")
-    table.item(0, 3).setText('{"sim-small": {"input": 0.5, "output": 1.5}}')
+    cell(table, 0, 0).setText("local")
+    cell(table, 0, 1).setText("http://127.0.0.1:8011")
+    cell(table, 0, 3).setText('{"sim-small": {"input": 0.5, "output": 1.5}}')
     dialog.set_provider_key(0, "sk-local-secretvalue9999")
-    assert table.item(0, 2).text() == "sk-…9999"
+    assert cell(table, 0, 2).text() == "sk-…9999"
     dialog._add_budget_row(None)
     approval_key = dialog.add_approval_key("ops-bot")
-    assert dialog.keys_table.item(0, 1).text() == mask_secret(approval_key)
+    assert cell(dialog.keys_table, 0, 1).text() == mask_secret(approval_key)
     dialog.save()
 
     assert store.get(provider_secret_name("local")) == "sk-local-secretvalue9999"
@@ -107,18 +108,18 @@ def test_dialog_saves_providers_budgets_and_masked_secrets(qtbot, app_settings: 
     # Reopened, the dialog shows the keys masked and never in full.
     second = SettingsDialog(again, store=store)
     qtbot.addWidget(second)
-    shown = [second.providers_table.item(0, c).text() for c in range(4)]
-    shown += [second.keys_table.item(0, c).text() for c in range(2)]
+    shown = [cell(second.providers_table, 0, c).text() for c in range(4)]
+    shown += [cell(second.keys_table, 0, c).text() for c in range(2)]
     assert "sk-local-secretvalue9999" not in shown and approval_key not in shown
     assert "sk-…9999" in shown
 
 
-def test_dialog_refuses_bad_rows_with_a_fix(qtbot, app_settings: AppSettings) -> None:  # type: ignore[no-untyped-def]
+def test_dialog_refuses_bad_rows_with_a_fix(qtbot, app_settings: AppSettings) -> None:
     dialog = SettingsDialog(app_settings, store=SecretStore(app_settings.data_dir, use_keyring=False))
     qtbot.addWidget(dialog)
     dialog._add_provider_row(None)
-    dialog.providers_table.item(0, 0).setText("local")
-    dialog.providers_table.item(0, 1).setText("127.0.0.1:8011")
+    cell(dialog.providers_table, 0, 0).setText("local")
+    cell(dialog.providers_table, 0, 1).setText("127.0.0.1:8011")
     try:
         dialog.collect()
     except SettingsError as exc:

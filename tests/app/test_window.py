@@ -17,13 +17,14 @@ from app.gui import create_application, create_main_window
 from app.settings import AppSettings
 from app.window import MainWindow
 from canvas.theme import current_theme
+from tests.app.cells import cell
 
 DOCKS = ("Palette", "Properties", "Problems", "Runs", "Approvals", "Holds & budgets", "Log")
 ACTIONS = ("new", "open", "save", "save_as", "undo", "redo", "validate", "publish", "run", "live")
 
 
 @pytest.fixture
-def window(qtbot, app_settings: AppSettings, no_engine_env: None) -> MainWindow:  # type: ignore[no-untyped-def]
+def window(qtbot, app_settings: AppSettings, no_engine_env: None) -> MainWindow:
     app_settings.first_start_done = True
     made = create_main_window(create_application(), app_settings, start_engine=False)
     qtbot.addWidget(made)
@@ -48,7 +49,7 @@ def test_window_has_every_dock_and_action(window: MainWindow) -> None:
     assert window.recent_menu.title() == "Open &Recent"
 
 
-def test_shortcuts_trigger_actions(qtbot, window: MainWindow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_shortcuts_trigger_actions(qtbot, window: MainWindow, tmp_path: Path) -> None:
     qtbot.keyClick(window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
     assert window.tabs.count() == 1
     document = window.document
@@ -68,8 +69,8 @@ def test_shortcuts_trigger_actions(qtbot, window: MainWindow, tmp_path: Path) ->
     window.show_shortcuts()
     table = window.shortcuts_dialog.findChild(QTableWidget, "shortcutsTable")
     assert table is not None
-    keys = [table.item(r, 1).text() for r in range(table.rowCount())]
-    commands = [table.item(r, 0).text() for r in range(table.rowCount())]
+    keys = [cell(table, r, 1).text() for r in range(table.rowCount())]
+    commands = [cell(table, r, 0).text() for r in range(table.rowCount())]
     assert "F7" in keys and "Ctrl+Shift+P" in keys
     assert "Add node (canvas)" in commands
 
@@ -102,7 +103,7 @@ def test_closing_asks_to_save_unsaved_changes(window: MainWindow, triage_path: P
     document.rename_node("route", "Route it")
     asked: list[str] = []
 
-    def cancel(doc):  # type: ignore[no-untyped-def]
+    def cancel(doc):
         asked.append(doc.flow_ref().id)
         return QMessageBox.StandardButton.Cancel
 
@@ -115,13 +116,13 @@ def test_closing_asks_to_save_unsaved_changes(window: MainWindow, triage_path: P
     assert b"Route it" in triage_path.read_bytes()
 
 
-def test_problems_row_selects_and_centres_the_node(qtbot, window: MainWindow,  # type: ignore[no-untyped-def]
+def test_problems_row_selects_and_centres_the_node(qtbot, window: MainWindow,
                                                    triage_path: Path) -> None:
     document = window.open_file(triage_path)
     assert document is not None
     document.set_config_field("followup", "delay", "80h")
     window.validate()
-    codes = [window.problems.table.item(r, 1).text() for r in range(window.problems.table.rowCount())]
+    codes = [cell(window.problems.table, r, 1).text() for r in range(window.problems.table.rowCount())]
     assert codes, "an 80h delay must be reported"
     row = next(r for r in range(len(codes)) if window.problems.diagnostics[r].node == "followup")
     window.problems.table.selectRow(row)
@@ -142,7 +143,7 @@ def test_publish_refuses_a_flow_with_errors(window: MainWindow, triage_path: Pat
     assert window.problems.table.rowCount() >= 1
 
 
-def test_first_start_opens_the_example_with_a_hint(qtbot, app_settings: AppSettings,  # type: ignore[no-untyped-def]
+def test_first_start_opens_the_example_with_a_hint(qtbot, app_settings: AppSettings,
                                                    no_engine_env: None) -> None:
     first = create_main_window(create_application(), app_settings, start_engine=False)
     qtbot.addWidget(first)
@@ -155,7 +156,7 @@ def test_first_start_opens_the_example_with_a_hint(qtbot, app_settings: AppSetti
     assert second.tabs.count() == 0
 
 
-def test_layout_and_theme_persist(qtbot, window: MainWindow, app_settings: AppSettings) -> None:  # type: ignore[no-untyped-def]
+def test_layout_and_theme_persist(qtbot, window: MainWindow, app_settings: AppSettings) -> None:
     window.set_theme("dark")
     assert current_theme().name == "dark"
     window.docks["Log"].hide()
