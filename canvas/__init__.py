@@ -26,6 +26,8 @@ Public API (the app embeds these):
   `add_node_at(type, scene_point)`, `actions_by_name` (QActions for menus);
   live mode: `set_live_counts({id: (running, waiting, reason)})`,
   `set_run_path(nodes_in_order, current_node, waiting_text)`, `clear_live()`.
+- `canvas.bindings.BINDINGS` — the hotkey table (also importable from
+  `canvas.view`); `canvas.live.LiveOverlay` draws the live-mode state.
 - `canvas.palette.NodePalette(QWidget)` — signal `activated(type_name)`;
   drags carry `application/x-lockgate-node-type`.
 - `canvas.editor.FlowEditor(document)` — `.view`, `.document`.

@@ -1,11 +1,12 @@
-"""The canvas view: zoom, pan, keys, drops, quick-add, minimap and the live-mode overlay hook."""
+"""The canvas view: zoom, pan, keys, drops, quick-add, minimap and the live-mode overlay hook.
+
+`BINDINGS` (the hotkey table) is re-exported here for menus.
+"""
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -25,9 +26,11 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QFrame, QGraphicsView, QMenu, QWidget
 
+from canvas.bindings import BINDINGS, NUDGE_KEYS
 from canvas.document import FRAGMENT_FORMAT, FlowDocument
 from canvas.geometry import GRID_SIZE, HEADER_HEIGHT, NODE_WIDTH, input_port_offset, node_height
 from canvas.items import DETAIL_ZOOM, NodeItem
+from canvas.live import LiveOverlay
 from canvas.minimap import Minimap
 from canvas.quick_add import QuickAddBox
 from canvas.scene import FlowScene
@@ -38,56 +41,6 @@ MIN_ZOOM = 0.05
 MAX_ZOOM = 3.0
 FIT_MAX_ZOOM = 1.25
 GRID_MIN_ZOOM = 0.5
-LIVE_FRAME_MS = 16
-NUDGE_KEYS = {Qt.Key.Key_Left: (-1, 0), Qt.Key.Key_Right: (1, 0), Qt.Key.Key_Up: (0, -1), Qt.Key.Key_Down: (0, 1)}
-
-
-KeySpec = str | QKeySequence.StandardKey
-
-
-@dataclass(frozen=True)
-class Binding:
-    """One canvas command: its action name, menu text, keys and what it does."""
-
-    name: str
-    text: str
-    keys: tuple[KeySpec, ...]
-    tip: str
-
-    def sequences(self) -> list[QKeySequence]:
-        """The key sequences (standard keys resolve per platform, so this needs a running app)."""
-        found: list[QKeySequence] = []
-        for spec in self.keys:
-            if isinstance(spec, QKeySequence.StandardKey):
-                found.extend(QKeySequence.keyBindings(spec))
-            else:
-                found.append(QKeySequence(spec))
-        return found
-
-
-def _keys(*specs: KeySpec) -> tuple[KeySpec, ...]:
-    return specs
-
-
-# Hotkeys as data: the view dispatches keys from this table and builds its QActions from it.
-BINDINGS: tuple[Binding, ...] = (
-    Binding(
-        "delete", "Delete", _keys(QKeySequence.StandardKey.Delete, "Backspace"), "Delete the selected nodes and edges"
-    ),
-    Binding(
-        "copy", "Copy", _keys(QKeySequence.StandardKey.Copy), "Copy the selected nodes with the edges between them"
-    ),
-    Binding("paste", "Paste", _keys(QKeySequence.StandardKey.Paste), "Paste copied nodes with fresh ids"),
-    Binding("duplicate", "Duplicate", _keys("Ctrl+D"), "Duplicate the selected nodes"),
-    Binding("select_all", "Select all", _keys(QKeySequence.StandardKey.SelectAll), "Select every node"),
-    Binding("fit", "Fit selection or all", _keys("F"), "Zoom to the selection, or to the whole flow"),
-    Binding("quick_add", "Add node…", _keys("Tab", "Shift+A"), "Search node types and add one at the cursor"),
-    Binding("auto_layout", "Auto-layout", _keys("Ctrl+L"), "Arrange the flow left to right (undoable)"),
-    Binding("zoom_in", "Zoom in", _keys(QKeySequence.StandardKey.ZoomIn, "Ctrl+="), "Zoom in"),
-    Binding("zoom_out", "Zoom out", _keys(QKeySequence.StandardKey.ZoomOut), "Zoom out"),
-    Binding("reset_zoom", "Actual size", _keys("Ctrl+0"), "Zoom to 100%"),
-    Binding("toggle_snap", "Snap to grid", _keys("Ctrl+G"), "Snap dragged nodes to the grid"),
-)
 
 
 class FlowView(QGraphicsView):
@@ -156,15 +109,7 @@ class FlowView(QGraphicsView):
             if binding.name == "toggle_snap":
                 action.setCheckable(True)
             self.actions_by_name[binding.name] = action
-        self._live_counts: dict[str, tuple[int, int, str]] = {}
-        self._live_path: tuple[list[str], str | None, str] = ([], None, "")
-        self._live_applied_nodes: set[str] = set()
-        self._live_applied_edges: set[int] = set()
-        self._live_timer = QTimer(self)
-        self._live_timer.setSingleShot(True)
-        self._live_timer.setInterval(LIVE_FRAME_MS)
-        self._live_timer.timeout.connect(self._flush_live)
-        self.live_flushes = 0
+        self.live = LiveOverlay(self.flow_scene, self)
         self._last_selection: list[str] = []
         self._selection_timer = QTimer(self)
         self._selection_timer.setSingleShot(True)
@@ -347,58 +292,27 @@ class FlowView(QGraphicsView):
     def _wire_dropped(self, node_id: str, port: str | None, point: QPointF) -> None:
         self.open_quick_add(point, (node_id, port))
 
-    # ----- live mode -------------------------------------------------------------------
+    # ----- live mode (drawn by canvas.live.LiveOverlay) ---------------------------------------
 
     def set_live_counts(self, counts: dict[str, tuple[int, int, str]]) -> None:
         """Per node: (runs running there, runs waiting there, why they wait). Repaints at most once per frame."""
-        self._live_counts = dict(counts)
-        self._schedule_live()
+        self.live.set_counts(counts)
 
     def set_run_path(self, nodes_in_order: list[str], current_node: str | None, waiting_text: str = "") -> None:
         """Highlight one run: the nodes it passed, the edges between them, and where it is now."""
-        self._live_path = (list(nodes_in_order), current_node, waiting_text)
-        self._schedule_live()
+        self.live.set_run_path(nodes_in_order, current_node, waiting_text)
 
     def clear_live(self) -> None:
-        self._live_counts = {}
-        self._live_path = ([], None, "")
-        self._schedule_live()
-
-    def _schedule_live(self) -> None:
-        if not self._live_timer.isActive():
-            self._live_timer.start()
+        self.live.clear()
 
     def flush_live(self) -> None:
         """Apply pending live state now (tests and screenshots)."""
-        self._live_timer.stop()
-        self._flush_live()
+        self.live.flush()
 
-    def _flush_live(self) -> None:
-        self.live_flushes += 1
-        items = self.flow_scene.node_items
-        path, current, waiting_text = self._live_path
-        on_path = set(path)
-        touched = set(self._live_counts) | on_path | self._live_applied_nodes | ({current} if current else set())
-        for node_id in touched:
-            item = items.get(node_id)
-            if item is None:
-                continue
-            running, waiting, reason = self._live_counts.get(node_id, (0, 0, ""))
-            live = item.live
-            text = waiting_text if node_id == current else reason
-            state = (running, waiting, text, node_id in on_path, node_id == current)
-            if state != (live.running, live.waiting, live.waiting_text, live.on_path, live.current):
-                live.running, live.waiting, live.waiting_text, live.on_path, live.current = state
-                item.refresh_live()
-        self._live_applied_nodes = {n for n in touched if n in items and not items[n].live.is_empty()}
-        steps = set(itertools.pairwise(path))
-        highlighted: set[int] = set()
-        for key, edge_item in self.flow_scene.edge_items.items():
-            wanted = (edge_item.edge.from_, edge_item.edge.to) in steps
-            if wanted:
-                highlighted.add(key)
-            edge_item.set_on_run_path(wanted)
-        self._live_applied_edges = highlighted
+    @property
+    def live_flushes(self) -> int:
+        """How many times live state was applied (at most once per frame however often it is set)."""
+        return self.live.flushes
 
     # ----- events ------------------------------------------------------------------------
 
