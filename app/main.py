@@ -19,6 +19,8 @@ COMMAND_MODULES: list[str] = [
     "engine.cli.runs",
     "engine.cli.provider_sim",
     "engine.cli.budgets",
+    "engine.cli.keys",
+    "engine.cli.approvals",
 ]
 
 

@@ -11,8 +11,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.clock import Clock
+from engine.events import EventBase, EventStamper
 from engine.flow import Node
 from engine.runtime.context import RunContext
+from engine.transport.keys import Keyspace
+
+
+@dataclass(frozen=True)
+class StepServices:
+    """Shared stores a body may read (an approval reads its decision claim); None in pure executor tests."""
+
+    client: Any
+    """The worker's `redis.Redis` client."""
+    keys: Keyspace
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,10 @@ class StepCall:
     """True when the run parked on this node and is now resuming it."""
     branch_writes: list[dict[str, Any]] = field(default_factory=list)
     """join only: state writes of each delivered branch, in completion order."""
+    services: StepServices | None = None
+    """Redis and its keyspace, given by the worker."""
+    emit: Callable[[Callable[[EventStamper], EventBase]], None] = lambda make: None
+    """Emit an event of this run in sequence (hold events): `call.emit(lambda s: s.hold_placed(...))`."""
 
     @property
     def config(self) -> dict[str, Any]:

@@ -96,4 +96,5 @@ def queue_body(call: StepCall) -> StepResult | Park:
     return Park("queue_delay", due_at=call.clock.now() + parse_duration(call.config["delay"]))
 
 
+import engine.approvals.body  # noqa: E402  (registers approval)
 import engine.runtime.http_body  # noqa: E402,F401  (registers http.request)

@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 from engine.clock import Clock
 from engine.durations import parse_duration
 from engine.events import EventBase, EventStamper
-from engine.runtime.bodies import Park, StepCall, StepError, StepResult, body_for
+from engine.runtime.bodies import Park, StepCall, StepError, StepResult, StepServices, body_for
 from engine.runtime.context import RunContext
 from engine.runtime.plan import FlowPlan
 from engine.runtime.scheduler import Scheduler
@@ -88,7 +88,9 @@ class RunExecutor:
 
     def __init__(self, plan: FlowPlan, ctx: RunContext, stamper: EventStamper, emitter: Emitter, clock: Clock, *,
                  cancel_requested: Callable[[], bool] = lambda: False,
-                 sleep: Callable[[float], None] = time.sleep, worker: str = "") -> None:
+                 sleep: Callable[[float], None] = time.sleep, worker: str = "",
+                 services: StepServices | None = None) -> None:
+        self.services = services
         self.plan = plan
         self.ctx = ctx
         self.stamper = stamper
@@ -175,7 +177,8 @@ class RunExecutor:
         base_delay = parse_duration(retry.base_delay) if retry else 0.0
         names = dict(scope.names)
         names["state"] = scope.state
-        call = StepCall(node=node, ctx=self.ctx, clock=self.clock, extra_names=names, resumed=resumed)
+        call = StepCall(node=node, ctx=self.ctx, clock=self.clock, extra_names=names, resumed=resumed,
+                        services=self.services, emit=lambda make: self.emitter.emit(make(self.stamper)))
         if self.plan.kinds[node_id] == "join":
             call.branch_writes = self._branch_writes(scope, node_id)
         for attempt in range(1, max_attempts + 1):

@@ -20,6 +20,8 @@ class Job:
     inputs: dict[str, Any] = field(default_factory=dict)
     """Redacted inputs; secret values live under the run's secrets key only."""
     has_secrets: bool = False
+    park: str = ""
+    """resume only: the park it resumes (`engine.parking.limits.park_token`); empty for a due-time resume."""
 
 
 class BadJob(ValueError):
@@ -47,6 +49,6 @@ def start_job(run_id: str, flow_id: str, version: int, trigger: str, inputs: dic
     return Job(run_id, "start", flow_id, version, trigger, inputs, has_secrets)
 
 
-def resume_job(run_id: str) -> Job:
-    """A resume needs only the run id: the checkpoint holds everything else."""
-    return Job(run_id, "resume")
+def resume_job(run_id: str, park: str = "") -> Job:
+    """A resume needs only the run id (and, from a decision, the park it is for): the checkpoint holds the rest."""
+    return Job(run_id, "resume", park=park)

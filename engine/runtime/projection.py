@@ -14,6 +14,7 @@ from typing import Any, cast
 
 import sqlalchemy as sa
 
+from engine.approvals.projection import APPROVAL_EVENT_TYPES, apply_approval_events
 from engine.events import Event, PoisonEvent, decode_event
 from engine.runtime.transitions import IllegalTransition, check_transition
 from engine.runtime.write_lock import sqlite_writer
@@ -103,6 +104,7 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
             fresh.append((message_id, event))
         work = _load(conn, {event.run_id for _, event in fresh})
         applied_rows = []
+        approval_events: list[Event] = []
         for message_id, event in fresh:
             try:
                 change = _apply(work, event)
@@ -115,6 +117,8 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
                                   "created_at": now})
             else:
                 result.applied += 1
+                if event.type in APPROVAL_EVENT_TYPES:
+                    approval_events.append(event)
                 if change is not None:
                     result.changes.append(change)
                     if change.event in ("run_succeeded", "run_failed", "run_cancelled", "run_interrupted"):
@@ -122,6 +126,8 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
             applied_rows.append({"event_id": event.event_id, "run_id": event.run_id, "seq": event.seq,
                                  "event_type": event.type, "applied_at": now})
         _write(conn, work, applied_rows, dead_rows)
+        if approval_events:
+            apply_approval_events(conn, work.runs, approval_events)
     result.dead = len(dead_rows)
     return result
 

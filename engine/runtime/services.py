@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from engine.clock import Clock, SystemClock
 from engine.config import EngineConfig
 from engine.flow import Flow
+from engine.parking.rebuild import rebuild_due_set
 from engine.publish import PublishedVersion, publish
 from engine.runtime import create as create_module
 from engine.runtime import queries
@@ -79,6 +80,7 @@ class EngineServices:
         ensure_group(client, self.keys.jobs, self.keys.jobs_group)
         ensure_group(client, self.keys.events, self.keys.events_group)
         self.due = DueSet(client, self.keys)
+        rebuild_due_set(self.sql, client, self.keys)
         plans = PlanCache(self.sql)
         for index in range(self.worker_count):
             worker = Worker(self.redis.client(), self.keys, plans, self.clock, consumer_name(index),

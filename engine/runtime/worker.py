@@ -22,10 +22,12 @@ import sqlalchemy as sa
 
 from engine.clock import Clock
 from engine.events import EventStamper
+from engine.parking.resume import Admission, admit_resume, expire_parked, seal_park
 from engine.publish import get_version
+from engine.runtime.bodies import StepServices
 from engine.runtime.context import RunContext
 from engine.runtime.emitter import RedisEmitter
-from engine.runtime.executor import RunExecutor
+from engine.runtime.executor import RunExecutor, RunOutcome
 from engine.runtime.inputs import secret_names
 from engine.runtime.jobs import BadJob, Job, decode_job
 from engine.runtime.plan import FlowPlan
@@ -192,12 +194,17 @@ class Worker:
 
     def _execute(self, job: Job, message_id: bytes, attempt: int, cancel_key: str) -> _Finished:
         checkpoint: dict[str, Any] | None = None
+        admission = Admission("resume")
         if job.action == "resume":
             raw = self.client.get(self.keys.run_checkpoint(job.run_id))
             if raw is None:
                 log.error("worker %s: run %s has no checkpoint to resume from; job dropped", self.name, job.run_id)
                 return _Finished(job.run_id, "dropped", finish=lambda pipe: self._ack(pipe, message_id))
             checkpoint = orjson.loads(raw)
+            admission = admit_resume(self.client, self.keys, job, message_id, checkpoint, self.clock.now())
+            if admission.action == "drop":
+                log.info("worker %s: run %s: resume dropped: %s", self.name, job.run_id, admission.reason)
+                return _Finished(job.run_id, "dropped", finish=lambda pipe: self._ack(pipe, message_id))
             job = Job(**checkpoint["job"])
         plan = self.plans.get(job.flow_id, job.version)
         inputs = dict(job.inputs)
@@ -219,23 +226,30 @@ class Worker:
             return bool(self.client.exists(cancel_key))
 
         executor = RunExecutor(plan, ctx, stamper, emitter, self.clock, cancel_requested=cancel_requested,
-                               sleep=self.sleep, worker=self.name)
+                               sleep=self.sleep, worker=self.name, services=StepServices(self.client, self.keys))
         if checkpoint is not None:
             executor.restore(checkpoint)
-            outcome = executor.resume(checkpoint["parked_node"])
+            if admission.action == "expire":
+                expire_parked(stamper, emitter, checkpoint, plan.flow.settings, self.name)
+                outcome = RunOutcome("failed")
+            else:
+                outcome = executor.resume(checkpoint["parked_node"])
         else:
             outcome = executor.start(job.inputs)
+
+        parked = seal_park(self.client, self.keys, checkpoint, outcome.park, self.clock.now(), plan.flow.settings) \
+            if outcome.status == "parked" and outcome.park is not None else None
 
         def finish(pipe: Any) -> None:
             if outcome.status == "parked":
                 assert outcome.parked_node is not None
                 sealed = executor.checkpoint(outcome.parked_node)
                 sealed["job"] = asdict(job)
+                sealed.update(parked or {})
                 pipe.set(self.keys.run_checkpoint(job.run_id), orjson.dumps(sealed, default=ctx.plain))
             else:
                 pipe.delete(self.keys.run_checkpoint(job.run_id), self.keys.run_secrets(job.run_id), cancel_key)
             pipe.hdel(self.keys.heartbeats, job.run_id)
             self._ack(pipe, message_id)
 
-        due = outcome.park.due_at if outcome.status == "parked" and outcome.park is not None else None
-        return _Finished(job.run_id, outcome.status, emitter, finish, due)
+        return _Finished(job.run_id, outcome.status, emitter, finish, parked["wake_at"] if parked else None)

@@ -111,6 +111,11 @@ class Keyspace:
         subscribed by due wakers."""
         return self._key("due", "nudge")
 
+    def run_resume_claim(self, run_id: str, park: str) -> str:
+        """String with TTL: the job message id that won the resume of one park of a run (SET NX), so
+        duplicate resume jobs never run a step twice. Set by workers (`engine.parking.resume`)."""
+        return self._key("run", run_id, "resumed", park)
+
     def approval_decision(self, approval_id: str) -> str:
         """String (NX) holding the winning decision of an approval, so exactly one decision wins
         among concurrent attempts. Set by the approvals service."""

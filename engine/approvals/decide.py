@@ -1,0 +1,176 @@
+"""Decisions on approvals, from people (`actor="user:<name>"`) and API keys (`actor="key:<name>"`).
+
+`decide()` is the engine's Python API (the HTTP API and the app's panel call it). Exactly one
+decision wins: the claim is a Redis SET NX (`claims`). Every attempt, accepted or refused, is
+recorded in `approval_attempts` with who made it. A refused attempt changes nothing else. The
+winner's run gets its resume job at once (a token names the park, so the due waker's later
+timeout job for the same park is dropped).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, cast
+
+import orjson
+import sqlalchemy as sa
+
+from engine.approvals.claims import Claim, claim_decision, read_claim
+from engine.approvals.keys import check_key
+from engine.events import ExternalStamper, encode_event
+from engine.parking.limits import park_token
+from engine.publish import get_version
+from engine.runtime.emitter import EVENT_FIELD
+from engine.runtime.handles import EngineHandles
+from engine.runtime.jobs import encode_job, resume_job
+from engine.store.models import Approval, ApprovalAttempt, Run
+from engine.store.types import utc_from_epoch
+
+APPROVALS = cast(sa.Table, Approval.__table__)
+ATTEMPTS = cast(sa.Table, ApprovalAttempt.__table__)
+RUNS = cast(sa.Table, Run.__table__)
+CHECKPOINT_WAIT_SECONDS = 2.0
+"""How long a decision waits for a run that requested approval to finish sealing its park."""
+
+DecisionWord = Literal["approve", "reject"]
+RefusalReason = Literal["bad_decision", "unknown_approval", "already_decided", "expired", "not_allowed",
+                        "run_not_waiting", "malformed_key", "unknown_key", "revoked_key", "key_without_rights"]
+
+
+@dataclass(frozen=True)
+class DecisionResult:
+    """What became of one decision attempt."""
+
+    accepted: bool
+    approval_id: str
+    actor: str
+    decision: str
+    message: str
+    reason: RefusalReason | None = None
+    run_id: str | None = None
+    port: str | None = None
+    """`approved` or `rejected`: where the run continues (accepted decisions only)."""
+
+    def to_data(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _when(value: datetime) -> str:
+    return f"{value:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def allowed(approvers: Any, actor: str) -> bool:
+    """`any`, or a list naming the actor in full (`key:ci`, `user:ada`) or by its bare name (`ci`, `ada`)."""
+    if approvers in (None, "any"):
+        return True
+    bare = actor.split(":", 1)[1] if ":" in actor else actor
+    return isinstance(approvers, list) and (actor in approvers or bare in approvers)
+
+
+def _record(handles: EngineHandles, approval_id: str, actor: str, decision: str, outcome: str,
+            reason: str | None) -> None:
+    with handles.sql.begin() as conn:
+        conn.execute(sa.insert(ATTEMPTS).values(approval_id=approval_id[:64], actor=actor[:255],
+                                                decision=decision[:16], outcome=outcome, reason=reason,
+                                                attempted_at=utc_from_epoch(handles.clock.now())))
+
+
+def _refuse(handles: EngineHandles, approval_id: str, actor: str, decision: str, reason: RefusalReason,
+            message: str, run_id: str | None = None) -> DecisionResult:
+    _record(handles, approval_id, actor, decision, "refused", f"{reason}: {message}")
+    return DecisionResult(False, approval_id, actor, decision, message, reason, run_id)
+
+
+def decide(handles: EngineHandles, approval_id: str, decision: str, actor: str,
+           comment: str | None = None) -> DecisionResult:
+    """Decide approval `approval_id` (`approve` or `reject`) as `actor`; never raises for a refusal."""
+    if decision not in ("approve", "reject"):
+        return _refuse(handles, approval_id, actor, decision, "bad_decision",
+                       f"decision {decision!r} is not one of approve, reject")
+    with handles.sql.connect() as conn:
+        row = conn.execute(
+            sa.select(APPROVALS.c.run_id, APPROVALS.c.flow_id, APPROVALS.c.node_id, APPROVALS.c.status,
+                      APPROVALS.c.expires_at, APPROVALS.c.decided_by, APPROVALS.c.decided_at, RUNS.c.status.label(
+                          "run_status"), RUNS.c.version, RUNS.c.last_seq)
+            .join(RUNS, RUNS.c.id == APPROVALS.c.run_id).where(APPROVALS.c.id == approval_id)).first()
+    if row is None:
+        return _refuse(handles, approval_id, actor, decision, "unknown_approval",
+                       f'approval "{approval_id}" does not exist; see pending ones with `lockgate approvals list`')
+    claimed = read_claim(handles.client, handles.keys, approval_id)
+    if claimed is not None or row.status != "pending":
+        by = claimed.decided_by if claimed else row.decided_by
+        verdict = claimed.decision if claimed else row.status
+        return _refuse(handles, approval_id, actor, decision, "already_decided",
+                       f'approval "{approval_id}" was already decided ({verdict} by {by}); nothing changed',
+                       row.run_id)
+    now = handles.clock.now()
+    if now >= row.expires_at.timestamp():
+        return _refuse(handles, approval_id, actor, decision, "expired",
+                       f'approval "{approval_id}" timed out at {_when(row.expires_at)}, so it counts as rejected; '
+                       "a decision after the timeout changes nothing", row.run_id)
+    if row.run_status not in ("waiting", "running"):
+        return _refuse(handles, approval_id, actor, decision, "run_not_waiting",
+                       f'run "{row.run_id}" of approval "{approval_id}" is {row.run_status}, no longer waiting '
+                       "for a decision", row.run_id)
+    _published, flow = get_version(handles.sql, row.flow_id, row.version)
+    node = next((n for n in flow.nodes if n.id == row.node_id), None)
+    approvers = node.config.get("approvers", "any") if node is not None else "any"
+    if not allowed(approvers, actor):
+        names = ", ".join(approvers) if isinstance(approvers, list) else str(approvers)
+        return _refuse(handles, approval_id, actor, decision, "not_allowed",
+                       f'{actor} may not decide approval "{approval_id}": node "{row.node_id}" lists its approvers '
+                       f"as {names}", row.run_id)
+    verdict_word: Literal["approved", "rejected"] = "approved" if decision == "approve" else "rejected"
+    claim = Claim(verdict_word, actor, comment or "", now)
+    if not claim_decision(handles.client, handles.keys, approval_id, claim):
+        winner = read_claim(handles.client, handles.keys, approval_id)
+        by = f"{winner.decision} by {winner.decided_by}" if winner else "by another attempt"
+        return _refuse(handles, approval_id, actor, decision, "already_decided",
+                       f'approval "{approval_id}" was decided first ({by}); nothing changed', row.run_id)
+    _record(handles, approval_id, actor, decision, "accepted", None)
+    _announce_and_resume(handles, row.run_id, row.node_id, approval_id, claim, row.last_seq or 0)
+    return DecisionResult(True, approval_id, actor, decision,
+                          f'approval "{approval_id}" {verdict_word} by {actor}; run "{row.run_id}" continues through '
+                          f'"{verdict_word}"', None, row.run_id, verdict_word)
+
+
+def decide_with_key(handles: EngineHandles, approval_id: str, decision: str, key: str,
+                    comment: str | None = None) -> DecisionResult:
+    """`decide()` as the holder of API key `key` (actor `key:<name>`); bad keys are refused and recorded."""
+    check = check_key(handles.sql, key)
+    actor = f"key:{check.name}" if check.name else "key:(unidentified)"
+    if check.refusal is not None:
+        return _refuse(handles, approval_id, actor, decision, check.refusal, check.message)
+    return decide(handles, approval_id, decision, actor, comment)
+
+
+def _announce_and_resume(handles: EngineHandles, run_id: str, node_id: str, approval_id: str, claim: Claim,
+                         last_seq: int) -> None:
+    event = ExternalStamper(run_id, handles.clock, last_seq).approval_decided(
+        node_id, approval_id, claim.decision, claim.decided_by, claim.comment)
+    pipe = handles.client.pipeline(transaction=False)
+    pipe.xadd(handles.keys.events, {EVENT_FIELD: encode_event(event)})
+    checkpoint = _parked_checkpoint(handles, run_id, node_id)
+    if checkpoint is not None:
+        # The timeout's due entry is replaced by this resume; its token makes any duplicate a no-op.
+        pipe.zrem(handles.keys.due, run_id)
+        pipe.xadd(handles.keys.jobs, encode_job(resume_job(run_id, park_token(checkpoint))))
+    pipe.execute()
+
+
+def _parked_checkpoint(handles: EngineHandles, run_id: str, node_id: str) -> dict[str, Any] | None:
+    """The run's checkpoint once it is parked on `node_id`; a run still sealing its park gets a moment.
+
+    None when it does not appear: the run then sees the claim when it seals (it wakes at once)."""
+    deadline = time.monotonic() + CHECKPOINT_WAIT_SECONDS
+    while True:
+        raw = handles.client.get(handles.keys.run_checkpoint(run_id))
+        if raw is not None:
+            checkpoint: dict[str, Any] = orjson.loads(raw)
+            if checkpoint.get("parked_node") == node_id:
+                return checkpoint
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.01)

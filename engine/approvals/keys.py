@@ -1,0 +1,117 @@
+"""API keys for decisions: created once (shown once), stored only as a SHA-256 hash, revocable.
+
+A key is `lgk_` and 43 URL-safe characters (256 random bits); with that much entropy a plain
+SHA-256 is a safe stored form and lets a key be found by its hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Literal, cast
+
+import sqlalchemy as sa
+
+from engine.clock import Clock, SystemClock
+from engine.store.models import ApiKey
+from engine.store.types import utc_from_epoch
+
+API_KEYS = cast(sa.Table, ApiKey.__table__)
+KEY_PREFIX = "lgk_"
+KEY_PATTERN = re.compile(r"^lgk_[A-Za-z0-9_-]{43}$")
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")
+DECIDE_SCOPE = "approvals:decide"
+
+
+class KeyProblem(ValueError):
+    """A key command that cannot be done (bad or taken name, unknown key); the message says the fix."""
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    name: str
+    scopes: list[str]
+    created_at: str
+    revoked_at: str | None
+
+    def to_data(self) -> dict[str, object]:
+        return {"name": self.name, "scopes": self.scopes, "created_at": self.created_at,
+                "revoked_at": self.revoked_at, "active": self.revoked_at is None}
+
+
+KeyRefusal = Literal["malformed_key", "unknown_key", "revoked_key", "key_without_rights"]
+
+
+@dataclass(frozen=True)
+class KeyCheck:
+    """Who a presented key is: `name` when valid, else the refusal and its message."""
+
+    name: str | None
+    refusal: KeyRefusal | None = None
+    message: str = ""
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def create_key(sql: sa.Engine, name: str, clock: Clock | None = None,
+               scopes: tuple[str, ...] = (DECIDE_SCOPE,)) -> str:
+    """Store a new key named `name` (its hash only) and return the key: the only time it exists in full."""
+    if not NAME_PATTERN.match(name):
+        raise KeyProblem(f"key name {name!r} is not usable: use letters, digits and . _ @ - (up to 128), "
+                         "starting with a letter or digit")
+    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    now = utc_from_epoch((clock or SystemClock()).now())
+    with sql.begin() as conn:
+        taken = conn.execute(sa.select(API_KEYS.c.revoked_at).where(API_KEYS.c.name == name)).first()
+        if taken is not None:
+            state = "a revoked key keeps its name for the record" if taken.revoked_at else "it is in use"
+            raise KeyProblem(f'key name "{name}" is taken ({state}); choose another name')
+        conn.execute(sa.insert(API_KEYS).values(name=name, key_hash=hash_key(key), scopes=list(scopes),
+                                                created_at=now, revoked_at=None))
+    return key
+
+
+def revoke_key(sql: sa.Engine, name: str, clock: Clock | None = None) -> None:
+    """Revoke the key `name`; decisions with it are refused from now on."""
+    now = utc_from_epoch((clock or SystemClock()).now())
+    with sql.begin() as conn:
+        row = conn.execute(sa.select(API_KEYS.c.revoked_at).where(API_KEYS.c.name == name)).first()
+        if row is None:
+            raise KeyProblem(f'no key is named "{name}"; see the names with `lockgate keys list`')
+        if row.revoked_at is not None:
+            raise KeyProblem(f'key "{name}" was already revoked at {row.revoked_at:%Y-%m-%d %H:%M:%S} UTC; '
+                             "nothing changed")
+        conn.execute(sa.update(API_KEYS).where(API_KEYS.c.name == name).values(revoked_at=now))
+
+
+def list_keys(sql: sa.Engine) -> list[KeyInfo]:
+    """Every key by name, revoked ones included (never the key or its hash)."""
+    with sql.connect() as conn:
+        rows = conn.execute(sa.select(API_KEYS.c.name, API_KEYS.c.scopes, API_KEYS.c.created_at,
+                                      API_KEYS.c.revoked_at).order_by(API_KEYS.c.name)).all()
+    return [KeyInfo(row.name, list(row.scopes or []), row.created_at.isoformat(),
+                    row.revoked_at.isoformat() if row.revoked_at else None) for row in rows]
+
+
+def check_key(sql: sa.Engine, key: str, scope: str = DECIDE_SCOPE) -> KeyCheck:
+    """Who `key` belongs to, if it is well formed, known, not revoked and has `scope`."""
+    if not KEY_PATTERN.match(key):
+        return KeyCheck(None, "malformed_key", "the key is malformed: keys look like lgk_ followed by 43 "
+                        "letters, digits, - or _; copy it again from `lockgate keys create`")
+    with sql.connect() as conn:
+        row = conn.execute(sa.select(API_KEYS.c.name, API_KEYS.c.scopes, API_KEYS.c.revoked_at)
+                           .where(API_KEYS.c.key_hash == hash_key(key))).first()
+    if row is None:
+        return KeyCheck(None, "unknown_key", "the key is not known here (never created on this engine's store, "
+                        "or mistyped); create one with `lockgate keys create NAME`")
+    if row.revoked_at is not None:
+        return KeyCheck(row.name, "revoked_key", f'key "{row.name}" was revoked; create a new key with '
+                        "`lockgate keys create NAME`")
+    if scope not in (row.scopes or []):
+        return KeyCheck(row.name, "key_without_rights", f'key "{row.name}" lacks the {scope} right; '
+                        "use a key created for approvals")
+    return KeyCheck(row.name)

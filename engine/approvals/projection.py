@@ -1,0 +1,38 @@
+"""Approval rows from approval events, inside the projector's batch transaction (idempotent)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import sqlalchemy as sa
+
+from engine.approvals.claims import TIMEOUT_ACTOR
+from engine.events import Event
+from engine.events.models import ApprovalDecided, ApprovalRequested
+from engine.store.models import Approval
+from engine.store.types import utc_from_epoch
+
+APPROVALS = cast(sa.Table, Approval.__table__)
+APPROVAL_EVENT_TYPES = frozenset({"approval_requested", "approval_decided"})
+
+
+def apply_approval_events(conn: sa.Connection, runs: dict[str, dict[str, Any]], events: list[Event]) -> None:
+    """Create pending rows for `approval_requested`; settle them on `approval_decided` (the first one stays).
+
+    Only events the state machine accepted come here."""
+    for event in events:
+        if isinstance(event, ApprovalRequested):
+            exists = conn.execute(sa.select(APPROVALS.c.id).where(APPROVALS.c.id == event.approval_id)).first()
+            if exists is None:
+                conn.execute(sa.insert(APPROVALS).values(
+                    id=event.approval_id, run_id=event.run_id, flow_id=runs[event.run_id]["flow_id"],
+                    node_id=event.node, message=event.message, requested_at=utc_from_epoch(event.ts),
+                    expires_at=utc_from_epoch(event.timeout_at), status="pending"))
+        elif isinstance(event, ApprovalDecided):
+            timed_out = event.decided_by == TIMEOUT_ACTOR
+            conn.execute(sa.update(APPROVALS)
+                         .where(APPROVALS.c.id == event.approval_id, APPROVALS.c.status == "pending")
+                         .values(status="expired" if timed_out else event.decision,
+                                 decision="approve" if event.decision == "approved" else "reject",
+                                 decided_by=event.decided_by, comment=event.comment or None,
+                                 decided_at=utc_from_epoch(event.ts)))

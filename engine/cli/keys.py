@@ -1,0 +1,81 @@
+"""`lockgate keys create NAME | revoke NAME | list [--json]`: API keys for approval decisions.
+
+`create` prints the new key alone on stdout, once; only its hash is stored.
+Exit codes: 0 done, 1 refused (taken or unknown name, already revoked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+EXIT_OK = 0
+EXIT_REFUSED = 1
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("keys", help="create, revoke or list API keys (approval decisions)")
+    commands = parser.add_subparsers(dest="keys_command", metavar="create|revoke|list", required=True)
+    create = commands.add_parser("create", help="create a key; it is printed once, alone on stdout")
+    create.add_argument("name", metavar="NAME", help="who or what uses the key, e.g. ops-bot")
+    create.set_defaults(handler=create_command)
+    revoke = commands.add_parser("revoke", help="revoke a key; its decisions are refused from now on")
+    revoke.add_argument("name", metavar="NAME")
+    revoke.set_defaults(handler=revoke_command)
+    listing = commands.add_parser("list", help="key names, rights and state (never the keys)")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=list_command)
+
+
+def open_sql() -> Any:
+    """The store of the data folder (LOCKGATE_DB_URL or its SQLite file), migrated."""
+    from engine.config import EngineConfig
+    from engine.store.db import init_db, make_engine
+
+    config = EngineConfig.from_env()
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(config.sql_url)
+    init_db(engine)
+    return engine
+
+
+def create_command(args: argparse.Namespace) -> int:
+    from engine.approvals.keys import KeyProblem, create_key
+
+    try:
+        key = create_key(open_sql(), args.name)
+    except KeyProblem as exc:
+        print(f"lockgate keys create: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    print(key)
+    print(f'key "{args.name}" created; it is shown only this once, so store it now', file=sys.stderr)
+    return EXIT_OK
+
+
+def revoke_command(args: argparse.Namespace) -> int:
+    from engine.approvals.keys import KeyProblem, revoke_key
+
+    try:
+        revoke_key(open_sql(), args.name)
+    except KeyProblem as exc:
+        print(f"lockgate keys revoke: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    print(f'key "{args.name}" revoked', file=sys.stderr)
+    return EXIT_OK
+
+
+def list_command(args: argparse.Namespace) -> int:
+    from engine.approvals.keys import list_keys
+
+    keys = list_keys(open_sql())
+    if args.json:
+        print(json.dumps([key.to_data() for key in keys], indent=2))
+        return EXIT_OK
+    if not keys:
+        print("no keys yet; create one with `lockgate keys create NAME`")
+    for key in keys:
+        state = f"revoked {key.revoked_at}" if key.revoked_at else "active"
+        print(f"{key.name:<24} {state:<36} {','.join(key.scopes)}")
+    return EXIT_OK

@@ -1,0 +1,66 @@
+"""How long a run may wait: `max_wait` from its first park, `suspended_step_timeout` per suspended step.
+
+A `queue` delay and an approval timeout are bounded by `max_delay` at publish, so they are exempt
+from the suspended-step limit; every park is bounded by `max_wait` (72h from the first park).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from engine.durations import parse_duration
+from engine.flow import FlowSettings
+
+DEFAULT_MAX_WAIT = "72h"
+DEFAULT_SUSPENDED_STEP_TIMEOUT = "24h"
+OWN_TIMER_REASONS = frozenset({"queue_delay", "approval"})
+"""Park reasons whose due time is their own bounded timer, not a suspended step."""
+
+WakeKind = str
+"""`due` (resume normally), `parked_expired` or `suspended_step_timeout` (fail the run)."""
+
+
+@dataclass(frozen=True)
+class WaitLimits:
+    max_wait: float
+    suspended_step_timeout: float
+
+    @classmethod
+    def of(cls, settings: FlowSettings) -> WaitLimits:
+        return cls(parse_duration(settings.max_wait or DEFAULT_MAX_WAIT),
+                   parse_duration(settings.suspended_step_timeout or DEFAULT_SUSPENDED_STEP_TIMEOUT))
+
+
+def park_record(previous: dict[str, Any] | None, reason: str, due_at: float | None, now: float,
+                limits: WaitLimits) -> dict[str, Any]:
+    """Fields sealed into a parked run's checkpoint: when it parked, when it wakes and why.
+
+    `first_parked_at` carries over from the previous checkpoint, so `max_wait` counts all parks.
+    The wake is the earliest of the park's own due time and the limits; on a tie the park's own
+    due time wins (a queue due exactly at the deadline still resumes).
+    """
+    first = previous.get("first_parked_at") if previous else None
+    first_parked_at = float(first) if first is not None else now
+    candidates: list[tuple[float, int, WakeKind]] = [(first_parked_at + limits.max_wait, 1, "parked_expired")]
+    if due_at is not None:
+        candidates.append((due_at, 0, "due"))
+    if reason not in OWN_TIMER_REASONS:
+        candidates.append((now + limits.suspended_step_timeout, 2, "suspended_step_timeout"))
+    wake_at, _rank, wake_kind = min(candidates)
+    return {"parked_at": now, "first_parked_at": first_parked_at, "reason": reason, "due_at": due_at,
+            "wake_at": wake_at, "wake_kind": wake_kind}
+
+
+def park_token(checkpoint: dict[str, Any]) -> str:
+    """Names one park of a run: its node and the sequence of its last event before parking."""
+    return f"{checkpoint.get('parked_node')}#{checkpoint.get('seq')}"
+
+
+def expiry_message(checkpoint: dict[str, Any], limits_text: str) -> str:
+    node = checkpoint.get("parked_node")
+    if checkpoint.get("wake_kind") == "suspended_step_timeout":
+        return (f'node "{node}" stayed suspended past suspended_step_timeout ({limits_text}); the run failed. '
+                "Raise settings.suspended_step_timeout or make the step finish sooner")
+    return (f'the run waited past max_wait ({limits_text}) counted from its first park, at node "{node}"; '
+            "it failed with parked_expired. Shorten the flow's waits or raise settings.max_wait")
