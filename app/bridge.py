@@ -195,6 +195,26 @@ class EngineBridge(QObject):
 
         self.request(read, on_done)
 
+    def pending_approvals(self, on_done: Done) -> None:
+        """Approvals still open (`engine.approvals.pending.list_pending`), soonest to expire first."""
+
+        def read(services: Any) -> Any:
+            from engine.approvals.pending import list_pending
+
+            return list_pending(services.handles)
+
+        self.request(read, on_done)
+
+    def decide_approval(self, approval_id: str, approved: bool, actor: str, comment: str, on_done: Done) -> None:
+        """Approve or reject as `actor`; the result says whether the decision was taken or why not."""
+
+        def send(services: Any) -> Any:
+            from engine.approvals.decide import decide
+
+            return decide(services.handles, approval_id, "approve" if approved else "reject", actor, comment or None)
+
+        self.request(send, on_done)
+
     # ----- live channel ------------------------------------------------------------------
 
     def _on_projector_batch(self, result: Any) -> None:

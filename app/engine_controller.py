@@ -7,6 +7,7 @@ overlays are repainted by the canvas at most once per frame.
 
 from __future__ import annotations
 
+import getpass
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -16,7 +17,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.bridge import EngineBridge
 from app.live import LiveState, run_path, run_row, waiting_text
-from app.panels.rows import BudgetRow, HoldRow
+from app.panels.rows import ApprovalRow, BudgetRow, HoldRow
 
 if TYPE_CHECKING:
     from app.run_details import RunDetails
@@ -24,8 +25,8 @@ if TYPE_CHECKING:
 
 REFRESH_DELAY_MS = 150
 COUNTDOWN_MS = 1000
-APPROVALS_NOT_BUILT = ("Approvals cannot be listed or decided yet: this engine build has no approvals API "
-                       "(parking and approvals, issue 4).")
+APPROVAL_EVENTS = frozenset({"approval_requested", "approval_decided", "approval_expired", "run_parked",
+                             "run_resumed", "run_succeeded", "run_failed", "run_cancelled"})
 
 
 def _micros(value: int) -> float:
@@ -49,6 +50,8 @@ class EngineController(QObject):
         self.clock: Callable[[], float] = time.time
         self._runs_timer = self._single_shot(self.refresh_runs)
         self._money_timer = self._single_shot(self.refresh_money)
+        self._approvals_timer = self._single_shot(self.refresh_approvals)
+        self.actor = getpass.getuser()
         self._live_timer = self._single_shot(self.repaint_live)
         self._countdown = QTimer(self)
         self._countdown.setInterval(COUNTDOWN_MS)
@@ -59,6 +62,7 @@ class EngineController(QObject):
         bridge.live_changes.connect(self._live_changes)
         window.runs.run_selected.connect(self.select_run)
         window.runs.run_opened.connect(self.open_run)
+        window.approvals.decision_made.connect(self.decide)
         self.details: RunDetails | None = None
 
     def _single_shot(self, slot: Callable[[], None]) -> QTimer:
@@ -70,9 +74,12 @@ class EngineController(QObject):
 
     def _state_changed(self, state: str) -> None:
         if state == "running":
-            self.window.approvals.set_unavailable(APPROVALS_NOT_BUILT)
+            self._countdown.start()
             self.refresh_runs()
             self.refresh_money()
+            self.refresh_approvals()
+        else:
+            self._countdown.stop()
 
     # ----- publish and run ---------------------------------------------------------------
 
@@ -150,20 +157,53 @@ class EngineController(QObject):
         if self.bridge.available:
             self.bridge.money(done)
 
+    # ----- approvals -------------------------------------------------------------------------
+
+    def refresh_approvals(self) -> None:
+        def done(pending: Any, error: BaseException | None) -> None:
+            if isinstance(error, ImportError):
+                self.window.approvals.set_unavailable(
+                    f"This engine build cannot list approvals ({error}); decide them with the engine's CLI or API.")
+                return
+            if error is not None:
+                self.window.log.append(f"Approvals could not be read: {error}")
+                return
+            self.window.approvals.set_approvals([
+                ApprovalRow(a.id, a.flow_id, a.run_id, a.node_id, a.message,
+                            datetime.fromtimestamp(a.requested_at, UTC), datetime.fromtimestamp(a.expires_at, UTC))
+                for a in pending
+            ])
+
+        if self.bridge.available:
+            self.bridge.pending_approvals(done)
+
+    def decide(self, approval_id: str, approved: bool, comment: str) -> None:
+        def done(result: Any, error: BaseException | None) -> None:
+            if error is not None:
+                self._say(f"Decision not sent: {error}")
+            elif result.accepted:
+                self._say(f"{'Approved' if approved else 'Rejected'}: run {str(result.run_id)[:8]} continues "
+                          f"through {result.port}")
+            else:
+                self._say(f"Decision refused: {result.message}")
+            self.refresh_approvals()
+
+        self.bridge.decide_approval(approval_id, approved, self.actor, comment, done)
+
     # ----- live mode -----------------------------------------------------------------------
 
     def set_live(self, on: bool) -> None:
         self.live_on = on
         if on:
-            self._countdown.start()
             self.refresh_runs()
             self.repaint_live()
         else:
-            self._countdown.stop()
             for index in range(self.window.tabs.count()):
                 self.window.tabs.editor_at(index).view.clear_live()
 
     def _live_changes(self, changes: list[dict[str, Any]]) -> None:
+        if any(change.get("event") in APPROVAL_EVENTS for change in changes):
+            self._approvals_timer.start()
         applied = [change for change in changes if self.live.apply_change(change)]
         if self.live_on and applied:
             self._live_timer.start()
@@ -172,7 +212,9 @@ class EngineController(QObject):
 
     def _tick(self) -> None:
         # Countdowns move even when no event arrives.
-        self.repaint_live()
+        self.window.approvals.refresh_times()
+        if self.live_on:
+            self.repaint_live()
 
     def repaint_live(self) -> None:
         editor = self.window.tabs.current_editor()

@@ -104,6 +104,14 @@ class ApprovalsPanel(QWidget):
             self.stack.show_message("No approvals are waiting.")
         self._update_buttons()
 
+    def refresh_times(self) -> None:
+        """Recount the time left of each approval (called once a second)."""
+        now = self.now()
+        for row, approval in enumerate(self.approvals):
+            item = self.table.item(row, 5)
+            if item is not None and approval.expires_at is not None:
+                item.setText(time_left(approval.expires_at, now))
+
     def selected_approval(self) -> ApprovalRow | None:
         row = self.table.currentRow()
         if not self.table.selectionModel().hasSelection() or not 0 <= row < len(self.approvals):

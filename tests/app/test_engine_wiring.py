@@ -197,3 +197,57 @@ def test_open_a_parked_run_and_cancel_it(qtbot, engine_window: MainWindow) -> No
     details.cancel_button.click()
     qtbot.waitUntil(lambda: window.runs.rows[run_id].status == "cancelled", timeout=15_000)
     qtbot.waitUntil(lambda: not details.cancel_button.isEnabled(), timeout=5_000)
+
+
+APPROVAL_FLOW = {
+    "format": "lockgate.flow/1", "id": "refund-ok", "name": "Refund OK?",
+    "inputs": {"ticket": {"type": "string", "required": True}},
+    "nodes": [
+        {"id": "start", "type": "trigger.manual", "title": "Start", "position": [0, 0], "config": {}},
+        {"id": "ask", "type": "approval", "title": "Ask", "position": [220, 0],
+         "config": {"timeout": "1h", "message": "Refund ticket {{ inputs.ticket }}?"}},
+        {"id": "done", "type": "terminal", "title": "Done", "position": [440, -60], "config": {}},
+        {"id": "declined", "type": "terminal", "title": "Declined", "position": [440, 60], "config": {}},
+    ],
+    "edges": [
+        {"from": "start", "to": "ask"},
+        {"from": "ask", "to": "done", "port": "approved"},
+        {"from": "ask", "to": "declined", "port": "rejected"},
+    ],
+}
+
+
+def test_approve_in_the_panel_and_decisions_made_elsewhere_disappear(qtbot,
+                                                                    engine_window: MainWindow) -> None:
+    from engine.flow import flow_from_data
+
+    window = engine_window
+    window.add_document(FlowDocument.from_flow(flow_from_data(APPROVAL_FLOW)))
+    window.publish()
+    qtbot.waitUntil(lambda: status_of(window) == "refund-ok v1 published", timeout=10_000)
+    window.ask_run_inputs = lambda _flow: {"ticket": "T-1"}
+    window.run_flow()
+    window.run_flow()
+    qtbot.waitUntil(lambda: len(window.approvals.approvals) == 2, timeout=15_000)
+    first, second = window.approvals.approvals
+    assert first.message == "Refund ticket T-1?" and first.node == "ask"
+    assert window.approvals.table.item(0, 5) is not None
+
+    window.approvals.table.selectRow(0)
+    window.approvals.comment.setText("fine")
+    window.approvals.approve_button.click()
+    qtbot.waitUntil(lambda: window.runs.rows.get(first.run_id) is not None
+                    and window.runs.rows[first.run_id].status == "succeeded", timeout=15_000)
+    qtbot.waitUntil(lambda: [a.approval_id for a in window.approvals.approvals] == [second.approval_id],
+                    timeout=5_000)
+
+    # Decided elsewhere (here: straight through the engine's API): gone from the panel at once.
+    from engine.approvals.decide import decide
+
+    services = window.bridge.services if window.bridge is not None else None
+    assert services is not None
+    result = decide(services.handles, second.approval_id, "reject", "someone-else")
+    assert result.accepted
+    qtbot.waitUntil(lambda: window.approvals.approvals == [], timeout=5_000)
+    qtbot.waitUntil(lambda: window.runs.rows[second.run_id].status == "succeeded", timeout=15_000)
+    assert window.runs.rows[second.run_id].current_node in (None, "declined")
