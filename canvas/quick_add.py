@@ -10,6 +10,7 @@ from canvas.icons import type_icon
 from engine.catalog import CATALOG
 
 TYPE_ROLE = Qt.ItemDataRole.UserRole
+MAX_ROWS = 12
 
 
 def matches(query: str, type_name: str) -> bool:
@@ -40,7 +41,7 @@ class QuickAddBox(QFrame):
         layout.setSpacing(4)
         layout.addWidget(self.search)
         layout.addWidget(self.list)
-        self.resize(260, 300)
+        self.setFixedWidth(260)
         for type_name, spec in CATALOG.items():
             item = QListWidgetItem(type_icon(type_name), f"{spec.title}  ·  {spec.category}")
             item.setData(TYPE_ROLE, type_name)
@@ -72,6 +73,15 @@ class QuickAddBox(QFrame):
             self.list.setCurrentItem(first)
         else:
             self.list.setCurrentRow(-1)
+        self._fit_to_rows()
+
+    def _fit_to_rows(self) -> None:
+        # Shrink to the matches, so a narrowed search does not leave an empty box over the canvas.
+        rows = [r for r in range(self.list.count()) if not self.list.item(r).isHidden()]
+        row_height = max(self.list.sizeHintForRow(rows[0]) if rows else 0, self.fontMetrics().height() + 6)
+        list_height = min(max(1, len(rows)), MAX_ROWS) * row_height + 2 * self.list.frameWidth() + 2
+        self.list.setFixedHeight(list_height)
+        self.setFixedHeight(list_height + self.search.sizeHint().height() + 12)
 
     def visible_types(self) -> list[str]:
         return [self.list.item(r).data(TYPE_ROLE) for r in range(self.list.count()) if not self.list.item(r).isHidden()]
