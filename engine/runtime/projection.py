@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from engine.approvals.projection import APPROVAL_EVENT_TYPES, apply_approval_events
 from engine.events import Event, PoisonEvent, decode_event
+from engine.money.projection import MONEY_EVENT_TYPES, apply_money_events
 from engine.runtime.transitions import IllegalTransition, check_transition
 from engine.runtime.write_lock import sqlite_writer
 from engine.store.models import AppliedEvent, DeadLetter, Run, Step
@@ -104,6 +105,7 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
             fresh.append((message_id, event))
         work = _load(conn, {event.run_id for _, event in fresh})
         applied_rows = []
+        money_events: list[Event] = []
         approval_events: list[Event] = []
         for message_id, event in fresh:
             try:
@@ -117,6 +119,8 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
                                   "created_at": now})
             else:
                 result.applied += 1
+                if event.type in MONEY_EVENT_TYPES:
+                    money_events.append(event)
                 if event.type in APPROVAL_EVENT_TYPES:
                     approval_events.append(event)
                 if change is not None:
@@ -126,6 +130,8 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
             applied_rows.append({"event_id": event.event_id, "run_id": event.run_id, "seq": event.seq,
                                  "event_type": event.type, "applied_at": now})
         _write(conn, work, applied_rows, dead_rows)
+        if money_events:
+            apply_money_events(conn, money_events)
         if approval_events:
             apply_approval_events(conn, work.runs, approval_events)
     result.dead = len(dead_rows)
@@ -303,7 +309,7 @@ def _apply(work: _Work, event: Event) -> LiveChange | None:
                 row.update(status="skipped", finished_at=at)
             step_key, step_status = event.step, row["status"]
         case _:
-            # approvals and holds: accepted into the run's sequence here; their tables belong to issues 4 and 5
+            # approvals and holds: accepted into the run's sequence here; their tables are applied after _write
             pass
     return LiveChange(run_id=event.run_id, flow_id=run["flow_id"], version=run["version"], status=run["status"],
                       seq=event.seq, event=event.type, node=node, step=step_key, step_status=step_status,

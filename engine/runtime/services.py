@@ -63,6 +63,8 @@ class EngineServices:
         self.due: DueSet | None = None
         self.waker: DueWaker | None = None
         self.batch_listeners: list[Callable[[BatchResult], None]] = []
+        self.money: Any = None
+        """`engine.money.engine_loop.MoneyRuntime` once started."""
         self.latest_versions = LatestVersions()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -80,6 +82,9 @@ class EngineServices:
         ensure_group(client, self.keys.jobs, self.keys.jobs_group)
         ensure_group(client, self.keys.events, self.keys.events_group)
         self.due = DueSet(client, self.keys)
+        from engine.money.engine_loop import MoneyRuntime  # budgets, holds, providers: issue 5's part
+
+        self.money = MoneyRuntime.start(self, self._stop)
         rebuild_due_set(self.sql, client, self.keys)
         plans = PlanCache(self.sql)
         for index in range(self.worker_count):
@@ -104,6 +109,9 @@ class EngineServices:
             thread.join(timeout)
         self._threads.clear()
         self.workers.clear()
+        if self.money is not None:
+            self.money.stop(timeout)
+            self.money = None
         if self.redis is not None:
             self.redis.close()
             self.redis = None

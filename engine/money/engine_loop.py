@@ -1,0 +1,147 @@
+"""The money side of a running engine: ledger restore at start, the budget preflight, the expired-hold
+sweep, the concurrency control loop, and returning whatever a finished run still holds.
+
+`EngineServices.start()` calls `MoneyRuntime.start(services)`; `stop()` calls `stop()`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from engine.concurrency.control import ControlLoop
+from engine.events import ExternalStamper, encode_event
+from engine.flow import Flow
+from engine.money.amounts import micros_to_usd
+from engine.money.ledger import Settled, UnknownBudget, UnknownHold
+from engine.money.preflight import BudgetExhausted, ledger_preflight
+from engine.money.sql_sync import restore_ledger
+from engine.money.wiring import MoneyServices, build_money_services, install, uninstall
+from engine.runtime.create import RunRefused, no_budget_preflight
+from engine.runtime.emitter import EVENT_FIELD
+from engine.runtime.projection import BatchResult
+from engine.store.models import Run
+
+if TYPE_CHECKING:
+    from engine.runtime.services import EngineServices
+
+log = logging.getLogger("lockgate.money")
+
+SWEEP_SECONDS = 5.0
+"""How often placed holds past their `expires_at` are returned (hold_ttl is minutes, so seconds is plenty)."""
+
+
+class BudgetRefused(RunRefused):
+    """create_run refused: the flow's budget is exhausted (`budget_exhausted`) or unknown (`unknown_budget`)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class MoneyRuntime:
+    """Owns the money threads of one engine process."""
+
+    def __init__(self, services: MoneyServices, *, sweep_seconds: float = SWEEP_SECONDS) -> None:
+        self.services = services
+        self.sweep_seconds = sweep_seconds
+        self.control: ControlLoop | None = None
+        self._threads: list[threading.Thread] = []
+
+    @classmethod
+    def start(cls, engine: EngineServices, stop: threading.Event, *, control_loop: bool = True) -> MoneyRuntime:
+        assert engine.redis is not None and engine.sql is not None
+        services = build_money_services(engine.redis.client(), engine.keys, engine.sql, engine.clock,
+                                        engine.config.data_dir)
+        runtime = cls(services)
+        restored = restore_ledger(engine.sql, services.ledger)
+        if restored.budgets or restored.holds:
+            log.info("money: restored %d budgets and %d holds from SQL", restored.budgets, restored.holds)
+        install(services)
+        if engine.budget_preflight is no_budget_preflight:
+            engine.budget_preflight = runtime.preflight
+        if engine.run_projector:
+            engine.batch_listeners.append(runtime.on_batch)
+        runtime._spawn("lockgate-hold-sweep", runtime._sweep_loop, stop)
+        if control_loop:
+            runtime.control = ControlLoop(services.client, services.keys, services.registry.configs(),
+                                          clock=engine.clock)
+            runtime._threads.append(runtime.control.start_thread(stop))
+        return runtime
+
+    def stop(self, timeout: float = 5.0) -> None:
+        for thread in self._threads:
+            thread.join(timeout)
+        uninstall(self.services)
+        self.services.close()
+
+    def _spawn(self, name: str, target: Any, stop: threading.Event) -> None:
+        thread = threading.Thread(target=target, args=(stop,), name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    # --- create_run's preflight ------------------------------------------------------------------
+
+    def preflight(self, flow: Flow, inputs: dict[str, Any]) -> None:
+        try:
+            ledger_preflight(self.services.ledger)(flow, inputs)
+        except BudgetExhausted as exc:
+            raise BudgetRefused(str(exc), "budget_exhausted") from None
+        except UnknownBudget as exc:
+            raise BudgetRefused(str(exc), "unknown_budget") from None
+
+    # --- returning holds ---------------------------------------------------------------------------
+
+    def sweep_once(self) -> list[Settled]:
+        """Return placed holds past their expiry, each with its run's `hold_released` event."""
+        released = self.services.ledger.sweep_expired()
+        self._emit_releases(released)
+        return released
+
+    def release_for_finished(self, run_ids: list[str]) -> list[Settled]:
+        """Return every hold the finished runs still have placed; forget their money state."""
+        released: list[Settled] = []
+        for run_id in run_ids:
+            for hold_id in self.services.state.placed_hold_ids(run_id):
+                try:
+                    settled = self.services.ledger.release(hold_id, reason="run_ended")
+                except UnknownHold:
+                    continue
+                if settled.applied:
+                    released.append(settled)
+            self.services.state.forget(run_id)
+        self._emit_releases(released)
+        return released
+
+    def on_batch(self, result: BatchResult) -> None:
+        if result.terminal_runs:
+            try:
+                self.release_for_finished([run_id for run_id, _status in result.terminal_runs])
+            except Exception:  # the sweep returns what this misses, at the hold's expiry
+                log.exception("money: returning the holds of finished runs failed; the sweep will return them")
+
+    def _emit_releases(self, released: list[Settled]) -> None:
+        if not released:
+            return
+        with self.services.sql.connect() as conn:
+            seqs = dict(conn.execute(sa.select(Run.id, Run.last_seq)
+                                     .where(Run.id.in_({s.run_id for s in released if s.run_id}))).all())
+        pipe = self.services.client.pipeline(transaction=False)
+        for settled in released:
+            if not settled.run_id or settled.run_id not in seqs:
+                continue
+            event = ExternalStamper(settled.run_id, self.services.clock, seqs[settled.run_id] or 0).hold_released(
+                settled.node_id, settled.hold_id, float(micros_to_usd(settled.released_micros)), settled.reason,
+                settled.budget)
+            pipe.xadd(self.services.keys.events, {EVENT_FIELD: encode_event(event)})
+        pipe.execute()
+
+    def _sweep_loop(self, stop: threading.Event) -> None:
+        while not stop.wait(self.sweep_seconds):
+            try:
+                self.sweep_once()
+            except Exception:
+                log.exception("money: expired-hold sweep failed; trying again in %.0fs", self.sweep_seconds)
