@@ -7,6 +7,7 @@ undo them in reverse, which restores list positions exactly.
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QUndoCommand
@@ -139,7 +140,8 @@ class SetConfigFieldCommand(ReplaceNodeCommand):
         if value is None:
             config.pop(key, None)
         else:
-            config[key] = value
+            # A copy, so a caller that later changes its list or dict cannot edit the flow behind the stack.
+            config[key] = copy.deepcopy(value)
         super().__init__(document, node.model_copy(update={"config": config}), f"Change {node_id}.{key}")
 
 

@@ -288,3 +288,10 @@ def test_node_field_edits_touch_only_that_field(triage: FlowDocument) -> None:
     with pytest.raises(ValueError, match="not editable here"):
         triage.set_node_field("refund", "title", "x")
     assert triage.undo_stack.count() == 2
+
+
+def test_config_values_are_copied_so_callers_cannot_edit_behind_the_stack(triage: FlowDocument) -> None:
+    branches = [{"port": "refund", "when": "{{ state.label == 'refund' }}"}, {"port": "bug", "when": "{{ true }}"}]
+    triage.set_config_field("route", "branches", branches)
+    branches.append({"port": "sneaky", "when": "{{ true }}"})
+    assert [b["port"] for b in node_of(triage, "route").config["branches"]] == ["refund", "bug"]
