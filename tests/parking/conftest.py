@@ -13,7 +13,7 @@ from engine.clock import ManualClock
 from engine.flow import flow_from_data
 from engine.runtime.handles import EngineHandles
 from engine.runtime.services import EngineServices
-from tests.engine.conftest import make_flow, start_engine, wait_until
+from tests.engine.conftest import make_flow, site, start_engine, wait_until  # noqa: F401  (site: fixture)
 
 START = 1_800_000_000.0
 HOUR = 3600.0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 
 from engine.approvals.decide import decide_with_key
@@ -12,7 +14,7 @@ from tests.parking.conftest import HOUR, START, Parked, approval_flow
 MS = 0.001
 
 
-def _approval(parked: Parked, run_id: str) -> dict:  # type: ignore[type-arg]
+def _approval(parked: Parked, run_id: str) -> dict[str, Any]:
     with parked.handles.sql.connect() as conn:
         row = conn.execute(sa.select(Approval.__table__).where(Approval.run_id == run_id)).mappings().first()
     assert row is not None, f"no approval row for run {run_id}"
