@@ -512,3 +512,18 @@ def test_selection_changes_are_reported_once_per_gesture(qtbot: QtBot, editor: F
     QTest.keyClick(view, Qt.Key.Key_Delete)
     qtbot.wait(50)
     assert reports == [["approve", "refund", "declined"], []]
+
+
+def test_changing_router_branches_rebuilds_ports_and_reanchors_edges(editor: FlowEditor) -> None:
+    view = editor.view
+    route = item_of(view, "route")
+    default_edge = next(i for i in view.flow_scene.edge_items.values() if i.edge.port == "default")
+    before = default_edge.ends[0]
+    branches = [{"port": "refund", "when": "{{ true }}"}, {"port": "bug", "when": "{{ true }}"}]
+    editor.document.set_config_field("route", "branches", branches)
+    assert route.ports == ("refund", "bug", "default")
+    assert [p.port for p in route.port_items] == ["refund", "bug", "default"]
+    assert default_edge.ends[0] == route.output_anchor("default") and default_edge.ends[0].y() > before.y()
+    assert route.node_rect().height() > 72
+    editor.document.undo_stack.undo()
+    assert route.ports == ("refund", "default") and default_edge.ends[0] == before
