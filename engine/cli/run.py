@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -144,11 +145,14 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"lockgate run: {exc}", file=sys.stderr)
         return EXIT_USAGE
     services = EngineServices(EngineConfig.from_env())
+    previous = _stop_on_signals()
+    run_id: str | None = None
     try:
         services.start()
         published = services.publish_flow(flow)
         try:
             created = services.create_run(flow.id, inputs)
+            run_id = created.run_id
         except InputError as exc:
             print(f"lockgate run: {exc}", file=sys.stderr)
             return EXIT_USAGE
@@ -172,6 +176,20 @@ def run_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("lockgate run: interrupted; a parked or queued run continues with the next engine on this data folder",
               file=sys.stderr)
+        current = services.get_run(run_id) if run_id is not None and services.handles is not None else None
+        if current is not None:
+            print_run(current, args.json)
         return EXIT_INTERRUPTED
     finally:
         services.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _interrupt(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _stop_on_signals() -> dict[int, Any]:
+    """SIGINT and SIGTERM end the wait cleanly (the engine stops; a parked run continues later)."""
+    return {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}

@@ -195,3 +195,35 @@ def _answers(socket_path: Path) -> bool:
         return bool(redis.Redis(unix_socket_path=str(socket_path), socket_timeout=1).ping())
     except redis.RedisError:
         return False
+
+
+def test_ctrl_c_leaves_a_parked_run_that_the_next_engine_finishes(tmp_path: Path, redis_url: str,
+                                                                  key_prefix: str) -> None:
+    env = _env(tmp_path, redis_url, key_prefix)
+    flow = tmp_path / "long-nap.flow.json"
+    flow.write_text(json.dumps(make_flow("longnap", [T, {"id": "nap", "type": "queue", "config": {"delay": "1h"}},
+                                                     {"id": "done", "type": "terminal", "config": {"output": "up"}}],
+                                         [("start", "nap"), ("nap", "done")])))
+    cli = subprocess.Popen([*LOCKGATE, "run", str(flow), "--json"], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        assert cli.stderr is not None
+        for line in cli.stderr:
+            if "parked at nap (queue_delay) until" in line:
+                break
+        cli.send_signal(signal.SIGINT)
+        out, err = cli.communicate(timeout=30)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    assert cli.returncode == 130 and "interrupted" in err
+    run = json.loads(out)
+    assert run["status"] == "waiting" and run["waiting_on"]["node"] == "nap"
+    clock = ManualClock(run["waiting_on"]["due_at"] + 1)  # an hour later, without waiting an hour
+    services, _ = start_engine(tmp_path, redis_url, f"sqlite:///{tmp_path / 'data' / 'lockgate.db'}", key_prefix,
+                               clock=clock)
+    try:
+        finished = services.wait_for_run(run["id"], timeout=15)
+        assert (finished["status"], finished["result"]) == ("succeeded", "up")
+    finally:
+        services.stop()
