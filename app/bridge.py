@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.engine_process import EngineProcess
+from app.engine_process import EngineProcess, SimulatorProcess
 from app.engine_thread import EngineThread
 from app.live_subscriber import LiveSubscriber
 from app.settings import BudgetSetting
@@ -53,6 +53,7 @@ class EngineBridge(QObject):
         self.engine_thread = EngineThread()
         self.services: Any = None
         self.engine_process: EngineProcess | None = None
+        self.simulator: SimulatorProcess | None = None
         self.subscriber: LiveSubscriber | None = None
         self._watchdog = QTimer(self)
         self._watchdog.setInterval(WATCHDOG_MS)
@@ -100,6 +101,7 @@ class EngineBridge(QObject):
                     self.subscriber = LiveSubscriber(services.redis.client(socket_timeout=10), services.keys.live,
                                                      self._batch_from_projector.emit).start()
                     self.engine_process = EngineProcess(self.config, services.redis.url, self.workers).start()
+                self.simulator = SimulatorProcess(self.config.data_dir).start()
             except BaseException:
                 self._stop_parts(services)  # what did start must not outlive a failed start
                 raise
@@ -123,6 +125,9 @@ class EngineBridge(QObject):
                 self._watchdog.start()
             where = self.config.redis_url or "embedded Redis"
             self._set_state("running", f"Engine running ({where}, {self.config.sql_url.split(':')[0]})")
+            if self.simulator is not None and self.simulator.wanted:
+                how = "already running, reused" if self.simulator.reused else "started"
+                self.log_message.emit(f"Provider simulator for the demo's `local` provider: {how}")
             self.runs_changed.emit()
             self.approvals_changed.emit()
             self.holds_changed.emit()
@@ -150,6 +155,9 @@ class EngineBridge(QObject):
         if self.engine_process is not None:
             self.engine_process.stop()
             self.engine_process = None
+        if self.simulator is not None:
+            self.simulator.stop()
+            self.simulator = None
         if services is not None:
             services.stop()
 

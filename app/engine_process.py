@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,51 @@ from engine.config import EngineConfig
 
 STOP_TIMEOUT_S = 15.0
 LOG_NAME = "engine-worker.log"
+SIMULATOR_LOG_NAME = "provider-sim.log"
+SIMULATOR_HOST = "127.0.0.1"
+SIMULATOR_PORT = 8765
+"""Where the engine's default `local` provider (no providers.json in the data folder) expects the simulator."""
+
+
+def port_answers(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.3)
+        return probe.connect_ex((host, port)) == 0
+
+
+class SimulatorProcess:
+    """The bundled provider simulator (`lockgate provider-sim`), so the demo's model calls work offline.
+
+    Started only when the data folder has no providers.json (the engine then uses the simulator) and
+    nothing answers on its port yet (another Lockgate may already run one; it is reused).
+    """
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.process: subprocess.Popen[bytes] | None = None
+        self.reused = False
+
+    @property
+    def wanted(self) -> bool:
+        return not (self.data_dir / "providers.json").exists()
+
+    def start(self) -> SimulatorProcess:
+        if not self.wanted:
+            return self
+        if port_answers(SIMULATOR_HOST, SIMULATOR_PORT):
+            self.reused = True
+            return self
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.data_dir / SIMULATOR_LOG_NAME, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "app", "provider-sim", "--host", SIMULATOR_HOST, "--port", str(SIMULATOR_PORT)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            )
+        return self
+
+    def stop(self) -> None:
+        _terminate(self.process)
+        self.process = None
 
 
 class EngineProcess:
@@ -55,11 +101,15 @@ class EngineProcess:
 
     def stop(self) -> int | None:
         """Ask it to stop (SIGTERM: it finishes its steps, parked runs stay parked); kill it if it hangs."""
-        if self.process is None or self.process.poll() is not None:
-            return self.exit_code()
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait(STOP_TIMEOUT_S)
+        return _terminate(self.process)
+
+
+def _terminate(process: subprocess.Popen[bytes] | None) -> int | None:
+    if process is None or process.poll() is not None:
+        return None if process is None else process.poll()
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait(STOP_TIMEOUT_S)

@@ -10,6 +10,7 @@ import pytest
 from PySide6.QtWidgets import QMessageBox
 
 from app.bridge import EngineBridge
+from app.engine_process import SIMULATOR_HOST, SIMULATOR_PORT, port_answers
 from app.examples import example_bytes
 from app.settings import AppSettings, BudgetSetting
 from app.window import MainWindow
@@ -82,6 +83,9 @@ def test_publish_then_run_with_inputs(qtbot, engine_window: MainWindow) -> None:
     # Budgets from Settings are in the engine's ledger and on the Holds & budgets panel.
     qtbot.waitUntil(lambda: [b.name for b in window.holds.budgets] == ["default"], timeout=10_000)
     assert window.holds.budgets[0].limit_usd == 10.0
+    # The demo's `local` provider (no providers.json in the data folder) has its simulator running.
+    qtbot.waitUntil(lambda: port_answers(SIMULATOR_HOST, SIMULATOR_PORT), timeout=10_000)
+    assert window.bridge is not None and window.bridge.simulator is not None
 
 
 def test_publish_refused_by_the_engine_lists_problems(qtbot, engine_window: MainWindow) -> None:
