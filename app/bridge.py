@@ -203,6 +203,18 @@ class EngineBridge(QObject):
 
         self.request(read, on_done)
 
+    def apply_budgets(self, budgets: list[BudgetSetting], on_done: Done) -> None:
+        """Create or change budgets in the engine's ledger (limits and periods; spent and held are kept)."""
+        self.budgets = list(budgets)
+
+        def write(services: Any) -> int:
+            ledger = _ledger(services)
+            for budget in budgets:
+                ledger.set_budget(budget.name, budget.limit_usd, budget.period)
+            return len(budgets)
+
+        self.request(write, on_done)
+
     def pending_approvals(self, on_done: Done) -> None:
         """Approvals still open (`engine.approvals.pending.list_pending`), soonest to expire first."""
 

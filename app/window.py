@@ -507,7 +507,18 @@ class MainWindow(QMainWindow):
     def show_settings(self) -> None:
         from app.settings_dialog import SettingsDialog
 
-        SettingsDialog(self.settings, self).exec()
+        if SettingsDialog(self.settings, self).exec() != QDialog.DialogCode.Accepted:
+            return
+        self.log.append("Settings saved; data folder, Redis and database changes apply at the next start")
+        if self.bridge is not None and self.bridge.available:
+            budgets = self.settings.budgets()
+
+            def applied(_count: object, error: BaseException | None) -> None:
+                self.log.append(f"Budgets not applied: {error}" if error else f"{len(budgets)} budget(s) applied")
+                if self.engine is not None:
+                    self.engine.refresh_money()
+
+            self.bridge.apply_budgets(budgets, applied)
 
     def show_hint(self, text: str) -> None:
         self.hint_label.setText(text)

@@ -83,6 +83,12 @@ def test_publish_then_run_with_inputs(qtbot, engine_window: MainWindow) -> None:
     # Budgets from Settings are in the engine's ledger and on the Holds & budgets panel.
     qtbot.waitUntil(lambda: [b.name for b in window.holds.budgets] == ["default"], timeout=10_000)
     assert window.holds.budgets[0].limit_usd == 10.0
+    applied: list[object] = []
+    assert window.bridge is not None and window.engine is not None
+    window.bridge.apply_budgets([BudgetSetting("ops", 5.0, "day")], lambda count, error: applied.append(error or count))
+    qtbot.waitUntil(lambda: applied == [1], timeout=5_000)
+    window.engine.refresh_money()
+    qtbot.waitUntil(lambda: [b.name for b in window.holds.budgets] == ["default", "ops"], timeout=5_000)
     # The demo's `local` provider (no providers.json in the data folder) has its simulator running.
     qtbot.waitUntil(lambda: port_answers(SIMULATOR_HOST, SIMULATOR_PORT), timeout=10_000)
     assert window.bridge is not None and window.bridge.simulator is not None
