@@ -203,6 +203,26 @@ class EngineBridge(QObject):
 
         self.request(read, on_done)
 
+    def flow_version(self, flow_id: str, version: int, on_done: Done) -> None:
+        """`(PublishedVersion, Flow)` of one published version."""
+
+        def read(services: Any) -> Any:
+            from engine.publish import get_version
+
+            return get_version(services.sql, flow_id, version)
+
+        self.request(read, on_done)
+
+    def list_versions(self, flow_id: str, on_done: Done) -> None:
+        """Every published version of a flow, oldest first."""
+
+        def read(services: Any) -> Any:
+            from engine.publish import list_versions
+
+            return list_versions(services.sql, flow_id)
+
+        self.request(read, on_done)
+
     def apply_budgets(self, budgets: list[BudgetSetting], on_done: Done) -> None:
         """Create or change budgets in the engine's ledger (limits and periods; spent and held are kept)."""
         self.budgets = list(budgets)

@@ -22,6 +22,7 @@ from app.panels.rows import ApprovalRow, BudgetRow, HoldRow
 if TYPE_CHECKING:
     from app.run_details import RunDetails
     from app.window import MainWindow
+    from canvas.document import FlowDocument
 
 REFRESH_DELAY_MS = 150
 COUNTDOWN_MS = 1000
@@ -64,6 +65,7 @@ class EngineController(QObject):
         window.runs.run_opened.connect(self.open_run)
         window.approvals.decision_made.connect(self.decide)
         self.details: RunDetails | None = None
+        self.version_documents: dict[tuple[str, int], FlowDocument] = {}
 
     def _single_shot(self, slot: Callable[[], None]) -> QTimer:
         timer = QTimer(self)
@@ -221,23 +223,60 @@ class EngineController(QObject):
         if not self.live_on or editor is None:
             return
         flow_id = editor.document.flow_ref().id
-        editor.view.set_live_counts(self.live.node_counts(flow_id, self.clock()))
+        version = next((v for (f, v), d in self.version_documents.items() if d is editor.document and f == flow_id),
+                       None)
+        editor.view.set_live_counts(self.live.node_counts(flow_id, self.clock(), version))
 
     def select_run(self, run_id: str) -> None:
-        """Follow one run in live mode: its path so far, its current node and what it waits on."""
+        """Follow one run in live mode: its path so far, its current node and what it waits on.
+
+        A run whose published version differs from the open draft is drawn on its own version's
+        graph, in a tab of its own.
+        """
         self.selected_run = run_id
 
-        def done(run: Any, error: BaseException | None) -> None:
-            editor = self.window.tabs.current_editor()
-            if error is not None or run is None or editor is None or not self.live_on:
+        def got_run(run: Any, error: BaseException | None) -> None:
+            if error is not None or run is None or not self.live_on:
                 return
-            if run["flow_id"] != editor.document.flow_ref().id:
+            self.bridge.flow_version(run["flow_id"], int(run["version"]),
+                                     lambda found, problem: got_version(run, found, problem))
+
+        def got_version(run: Any, found: Any, error: BaseException | None) -> None:
+            if error is not None or found is None:
                 return
+            published, flow = found
+            editor = self._editor_for_version(run["flow_id"], int(run["version"]), published.content_hash, flow)
             waiting = run.get("waiting_on") if run["status"] == "waiting" else None
             current = run.get("current_node") or (waiting or {}).get("node")
             editor.view.set_run_path(run_path(run), current, waiting_text(waiting, self.clock()))
 
-        self.bridge.get_run(run_id, done)
+        self.bridge.get_run(run_id, got_run)
+
+    def _editor_for_version(self, flow_id: str, version: int, content_hash: str, flow: Any) -> Any:
+        """The open draft when it equals the version; else that version's own tab (opened once)."""
+        from canvas.document import FlowDocument
+        from engine.flow import dump_flow
+        from engine.publish import content_hash as hash_of
+
+        tabs = self.window.tabs
+        for index in range(tabs.count()):
+            draft = tabs.document_at(index)
+            if draft.flow_ref().id == flow_id and hash_of(dump_flow(draft.flow_ref())) == content_hash:
+                tabs.setCurrentIndex(index)
+                return tabs.editor_at(index)
+        key = (flow_id, version)
+        document: FlowDocument | None = self.version_documents.get(key)
+        if document is None or tabs.index_of(document) < 0:
+            document = FlowDocument.from_flow(flow)
+            self.version_documents[key] = document
+            self.window.add_document(document)
+            index = tabs.index_of(document)
+            tabs.setTabText(index, f"{flow_id} v{version} (published)")
+            tabs.setTabToolTip(index, f"Version {version} of {flow_id} as published: runs of this version are "
+                                      "drawn here because the open draft differs")
+        tabs.setCurrentIndex(tabs.index_of(document))
+        self.repaint_live()
+        return tabs.editor_at(tabs.index_of(document))
 
     def open_run(self, run_id: str) -> None:
         """Show a run's steps, state and errors, with Cancel; it refreshes as the run moves."""

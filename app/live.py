@@ -67,11 +67,13 @@ class LiveState:
         self.runs[run_id] = RunPlace(run_id, str(run["flow_id"]), int(run["version"]), str(run["status"]), -1,
                                      run.get("current_node") or (waiting or {}).get("node"), waiting)
 
-    def node_counts(self, flow_id: str, now: float) -> dict[str, tuple[int, int, str]]:
-        """Per node of `flow_id`: (running there, waiting there, what the waiting ones wait on)."""
+    def node_counts(self, flow_id: str, now: float, version: int | None = None) -> dict[str, tuple[int, int, str]]:
+        """Per node of `flow_id` (of one version, or all): (running there, waiting there, what they wait on)."""
         counts: dict[str, list[Any]] = {}
         for place in self.runs.values():
             if place.flow_id != flow_id or place.status not in ACTIVE_STATUSES or not place.node:
+                continue
+            if version is not None and place.version != version:
                 continue
             entry = counts.setdefault(place.node, [0, 0, ""])
             if place.status == "waiting":

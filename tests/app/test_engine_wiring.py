@@ -15,6 +15,7 @@ from app.examples import example_bytes
 from app.settings import AppSettings, BudgetSetting
 from app.window import MainWindow
 from canvas.document import FlowDocument
+from canvas.editor import FlowEditor
 from engine.config import EngineConfig
 from engine.flow import load_flow_text
 from engine.runtime.queries import get_run
@@ -261,3 +262,41 @@ def test_approve_in_the_panel_and_decisions_made_elsewhere_disappear(qtbot,
     qtbot.waitUntil(lambda: window.approvals.approvals == [], timeout=5_000)
     qtbot.waitUntil(lambda: window.runs.rows[second.run_id].status == "succeeded", timeout=15_000)
     assert window.runs.rows[second.run_id].current_node in (None, "declined")
+
+
+def test_a_run_of_an_older_version_is_drawn_on_its_own_graph(qtbot, engine_window: MainWindow) -> None:
+    window = engine_window
+    document = queue_flow("1h")
+    window.add_document(document)
+    queue_id = next(n.id for n in document.flow_ref().nodes if n.type == "queue")
+    window.publish()
+    qtbot.waitUntil(lambda: status_of(window) == "wait-then-greet v1 published", timeout=10_000)
+    window.actions_by_id["live"].trigger()
+    window.ask_run_inputs = lambda _flow: {"name": "Ada"}
+    window.run_flow()
+    qtbot.waitUntil(lambda: any(r.status == "waiting" for r in window.runs.rows.values()), timeout=15_000)
+    run_id = next(iter(window.runs.rows))
+    assert window.engine is not None
+
+    # Same draft as v1: the run is drawn on the open draft.
+    window.engine.select_run(run_id)
+    draft_editor = window.tabs.current_editor()
+    assert draft_editor is not None
+
+    def path_on(editor: FlowEditor) -> bool:
+        editor.view.flush_live()
+        item = editor.view.node_item(queue_id)
+        return item is not None and item.live.current
+
+    qtbot.waitUntil(lambda: path_on(draft_editor), timeout=5_000)
+    assert window.tabs.count() == 1
+
+    # The draft changes: the v1 run now opens on v1's own graph.
+    document.rename_node("greet", "Greet warmly")
+    window.engine.select_run(run_id)
+    qtbot.waitUntil(lambda: window.tabs.count() == 2, timeout=5_000)
+    assert window.tabs.tabText(1) == "wait-then-greet v1 (published)"
+    version_editor = window.tabs.editor_at(1)
+    assert version_editor.document.node("greet") is not None
+    assert version_editor.document.node("greet").title == "Greet"
+    qtbot.waitUntil(lambda: path_on(version_editor), timeout=5_000)
