@@ -297,6 +297,6 @@ def test_a_run_of_an_older_version_is_drawn_on_its_own_graph(qtbot, engine_windo
     qtbot.waitUntil(lambda: window.tabs.count() == 2, timeout=5_000)
     assert window.tabs.tabText(1) == "wait-then-greet v1 (published)"
     version_editor = window.tabs.editor_at(1)
-    assert version_editor.document.node("greet") is not None
-    assert version_editor.document.node("greet").title == "Greet"
+    greet = version_editor.document.node("greet")
+    assert greet is not None and greet.title == "Greet"
     qtbot.waitUntil(lambda: path_on(version_editor), timeout=5_000)
