@@ -125,7 +125,8 @@ def start_money_engine(tmp_path: Path, redis_url: str, sqlite_url: str, key_pref
     """Start a simulator (settings as keywords) and an engine whose `local` provider is that simulator."""
     started: list[tuple[EngineServices, ProviderSimulator]] = []
 
-    def start(timeout_seconds: float = 5.0, capacity: int = 8, **settings: Any) -> MoneyEngine:
+    def start(timeout_seconds: float = 5.0, capacity: int = 8, default_budget: bool = True,
+              **settings: Any) -> MoneyEngine:
         settings.setdefault("hang_seconds", 3.0)
         sim = ProviderSimulator(port=0, settings=SimulatorSettings(**settings), clock=clock).start()
         data_dir = tmp_path / "data"
@@ -135,13 +136,19 @@ def start_money_engine(tmp_path: Path, redis_url: str, sqlite_url: str, key_pref
         services = EngineServices(config, clock=clock, workers=2, block_ms=100).start()
         started.append((services, sim))
         engine = MoneyEngine(services, clock, sim)
-        engine.set_budget("default", 1, "month")
+        if default_budget:
+            engine.set_budget("default", 1, "month")
         return engine
 
     yield start
     for services, sim in started:
         services.stop()
         sim.stop()
+
+
+def stop_engine(engine: MoneyEngine) -> None:
+    engine.services.stop()
+    engine.sim.stop()
 
 
 @pytest.fixture

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -21,10 +23,8 @@ def _handles(engine: MoneyEngine) -> EngineHandles:
     return engine.services.handles
 
 
-def _next_park_count(engine: MoneyEngine, run_id: str, parks: int) -> dict[str, object]:
-    """Wait until the run has parked `parks` times in all (counted from its pool_capacity step events)."""
-    import time
-
+def _next_park_count(engine: MoneyEngine, run_id: str, parks: int) -> dict[str, Any]:
+    """Wait until the run has parked `parks` times on pool capacity (or ended)."""
     deadline = time.monotonic() + 10
     while True:
         run = engine.services.get_run(run_id)
@@ -42,9 +42,9 @@ def test_pool_wait_retries_at_most_max_pool_waits_then_fails(money_engine: Money
     for wait in range(1, 4):
         run = _next_park_count(engine, run_id, wait)
         assert run["status"] == "waiting", run
-        assert run["waiting_on"]["reason"] == "pool_capacity"  # type: ignore[index]
+        assert run["waiting_on"]["reason"] == "pool_capacity"
         assert engine.money.ledger.budget("default").held_micros == 0  # its hold went back while waiting
-        engine.advance(run["waiting_on"]["due_at"] - engine.clock.now() + 1)  # type: ignore[index]
+        engine.advance(run["waiting_on"]["due_at"] - engine.clock.now() + 1)
     run = engine.wait(run_id)
     assert run["status"] == "failed" and run["error_type"] == "rate_limited"
     assert "gave up after 3 pool waits" in run["error"]
