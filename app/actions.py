@@ -46,6 +46,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
                QStyle.StandardPixmap.SP_ArrowUp),
     ActionSpec("run", "&Run…", "&Flow", ("F5",), "Start a run of the published flow with inputs", True,
                QStyle.StandardPixmap.SP_MediaPlay),
+    ActionSpec("versions", "&Versions…", "&Flow", (), "The published versions of this flow"),
     ActionSpec("live", "&Live", "&Flow", ("Ctrl+Shift+L",), "Show what the engine is doing now on the canvas", True,
                QStyle.StandardPixmap.SP_ComputerIcon, checkable=True),
     ActionSpec("theme_system", "Theme: follow &system", "&View", (), "Light or dark as the system is",

@@ -14,10 +14,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtWidgets import QDialog, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout
 
 from app.bridge import EngineBridge
 from app.live import LiveState, run_path, run_row, waiting_text
-from app.panels.rows import ApprovalRow, BudgetRow, HoldRow
+from app.panels.rows import ApprovalRow, BudgetRow, HoldRow, local_time
 
 if TYPE_CHECKING:
     from app.run_details import RunDetails
@@ -66,6 +67,7 @@ class EngineController(QObject):
         window.approvals.decision_made.connect(self.decide)
         self.details: RunDetails | None = None
         self.version_documents: dict[tuple[str, int], FlowDocument] = {}
+        self.versions_dialog: QDialog | None = None
 
     def _single_shot(self, slot: Callable[[], None]) -> QTimer:
         timer = QTimer(self)
@@ -277,6 +279,32 @@ class EngineController(QObject):
         tabs.setCurrentIndex(tabs.index_of(document))
         self.repaint_live()
         return tabs.editor_at(tabs.index_of(document))
+
+    def show_versions(self, flow_id: str) -> None:
+        """A list of the flow's published versions (number, when, content hash)."""
+
+        def done(versions: Any, error: BaseException | None) -> None:
+            if error is not None:
+                self._say(f"Versions of {flow_id} cannot be read: {error}")
+                return
+            dialog = QDialog(self.window)
+            dialog.setWindowTitle(f"Published versions of {flow_id}")
+            table = QTableWidget(len(versions), 3, dialog)
+            table.setObjectName("versionsTable")
+            table.setHorizontalHeaderLabels(["Version", "Published", "Content hash"])
+            table.verticalHeader().hide()
+            table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+            for row, version in enumerate(reversed(versions)):
+                for column, text in enumerate((f"v{version.version}", local_time(version.published_at),
+                                               version.content_hash[:12])):
+                    table.setItem(row, column, QTableWidgetItem(text))
+            layout = QVBoxLayout(dialog)
+            layout.addWidget(table if versions else QLabel(f"{flow_id} has not been published yet."))
+            dialog.resize(520, 300)
+            self.versions_dialog = dialog
+            dialog.show()
+
+        self.bridge.list_versions(flow_id, done)
 
     def open_run(self, run_id: str) -> None:
         """Show a run's steps, state and errors, with Cancel; it refreshes as the run moves."""

@@ -163,6 +163,7 @@ class MainWindow(QMainWindow):
             "publish": self.publish,
             "run": self.run_flow,
             "live": self.toggle_live,
+            "versions": self.show_versions,
             "theme_system": lambda: self.set_theme("system"),
             "theme_light": lambda: self.set_theme("light"),
             "theme_dark": lambda: self.set_theme("dark"),
@@ -373,7 +374,7 @@ class MainWindow(QMainWindow):
             self.setWindowTitle("Lockgate")
         if self.engine is not None and self.engine.live_on:
             self.engine.repaint_live()
-        for action_id in ("save", "save_as", "close_tab", "validate", "publish", "run", "live"):
+        for action_id in ("save", "save_as", "close_tab", "validate", "publish", "run", "live", "versions"):
             self.actions_by_id[action_id].setEnabled(document is not None)
         self._update_edit_actions()
 
@@ -463,6 +464,10 @@ class MainWindow(QMainWindow):
 
         dialog = RunInputsDialog(flow, parent=self)
         return dialog.values() if dialog.exec() == QDialog.DialogCode.Accepted else None
+
+    def show_versions(self) -> None:
+        if self.document is not None and self._needs_engine("Versions") and self.engine is not None:
+            self.engine.show_versions(self.document.flow_ref().id)
 
     def toggle_live(self) -> None:
         wanted = self.actions_by_id["live"].isChecked()

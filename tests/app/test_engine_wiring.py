@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QMessageBox, QTableWidget
 
 from app.bridge import EngineBridge
 from app.engine_process import SIMULATOR_HOST, SIMULATOR_PORT, port_answers
@@ -68,6 +68,13 @@ def test_publish_then_run_with_inputs(qtbot, engine_window: MainWindow) -> None:
     window.open_example("hello.flow.json")
     window.publish()
     qtbot.waitUntil(lambda: status_of(window) == "hello v1 published", timeout=10_000)
+    assert window.engine is not None
+    window.actions_by_id["versions"].trigger()
+    qtbot.waitUntil(lambda: window.engine is not None and window.engine.versions_dialog is not None, timeout=5_000)
+    dialog = window.engine.versions_dialog
+    assert dialog is not None
+    versions = dialog.findChild(QTableWidget, "versionsTable")
+    assert versions is not None and cell(versions, 0, 0).text() == "v1"
     asked: list[list[str]] = []
 
     def answer(flow):
