@@ -1,0 +1,87 @@
+"""`lockgate keys` and `lockgate approvals` as processes, on a data folder an in-process engine also serves."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from engine.flow import flow_from_data
+from tests.engine.conftest import make_flow, start_engine
+from tests.parking.conftest import TRIGGER
+
+LOCKGATE = [sys.executable, "-m", "app.main"]
+
+
+def cli_env(tmp_path: Path, redis_url: str, key_prefix: str) -> dict[str, str]:
+    return {**os.environ, "LOCKGATE_DATA_DIR": str(tmp_path / "data"), "LOCKGATE_REDIS_URL": redis_url,
+            "LOCKGATE_KEY_PREFIX": key_prefix, "LOCKGATE_DB_URL": "", "LOCKGATE_API_KEY": ""}
+
+
+def lockgate(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*LOCKGATE, *args], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_keys_create_list_revoke(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    env = cli_env(tmp_path, redis_url, key_prefix)
+    created = lockgate(env, "keys", "create", "ops-bot")
+    assert created.returncode == 0, created.stderr
+    key = created.stdout.strip()
+    assert created.stdout == key + "\n" and key.startswith("lgk_") and len(key) == 47
+    assert "shown only this once" in created.stderr
+    db = (tmp_path / "data" / "lockgate.db").read_bytes()
+    assert key.encode() not in db  # only the hash is stored
+    taken = lockgate(env, "keys", "create", "ops-bot")
+    assert taken.returncode == 1 and 'key name "ops-bot" is taken' in taken.stderr and taken.stdout == ""
+    listed = json.loads(lockgate(env, "keys", "list", "--json").stdout)
+    assert [(k["name"], k["active"], k["scopes"]) for k in listed] == [("ops-bot", True, ["approvals:decide"])]
+    assert key not in lockgate(env, "keys", "list").stdout
+    assert lockgate(env, "keys", "revoke", "ops-bot").returncode == 0
+    again = lockgate(env, "keys", "revoke", "ops-bot")
+    assert again.returncode == 1 and "already revoked" in again.stderr
+    unknown = lockgate(env, "keys", "revoke", "nobody")
+    assert unknown.returncode == 1 and 'no key is named "nobody"' in unknown.stderr
+    assert json.loads(lockgate(env, "keys", "list", "--json").stdout)[0]["active"] is False
+
+
+def test_approvals_list_and_decide_by_key(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    env = cli_env(tmp_path, redis_url, key_prefix)
+    services, _ = start_engine(tmp_path, redis_url, f"sqlite:///{tmp_path / 'data' / 'lockgate.db'}", key_prefix)
+    try:
+        services.publish_flow(flow_from_data(make_flow("deploy", [
+            TRIGGER, {"id": "ask", "type": "approval", "config": {"timeout": "1h", "approvers": ["ops-bot"],
+                                                                   "message": "Deploy {{ inputs.tag }}?"}},
+            {"id": "go", "type": "terminal", "config": {"output": "{{ 'deployed' }}"}},
+            {"id": "stop", "type": "terminal", "config": {"output": "{{ 'stopped' }}"}}],
+            [("start", "ask"), ("ask", "approved", "go"), ("ask", "rejected", "stop")],
+            inputs={"tag": {"type": "string", "required": True}})))
+        run_id = services.create_run("deploy", {"tag": "v1.2"}).run_id
+        services.wait_for_run(run_id, statuses=frozenset({"waiting"}))
+        key = lockgate(env, "keys", "create", "ops-bot").stdout.strip()
+        other = lockgate(env, "keys", "create", "intern").stdout.strip()
+        pending: list[dict[str, Any]] = json.loads(lockgate(env, "approvals", "list", "--json").stdout)
+        assert [(p["run_id"], p["node_id"], p["message"]) for p in pending] == [(run_id, "ask", "Deploy v1.2?")]
+        approval_id = pending[0]["id"]
+        assert approval_id in lockgate(env, "approvals", "list").stdout
+        no_key = lockgate(env, "approvals", "decide", approval_id, "approve")
+        assert no_key.returncode == 2 and "no API key" in no_key.stderr
+        malformed = lockgate(env, "approvals", "decide", approval_id, "approve", "--key", "hunter2")
+        assert malformed.returncode == 1 and "refused (malformed_key)" in malformed.stderr
+        outsider = lockgate(env, "approvals", "decide", approval_id, "approve", "--key", other)
+        assert outsider.returncode == 1 and "key:intern may not decide" in outsider.stderr
+        unknown = lockgate(env, "approvals", "decide", "ap_nope", "approve", "--key", key)
+        assert unknown.returncode == 1 and "refused (unknown_approval)" in unknown.stderr
+        assert services.get_run(run_id, with_steps=False)["status"] == "waiting"  # type: ignore[index]
+        decided = lockgate(env, "approvals", "decide", approval_id, "approve", "--comment", "ship it", "--key", key)
+        assert decided.returncode == 0, decided.stderr
+        assert "approved by key:ops-bot" in decided.stdout
+        run = services.wait_for_run(run_id, timeout=10)
+        assert run["result"] == "deployed" and run["state"]["ask"]["comment"] == "ship it"
+        twice = lockgate(env, "approvals", "decide", approval_id, "reject", "--key", key, "--json")
+        assert twice.returncode == 1 and json.loads(twice.stdout)["reason"] == "already_decided"
+        assert json.loads(lockgate(env, "approvals", "list", "--json").stdout) == []
+    finally:
+        services.stop()

@@ -1,0 +1,122 @@
+"""Real processes and real time: a run parked when the engine stops resumes when a new engine process starts
+(at once when its due time passed meanwhile, else on time); `lockgate run` shows the park of a 2 s queue."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from engine.flow import flow_from_data
+from engine.transport.keys import Keyspace
+from tests.engine.conftest import make_flow, start_engine, wait_until
+from tests.parking.conftest import TRIGGER
+from tests.parking.test_cli import LOCKGATE, cli_env
+
+
+def _queue_flow(path: Path, flow_id: str, delay: str) -> str:
+    path.write_text(json.dumps(make_flow(flow_id, [TRIGGER, {"id": "pause", "type": "queue",
+                                                            "config": {"delay": delay}},
+                                                  {"id": "done", "type": "terminal", "config": {"output": "{{ 1 }}"}}],
+                                         [("start", "pause"), ("pause", "done")])))
+    return str(path)
+
+
+def _runs(db: Path) -> dict[str, dict[str, Any]]:
+    engine = sa.create_engine(f"sqlite:///{db}")
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text("select id, flow_id, status, waiting_on, finished_at from runs")).mappings()
+            return {row["flow_id"]: dict(row) for row in rows}
+    finally:
+        engine.dispose()
+
+
+def _queue_finished(db: Path, run_id: str) -> float:
+    engine = sa.create_engine(f"sqlite:///{db}")
+    try:
+        with engine.connect() as conn:
+            value = conn.execute(sa.text("select finished_at from steps where run_id = :r and step = 'pause'"),
+                                 {"r": run_id}).scalar()
+    finally:
+        engine.dispose()
+    from datetime import UTC, datetime
+
+    stamp = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).timestamp()
+
+
+def test_parked_runs_resume_after_a_real_engine_restart(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    env = cli_env(tmp_path, redis_url, key_prefix)
+    db = tmp_path / "data" / "lockgate.db"
+    first = subprocess.Popen([*LOCKGATE, "worker", "--workers", "2"], env=env, stderr=subprocess.DEVNULL)
+    try:
+        submitter, _ = start_engine(tmp_path, redis_url, f"sqlite:///{db}", key_prefix, workers=0, projector=False,
+                                    due_waker=False)
+        try:
+            for flow_id, delay in (("early", "2s"), ("later", "7s")):
+                _queue_flow(tmp_path / f"{flow_id}.flow.json", flow_id, delay)
+                submitter.publish_flow(flow_from_data(json.loads((tmp_path / f"{flow_id}.flow.json").read_text())))
+                submitter.create_run(flow_id)
+        finally:
+            submitter.stop()
+        wait_until(lambda: {r["status"] for r in _runs(db).values()} == {"waiting"} and len(_runs(db)) == 2,
+                   timeout=20, what="both runs to park on the first engine")
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(15)
+    runs = _runs(db)
+    assert {r["status"] for r in runs.values()} == {"waiting"}
+    early, later = runs["early"], runs["later"]
+    early_due = json.loads(early["waiting_on"])["due_at"]
+    later_due = json.loads(later["waiting_on"])["due_at"]
+    import redis as redis_lib
+
+    client: Any = redis_lib.Redis.from_url(redis_url)
+    client.zrem(Keyspace(key_prefix).due, early["id"])  # lost by a process that died before acting on it
+    while time.time() < early_due + 0.5:  # the engine is down when `early` falls due
+        time.sleep(0.05)
+    assert later_due > time.time() + 1, "the second run must still be waiting when the engine restarts"
+    worker = subprocess.Popen([*LOCKGATE, "worker", "--workers", "2"], env=env, stderr=subprocess.DEVNULL)
+    started = time.time()
+    try:
+        wait_until(lambda: _runs(db)["early"]["status"] == "succeeded", timeout=15, what="the overdue run")
+        assert time.time() - started < 8
+        wait_until(lambda: _runs(db)["later"]["status"] == "succeeded", timeout=20, what="the run due later")
+        lag = _queue_finished(db, later["id"]) - later_due
+        assert 0 <= lag < 0.5, f"resumed {lag:.3f}s after its due time"
+        assert _queue_finished(db, early["id"]) >= started
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(15)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+
+
+def test_lockgate_run_shows_the_park_and_finishes_2s_later(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    env = cli_env(tmp_path, redis_url, key_prefix)
+    flow = _queue_flow(tmp_path / "two.flow.json", "two", "2s")
+    process = subprocess.Popen([*LOCKGATE, "run", flow, "--json"], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    parked_at = None
+    lines = []
+    for line in process.stderr:
+        lines.append(line)
+        if "parked at pause (queue_delay) until" in line:
+            parked_at = time.monotonic()
+    out, _ = process.communicate(timeout=30)
+    finished_at = time.monotonic()
+    assert process.returncode == 0, "".join(lines)
+    assert parked_at is not None, "".join(lines)
+    assert 1.5 <= finished_at - parked_at <= 4.0, f"finished {finished_at - parked_at:.2f}s after the park"
+    run = json.loads(out)
+    assert run["status"] == "succeeded" and run["result"] == 1
+    pause = next(step for step in run["steps"] if step["step"] == "pause")
+    assert pause["status"] == "succeeded"
