@@ -25,6 +25,7 @@ from engine.config import EngineConfig
 EngineState = Literal["stopped", "starting", "running", "stopping", "unavailable", "failed"]
 SERVICES_MODULE = "engine.runtime.services"
 RUNS_LISTED = 200
+HOLDS_LISTED = 200
 WATCHDOG_MS = 2000
 T = TypeVar("T")
 Done = Callable[[Any, BaseException | None], None]
@@ -189,17 +190,43 @@ class EngineBridge(QObject):
         self.request(lambda services: services.cancel_run(run_id), on_done)
 
     def list_runs(self, on_done: Done) -> None:
-        self.request(lambda services: services.list_runs(limit=RUNS_LISTED), on_done)
+        """The newest runs, each with its `cost_micros` (what its model calls were charged so far)."""
+
+        def read(services: Any) -> list[dict[str, Any]]:
+            import sqlalchemy as sa
+
+            from engine.store.models import Run
+
+            runs: list[dict[str, Any]] = services.list_runs(limit=RUNS_LISTED)
+            if runs:
+                with services.sql.connect() as conn:
+                    costs = dict(conn.execute(sa.select(Run.id, Run.cost_micros)
+                                              .where(Run.id.in_([run["id"] for run in runs]))).all())
+                for run in runs:
+                    run["cost_micros"] = costs.get(run["id"])
+            return runs
+
+        self.request(read, on_done)
 
     def get_run(self, run_id: str, on_done: Done) -> None:
         self.request(lambda services: services.get_run(run_id, with_steps=True), on_done)
 
     def money(self, on_done: Done) -> None:
-        """`(budgets, holds)` from the budget ledger: every budget, and every hold still placed."""
+        """`(budgets, holds)`: every budget from the ledger (live), and the newest holds from the store
+        (placed ones first, then charged and released), as dicts of the `holds` table."""
 
-        def read(services: Any) -> tuple[list[Any], list[Any]]:
-            ledger = _ledger(services)
-            return ledger.budgets(), [ledger.hold(hold_id) for hold_id in ledger.placed_hold_ids()]
+        def read(services: Any) -> tuple[list[Any], list[dict[str, Any]]]:
+            import sqlalchemy as sa
+
+            from engine.store.models import Hold
+
+            budgets = _ledger(services).budgets()
+            query = (sa.select(Hold.id, Hold.run_id, Hold.node_id, Hold.budget_name, Hold.amount_micros,
+                               Hold.charged_micros, Hold.state, Hold.expires_at)
+                     .order_by((Hold.state != "placed"), Hold.updated_at.desc()).limit(HOLDS_LISTED))
+            with services.sql.connect() as conn:
+                holds = [dict(row) for row in conn.execute(query).mappings()]
+            return budgets, holds
 
         self.request(read, on_done)
 
@@ -264,8 +291,8 @@ class EngineBridge(QObject):
     def _deliver_batch(self, changes: list[dict[str, Any]]) -> None:
         self.live_changes.emit(changes)
         self.runs_changed.emit()
-        if any(change.get("event") in ("hold_placed", "hold_charged", "hold_released") for change in changes):
-            self.holds_changed.emit()
+        # Holds and budgets move with steps (reserve, model call, run end); the panel refresh is coalesced.
+        self.holds_changed.emit()
 
 
 def _ledger(services: Any) -> Any:

@@ -153,8 +153,8 @@ class EngineController(QObject):
                 for b in budgets
             ])
             self.window.holds.set_holds([
-                HoldRow(h.hold_id, h.run_id, h.node_id, _micros(h.amount_micros), h.state,
-                        datetime.fromtimestamp(h.expires_at, UTC))
+                HoldRow(h["id"], h["run_id"], h["node_id"], _micros(h["amount_micros"]), h["state"], h["expires_at"],
+                        _micros(h["charged_micros"]) if h["charged_micros"] is not None else None)
                 for h in holds
             ])
 

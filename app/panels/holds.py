@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 from app.panels.empty_state import EmptyStateStack
 from app.panels.rows import BudgetRow, HoldRow, local_time, usd
 
-HOLD_COLUMNS = ("Run", "Node", "Amount", "State", "Expires")
+HOLD_COLUMNS = ("Run", "Node", "Held", "Charged", "State", "Expires")
 SPENT_COLOUR = QColor("#d64545")
 HELD_COLOUR = QColor("#d68a00")
 REMAINING_COLOUR = QColor("#219653")
@@ -113,7 +113,9 @@ class HoldsPanel(QWidget):
         self.holds = holds
         self.table.setRowCount(len(holds))
         for row, hold in enumerate(holds):
-            cells = (hold.run_id, hold.node, usd(hold.amount_usd), hold.state, local_time(hold.expires_at))
+            charged = usd(hold.charged_usd) if hold.charged_usd is not None else ""
+            cells = (hold.run_id, hold.node, usd(hold.amount_usd), charged, hold.state,
+                     local_time(hold.expires_at) if hold.state == "placed" else "")
             for column, text in enumerate(cells):
                 self.table.setItem(row, column, QTableWidgetItem(text))
         self.stack.show_content()

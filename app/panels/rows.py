@@ -81,6 +81,7 @@ class HoldRow:
     amount_usd: float
     state: str
     expires_at: datetime | None
+    charged_usd: float | None = None
 
 
 def time_left(until: datetime, now: datetime) -> str:
