@@ -242,7 +242,7 @@ def _apply(work: _Work, event: Event) -> LiveChange | None:
     work.dirty_runs.add(event.run_id)
     run["last_seq"] = max(run["last_seq"] or 0, event.seq)
     run["updated_at"] = at
-    node: str | None = getattr(event, "node", None)
+    node: str | None = event.__dict__.get("node")  # getattr on a pydantic model raising is slow
     step_key: str | None = None
     step_status: str | None = None
     if target is not None:
