@@ -8,9 +8,10 @@ from typing import Any, cast
 import sqlalchemy as sa
 
 from engine.runtime.handles import EngineHandles
-from engine.store.models import Approval
+from engine.store.models import Approval, Run
 
 APPROVALS = cast(sa.Table, Approval.__table__)
+RUNS = cast(sa.Table, Run.__table__)
 
 
 @dataclass(frozen=True)
@@ -28,9 +29,11 @@ class PendingApproval:
 
 
 def list_pending(handles: EngineHandles, *, include_expired: bool = False) -> list[PendingApproval]:
-    """Approvals still open, soonest to expire first: no decision claimed yet and (unless asked) not timed out."""
+    """Approvals still open, soonest to expire first: no decision claimed yet, the run still waiting for it
+    (not cancelled meanwhile) and (unless asked) not timed out."""
     with handles.sql.connect() as conn:
-        rows = conn.execute(sa.select(APPROVALS).where(APPROVALS.c.status == "pending")
+        rows = conn.execute(sa.select(APPROVALS).join(RUNS, RUNS.c.id == APPROVALS.c.run_id)
+                            .where(APPROVALS.c.status == "pending", RUNS.c.status.in_(("waiting", "running")))
                             .order_by(APPROVALS.c.expires_at, APPROVALS.c.id)).mappings().all()
     if not rows:
         return []

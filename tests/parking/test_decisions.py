@@ -143,3 +143,12 @@ def test_a_decided_run_resumes_within_250_ms(parked: Parked) -> None:
         time.sleep(0.005)
     run = parked.wait_status(run_id, "succeeded")
     assert run["result"] == "shipped order-7"
+
+
+def test_a_cancelled_run_leaves_no_pending_approval_and_refuses_decisions(parked: Parked) -> None:
+    run_id, approval_id = _park_at_approval(parked)
+    assert parked.services.cancel_run(run_id) == "cancelled"
+    parked.wait_status(run_id, "cancelled")
+    assert list_pending(parked.handles) == []
+    refused = decide(parked.handles, approval_id, "approve", "user:ada")
+    assert not refused.accepted and refused.reason == "run_not_waiting" and "cancelled" in refused.message
