@@ -20,7 +20,7 @@ def test_hello_flow_succeeds_with_its_greeting(any_db_engine: Engine) -> None:
     assert run["step_counts"] == {"succeeded": 3}
 
 
-def test_router_takes_one_port_and_skips_the_dead_path(engine: Engine) -> None:
+def test_router_takes_one_port_and_skips_the_dead_path(any_db_engine: Engine) -> None:
     doc = make_flow("route", [
         T,
         {"id": "route", "type": "router", "config": {"branches": [
@@ -33,16 +33,16 @@ def test_router_takes_one_port_and_skips_the_dead_path(engine: Engine) -> None:
     ], [("start", "route"), ("route", "big", "big"), ("route", "mid", "mid"), ("route", "default", "small"),
         ("big", "after_big"), ("after_big", "done"), ("mid", "done"), ("small", "done")],
         {"n": {"type": "integer", "required": True}})
-    run = engine.run(doc, {"n": 7})
+    run = any_db_engine.run(doc, {"n": 7})
     assert run["result"] == "mid"
     statuses = {s["step"]: s["status"] for s in run["steps"]}
     assert statuses == {"start": "succeeded", "route": "succeeded", "mid": "succeeded", "big": "skipped",
                         "after_big": "skipped", "small": "skipped", "done": "succeeded"}
-    assert engine.step(run, "route")["ports"] == ["mid"]
-    assert engine.run(doc, {"n": 1})["result"] == "small"
+    assert any_db_engine.step(run, "route")["ports"] == ["mid"]
+    assert any_db_engine.run(doc, {"n": 1})["result"] == "small"
 
 
-def test_join_all_merges_branches_with_reducers(engine: Engine) -> None:
+def test_join_all_merges_branches_with_reducers(any_db_engine: Engine) -> None:
     doc = make_flow("joinall", [
         T,
         {"id": "a", "type": "set", "config": {"values": {"tags": "{{ ['a'] }}", "total": "{{ 2 }}"}}},
@@ -51,13 +51,13 @@ def test_join_all_merges_branches_with_reducers(engine: Engine) -> None:
         {"id": "done", "type": "terminal",
          "config": {"output": "{{ state.tags | sort | join(',') }}={{ state.total }}"}},
     ], [("start", "a"), ("start", "b"), ("a", "both"), ("b", "both"), ("both", "done")])
-    run = engine.run(doc)
+    run = any_db_engine.run(doc)
     assert run["status"] == "succeeded"
     assert run["result"] == "a,b,c=5"
-    assert engine.step(run, "both")["output"] == {"tags": ["a", "b", "c"], "total": 5}
+    assert any_db_engine.step(run, "both")["output"] == {"tags": ["a", "b", "c"], "total": 5}
 
 
-def test_join_any_runs_once_on_the_first_branch(engine: Engine) -> None:
+def test_join_any_runs_once_on_the_first_branch(any_db_engine: Engine) -> None:
     doc = make_flow("joinany", [
         T,
         {"id": "a", "type": "set", "config": {"values": {"who": "a"}}},
@@ -66,14 +66,14 @@ def test_join_any_runs_once_on_the_first_branch(engine: Engine) -> None:
         {"id": "count", "type": "set", "config": {"values": {"seen": "{{ state.who }}"}}},
         {"id": "done", "type": "terminal", "config": {"output": "{{ state.seen }}"}},
     ], [("start", "a"), ("start", "b"), ("a", "first"), ("b", "first"), ("first", "count"), ("count", "done")])
-    run = engine.run(doc)
+    run = any_db_engine.run(doc)
     assert run["status"] == "succeeded"
     assert run["result"] == "a"
     assert [s["step"] for s in run["steps"]].count("first") == 1
-    assert engine.step(run, "b")["status"] == "succeeded"  # the later branch ran, then ended at the join
+    assert any_db_engine.step(run, "b")["status"] == "succeeded"  # the later branch ran, then ended at the join
 
 
-def test_foreach_runs_its_body_per_item_within_its_concurrency(engine: Engine, site: Site) -> None:
+def test_foreach_runs_its_body_per_item_within_its_concurrency(any_db_engine: Engine, site: Site) -> None:
     doc = make_flow("loop", [
         T,
         {"id": "each", "type": "foreach", "config": {"items": "{{ inputs.ids }}", "concurrency": 2,
@@ -85,17 +85,17 @@ def test_foreach_runs_its_body_per_item_within_its_concurrency(engine: Engine, s
         {"id": "done", "type": "terminal", "config": {"output": "{{ state.fetched | map(attribute='label') | list }}"}},
     ], [("start", "each"), ("each", "item", "fetch"), ("fetch", "label"), ("each", "done", "done")],
         {"ids": {"type": "array", "required": True}})
-    run = engine.run(doc, {"ids": [10, 11, 12, 13, 14]})
+    run = any_db_engine.run(doc, {"ids": [10, 11, 12, 13, 14]})
     assert run["status"] == "succeeded", run["error"]
     assert run["result"] == [f"item {i}=True" for i in range(5)]
     assert site.hits["/slow"] == 5
     assert site.max_in_flight == 2
     steps = {s["step"] for s in run["steps"]}
     assert {"fetch[0]", "fetch[4]", "label[3]"} <= steps
-    assert engine.step(run, "each")["ports"] == ["done"]
+    assert any_db_engine.step(run, "each")["ports"] == ["done"]
 
 
-def test_http_request_get_and_post_with_templates(engine: Engine, site: Site) -> None:
+def test_http_request_get_and_post_with_templates(any_db_engine: Engine, site: Site) -> None:
     doc = make_flow("http", [
         T,
         {"id": "post", "type": "http.request", "config": {
@@ -103,13 +103,13 @@ def test_http_request_get_and_post_with_templates(engine: Engine, site: Site) ->
             "headers": {"content-type": "application/json"}, "output_key": "echo"}},
         {"id": "done", "type": "terminal", "config": {"output": "{{ state.echo.body.body }}"}},
     ], [("start", "post"), ("post", "done")], {"name": {"type": "string"}})
-    run = engine.run(doc, {"name": "Ada"})
+    run = any_db_engine.run(doc, {"name": "Ada"})
     assert run["status"] == "succeeded"
     assert run["result"] == '{"name": "Ada"}'
-    assert engine.step(run, "post")["output"]["echo"]["status"] == 200
+    assert any_db_engine.step(run, "post")["output"]["echo"]["status"] == 200
 
 
-def test_terminal_result_can_be_structured(engine: Engine) -> None:
+def test_terminal_result_can_be_structured(any_db_engine: Engine) -> None:
     doc = make_flow("obj", [T, {"id": "done", "type": "terminal", "config": {"output": "{{ {'a': [1, 2]} }}"}}],
                     [("start", "done")])
-    assert engine.run(doc)["result"] == {"a": [1, 2]}
+    assert any_db_engine.run(doc)["result"] == {"a": [1, 2]}
