@@ -167,10 +167,9 @@ class EmbeddedRedis:
             )
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with _exclusive_lock(self.data_dir / LOCK_NAME, self.start_timeout):
-            if _answers(self.socket_path):
+            if _answers(self.socket_path) or self._end_stale_server():
                 self._reused_pid = self._recorded_pid()
                 return self
-            self._end_stale_server()
             self._spawn()
         atexit.register(self.stop)
         return self
@@ -244,20 +243,22 @@ class EmbeddedRedis:
         except (FileNotFoundError, ValueError):
             return None
 
-    def _end_stale_server(self) -> None:
+    def _end_stale_server(self) -> bool:
         """A recorded server that is alive but does not answer PING (hung, or still loading a big AOF
-        after its starter died) is given the start timeout to answer, then stopped."""
+        after its starter died) is given the start timeout to answer, then stopped. Returns True when
+        it came to answer (reuse it), False when the folder is now free for a new server."""
         pid = self._recorded_pid()
         if pid is not None and _pid_alive(pid) and _is_valkey(pid):
             deadline = time.monotonic() + self.start_timeout
-            while time.monotonic() < deadline and _pid_alive(pid):
+            while time.monotonic() < deadline and _pid_alive(pid) and _is_valkey(pid):
                 if _answers(self.socket_path):
-                    return
+                    return True
                 time.sleep(0.1)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
+        return False
 
     def _write_config(self) -> Path:
         settings = {
@@ -282,7 +283,8 @@ class EmbeddedRedis:
         config_path = self._write_config()
         with open(self.log_path, "ab") as log:
             offset = log.tell()
-            self._process = subprocess.Popen(
+            # Kept local until the server answers, so `owned` never reports a server still starting.
+            process = subprocess.Popen(
                 [str(get_binary_path()), str(config_path)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -293,19 +295,18 @@ class EmbeddedRedis:
             )
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                log_text = self._log_since(offset)
-                self._process = None
+            if process.poll() is not None:
                 raise EmbeddedRedisError(
-                    f"embedded Redis in {self.data_dir} exited during start-up; its log says:\n{log_text}"
+                    f"embedded Redis in {self.data_dir} exited during start-up; its log says:\n"
+                    f"{self._log_since(offset)}"
                 )
             if _answers(self.socket_path):
-                self.pid_path.write_text(f"{self._process.pid}\n")
+                self.pid_path.write_text(f"{process.pid}\n")
+                self._process = process
                 return
             time.sleep(0.02)
-        self._process.kill()
-        self._process.wait(timeout=5)
-        self._process = None
+        process.kill()
+        process.wait(timeout=5)
         raise EmbeddedRedisError(
             f"embedded Redis in {self.data_dir} did not answer within {self.start_timeout:.0f}s; "
             f"see {self.log_path}:\n{self._log_since(offset)}"
