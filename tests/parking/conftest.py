@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,13 @@ class Parked:
     def wait_status(self, run_id: str, *statuses: str, timeout: float = 10.0) -> dict[str, Any]:
         return self.services.wait_for_run(run_id, timeout=timeout, statuses=frozenset(statuses))
 
+    def still_waiting(self, run_id: str, node: str) -> None:
+        """Asserts, after giving a wrongly woken run time to move, that it still waits at `node`."""
+        time.sleep(0.15)
+        run = self.services.get_run(run_id, with_steps=False)
+        assert run is not None and run["status"] == "waiting" and run["waiting_on"]["node"] == node, run
+        assert self.services.due is not None and self.services.due.due_at(run_id) is not None
+
     def waiting_on(self, run_id: str, node: str, timeout: float = 10.0) -> dict[str, Any]:
         def parked_there() -> dict[str, Any] | None:
             run = self.services.get_run(run_id, with_steps=False)
@@ -70,11 +78,22 @@ class Parked:
         return dict(wait_until(parked_there, timeout=timeout, what=f"run {run_id} to park at {node}"))
 
 
-@pytest.fixture
-def parked(tmp_path: Path, redis_url: str, sqlite_url: str, key_prefix: str) -> Iterator[Parked]:
+def _parked(tmp_path: Path, redis_url: str, db_url: str, key_prefix: str) -> Iterator[Parked]:
     clock = ManualClock(START)
-    services, _ = start_engine(tmp_path, redis_url, sqlite_url, key_prefix, clock=clock)
+    services, _ = start_engine(tmp_path, redis_url, db_url, key_prefix, clock=clock)
     try:
         yield Parked(services, clock)
     finally:
         services.stop()
+
+
+@pytest.fixture
+def parked(tmp_path: Path, redis_url: str, sqlite_url: str, key_prefix: str) -> Iterator[Parked]:
+    """Services on a ManualClock with a fresh SQLite file."""
+    yield from _parked(tmp_path, redis_url, sqlite_url, key_prefix)
+
+
+@pytest.fixture
+def parked_any_db(tmp_path: Path, redis_url: str, db_url: str, key_prefix: str) -> Iterator[Parked]:
+    """The same on SQLite, and again on PostgreSQL where one answers."""
+    yield from _parked(tmp_path, redis_url, db_url, key_prefix)

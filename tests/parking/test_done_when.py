@@ -21,7 +21,8 @@ def _approval(parked: Parked, run_id: str) -> dict[str, Any]:
     return dict(row)
 
 
-def test_parks_resumes_after_24h_parks_for_approval_and_a_key_decides(parked: Parked) -> None:
+def test_parks_resumes_after_24h_parks_for_approval_and_a_key_decides(parked_any_db: Parked) -> None:
+    parked = parked_any_db
     parked.publish(approval_flow())
     key = create_key(parked.handles.sql, "ops-bot")
     run_id = parked.start("gate")
@@ -29,7 +30,7 @@ def test_parks_resumes_after_24h_parks_for_approval_and_a_key_decides(parked: Pa
     assert run["waiting_on"] == {"node": "hold", "reason": "queue_delay", "due_at": START + 24 * HOUR}
     assert all(not worker.active for worker in parked.services.workers)
     parked.advance(24 * HOUR - MS)  # 1 ms before the due time: still parked
-    assert parked.services.get_run(run_id, with_steps=False)["status"] == "waiting"  # type: ignore[index]
+    parked.still_waiting(run_id, "hold")
     parked.advance(MS)
     run = parked.waiting_on(run_id, "ask")
     assert run["waiting_on"]["reason"] == "approval" and run["waiting_on"]["due_at"] == START + 26 * HOUR
@@ -51,14 +52,15 @@ def test_parks_resumes_after_24h_parks_for_approval_and_a_key_decides(parked: Pa
     assert [tuple(a) for a in attempts] == [("key:ops-bot", "accepted")]
 
 
-def test_no_decision_takes_rejected_at_the_timeout(parked: Parked) -> None:
+def test_no_decision_takes_rejected_at_the_timeout(parked_any_db: Parked) -> None:
+    parked = parked_any_db
     parked.publish(approval_flow())
     run_id = parked.start("gate")
     parked.waiting_on(run_id, "hold")
     parked.advance(24 * HOUR)
     parked.waiting_on(run_id, "ask")
     parked.advance(2 * HOUR - MS)
-    assert parked.services.get_run(run_id, with_steps=False)["status"] == "waiting"  # type: ignore[index]
+    parked.still_waiting(run_id, "ask")
     parked.advance(MS)
     run = parked.wait_status(run_id, "succeeded", "failed")
     assert run["result"] == "dropped by timeout"
@@ -72,10 +74,12 @@ def test_a_run_kept_waiting_past_72h_fails_parked_expired(parked: Parked) -> Non
     parked.publish(approval_flow("long", delay="71h", timeout="71h"))
     run_id = parked.start("long")
     parked.waiting_on(run_id, "hold")
-    parked.advance(71 * HOUR)
+    parked.advance(71 * HOUR - MS)
+    parked.still_waiting(run_id, "hold")
+    parked.advance(MS)  # the 71h queue is due
     run = parked.waiting_on(run_id, "ask")
     parked.advance(HOUR - MS)  # 72h minus 1 ms since the first park
-    assert parked.services.get_run(run_id, with_steps=False)["status"] == "waiting"  # type: ignore[index]
+    parked.still_waiting(run_id, "ask")
     parked.advance(MS)
     run = parked.wait_status(run_id, "succeeded", "failed")
     assert run["status"] == "failed" and run["error_type"] == "parked_expired", run["error"]

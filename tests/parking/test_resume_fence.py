@@ -60,7 +60,7 @@ def test_a_resume_for_an_earlier_park_does_not_wake_the_next_one(parked: Parked)
     assert parked.services.get_run(run_id, with_steps=False)["status"] == "waiting"  # type: ignore[index]
     assert parked.services.due.due_at(run_id) == START + 2 * HOUR  # type: ignore[union-attr]
     parked.advance(HOUR - MS)
-    assert parked.services.get_run(run_id, with_steps=False)["status"] == "waiting"  # type: ignore[index]
+    parked.still_waiting(run_id, "second")
     parked.advance(MS)
     assert parked.wait_status(run_id, "succeeded", "failed")["status"] == "succeeded"
 
@@ -121,7 +121,7 @@ def test_a_suspended_step_fails_the_run_at_24h(parked: Parked, suspending_model:
     run = parked.waiting_on(run_id, "ask")
     assert run["waiting_on"] == {"node": "ask", "reason": "provider_response", "due_at": None}
     parked.advance(24 * HOUR - MS)
-    assert parked.services.get_run(run_id, with_steps=False)["status"] == "waiting"  # type: ignore[index]
+    parked.still_waiting(run_id, "ask")
     parked.advance(MS)
     run = parked.wait_status(run_id, "failed", "succeeded")
     assert run["error_type"] == "suspended_step_timeout" and "suspended_step_timeout (1d)" in run["error"]
