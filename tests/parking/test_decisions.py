@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -11,7 +12,9 @@ import sqlalchemy as sa
 from engine.approvals.decide import DecisionResult, decide, decide_with_key
 from engine.approvals.keys import DECIDE_SCOPE, create_key, revoke_key
 from engine.approvals.pending import list_pending
-from engine.store.models import Approval, ApprovalAttempt
+from engine.flow import flow_from_data
+from engine.store.models import Approval, ApprovalAttempt, Step
+from tests.engine.conftest import start_engine, wait_until
 from tests.parking.conftest import HOUR, Parked, approval_flow
 
 
@@ -126,23 +129,31 @@ def _park_at_approval_without_waker(parked: Parked) -> tuple[str, str]:
     return run_id, pending[0].id
 
 
-def test_a_decided_run_resumes_within_250_ms(parked: Parked) -> None:
-    run_id, approval_id = _park_at_approval(parked)
-    began = time.perf_counter()
-    result = decide(parked.handles, approval_id, "approve", "user:ada")
-    assert result.accepted
-
-    def resumed() -> bool:
-        with parked.handles.sql.connect() as conn:
-            status = conn.execute(sa.text("select status from steps where run_id = :r and step = 'ask'"),
-                                  {"r": run_id}).scalar()
-        return status == "succeeded"
-
-    while not resumed():
-        assert time.perf_counter() - began < 0.25, "the decided run did not resume within 250 ms"
-        time.sleep(0.005)
-    run = parked.wait_status(run_id, "succeeded")
-    assert run["result"] == "shipped order-7"
+def test_a_decided_run_resumes_within_250_ms(tmp_path: Path, redis_url: str, sqlite_url: str,
+                                             key_prefix: str) -> None:
+    # The system clock here: the resumed step's completion time is stamped by the worker, so the
+    # measurement does not include how soon the projector shows it.
+    services, _ = start_engine(tmp_path, redis_url, sqlite_url, key_prefix)
+    try:
+        services.publish_flow(flow_from_data(approval_flow(delay="0s", timeout="1h")))
+        run_id = services.create_run("gate").run_id
+        wait_until(lambda: (services.get_run(run_id, with_steps=False) or {}).get("waiting_on", {}) and
+                   services.get_run(run_id, with_steps=False)["waiting_on"]["node"] == "ask",  # type: ignore[index]
+                   what="the run to park at the approval")
+        assert services.handles is not None
+        approval_id = list_pending(services.handles)[0].id
+        decided_at = time.time()
+        assert decide(services.handles, approval_id, "approve", "user:ada").accepted
+        run = services.wait_for_run(run_id, timeout=10)
+        assert run["result"] == "shipped order-7"
+        ask = next(step for step in run["steps"] if step["step"] == "ask")
+        with services.handles.sql.connect() as conn:
+            finished = conn.execute(sa.select(Step.finished_at)
+                                    .where(Step.run_id == run_id, Step.step == "ask")).scalar()
+        assert ask["status"] == "succeeded" and finished is not None
+        assert finished.timestamp() - decided_at < 0.25, f"resumed {finished.timestamp() - decided_at:.3f}s later"
+    finally:
+        services.stop()
 
 
 def test_a_cancelled_run_leaves_no_pending_approval_and_refuses_decisions(parked: Parked) -> None:
