@@ -1,0 +1,651 @@
+"""The validator as it was before the write-conflict and hint speed-ups (commit cb033f3), frozen as a test oracle.
+
+Tests compare `validate()` with `validate_before()` on generated flows: the speed-ups must not change any
+diagnostic. Kept whole (its graph class too) so later edits to engine/ cannot change the oracle.
+"""
+
+
+from __future__ import annotations
+
+import bisect
+import difflib
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import networkx as nx
+from croniter import croniter
+from pydantic import ValidationError
+
+from engine.catalog import CATALOG, EVENT_TYPES, NodeType, template_fields, written_keys
+from engine.durations import DurationError, format_duration, parse_duration
+from engine.flow import Edge, Flow, FlowLoadError, Node, flow_from_data, parse_document
+from engine.templates import TemplateProblem, template_state_refs
+
+
+class FlowGraph:
+    """Distinct node-to-node links of a flow; reachability once it is acyclic."""
+
+    def __init__(self, node_ids: Iterable[str], links: Iterable[tuple[str, str]]) -> None:
+        self.succ: dict[str, list[str]] = {}
+        self.pred: dict[str, list[str]] = {}
+        for node_id in node_ids:
+            self.succ.setdefault(node_id, [])
+            self.pred.setdefault(node_id, [])
+        seen: set[tuple[str, str]] = set()
+        for source, target in links:
+            if (source, target) in seen:
+                continue
+            seen.add((source, target))
+            self.succ[source].append(target)
+            self.pred[target].append(source)
+        self.order = self._topological_order()
+        self.position: dict[str, int] = {}
+        self._descendants: dict[str, int] = {}
+        self._ancestors: dict[str, int] = {}
+        if self.order is not None:
+            self._index_reachability(self.order)
+
+    @property
+    def acyclic(self) -> bool:
+        return self.order is not None
+
+    def _topological_order(self) -> list[str] | None:
+        remaining = {node_id: len(preds) for node_id, preds in self.pred.items()}
+        ready = [node_id for node_id, count in remaining.items() if count == 0]
+        order: list[str] = []
+        while ready:
+            node_id = ready.pop()
+            order.append(node_id)
+            for target in self.succ[node_id]:
+                remaining[target] -= 1
+                if remaining[target] == 0:
+                    ready.append(target)
+        return order if len(order) == len(self.succ) else None
+
+    def _index_reachability(self, order: list[str]) -> None:
+        self.position = {node_id: index for index, node_id in enumerate(order)}
+        for node_id in reversed(order):
+            mask = 0
+            for target in self.succ[node_id]:
+                mask |= self._descendants[target] | (1 << self.position[target])
+            self._descendants[node_id] = mask
+
+    def cycles(self, limit: int) -> list[list[str]]:
+        """Up to `limit` cycles, each as its list of nodes."""
+        graph = nx.DiGraph()
+        graph.add_edges_from((s, t) for s, targets in self.succ.items() for t in targets)
+        found: list[list[str]] = []
+        for cycle in nx.simple_cycles(graph):
+            found.append(list(cycle))
+            if len(found) >= limit:
+                break
+        return found
+
+    def bit(self, node_id: str) -> int:
+        """The one-node mask of `node_id` (acyclic graphs only)."""
+        return 1 << self.position[node_id]
+
+    def mask(self, node_ids: Iterable[str]) -> int:
+        """The mask holding `node_ids`."""
+        mask = 0
+        for node_id in node_ids:
+            mask |= 1 << self.position[node_id]
+        return mask
+
+    def descendants(self, node_id: str) -> int:
+        """Mask of every node reachable from `node_id` (not itself)."""
+        return self._descendants[node_id]
+
+    def ancestors(self, node_id: str) -> int:
+        """Mask of every node that reaches `node_id` (not itself); computed for all nodes on first use."""
+        if not self._ancestors and self.order is not None:
+            for each in self.order:
+                mask = 0
+                for source in self.pred[each]:
+                    mask |= self._ancestors[source] | (1 << self.position[source])
+                self._ancestors[each] = mask
+        return self._ancestors[node_id]
+
+    def reaches(self, source: str, target: str) -> bool:
+        """True when a path leads from `source` to `target`."""
+        return bool(self._descendants[source] >> self.position[target] & 1)
+
+    def members(self, mask: int) -> Iterator[str]:
+        """The nodes in `mask`, in topological order."""
+        while mask:
+            low = mask & -mask
+            yield self.order[low.bit_length() - 1]  # type: ignore[index]
+            mask ^= low
+
+    def reachable_avoiding(self, start: str, blocked: str | None, wanted: int) -> int:
+        """Nodes of `wanted` reachable from `start` on paths that never enter `blocked`."""
+        found = 0
+        stack = [start]
+        visited = {start}
+        while stack:
+            node_id = stack.pop()
+            for target in self.succ[node_id]:
+                if target == blocked or target in visited:
+                    continue
+                visited.add(target)
+                found |= wanted & (1 << self.position[target])
+                # Below a node that reaches nothing wanted there is nothing to find.
+                if self._descendants[target] & wanted:
+                    stack.append(target)
+        return found
+
+
+Severity = Literal["error", "warning"]
+
+DEFAULT_LIMITS = {"max_delay": "71h", "max_wait": "72h", "suspended_step_timeout": "24h"}
+MAX_CYCLES_LISTED = 5
+# Name comparisons spent on did-you-mean hints per validation (about 3 µs each): every hint in a small flow,
+# the first few in a 5,000-node one.
+HINT_COMPARISON_BUDGET = 50_000
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One problem found in a flow: a stable code, its severity, the node (if any) and a fix-it message."""
+
+    code: str
+    severity: Severity
+    node: str | None
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
+    """True when any diagnostic blocks publishing."""
+    return any(d.severity == "error" for d in diagnostics)
+
+
+def _did_you_mean(word: str, options: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"; did you mean \"{close[0]}\"?" if close else ""
+
+
+def _validate_document(document: str | bytes | dict[str, Any] | Flow) -> tuple[Flow | None, list[Diagnostic]]:
+    """Parse (if needed) and validate; the Flow is None when the document is not a flow."""
+    if isinstance(document, Flow):
+        return document, validate_before(document)
+    try:
+        data = document if isinstance(document, dict) else parse_document(document)
+        flow = flow_from_data(data)
+    except FlowLoadError as exc:
+        return None, [
+            Diagnostic("invalid_document", "error", None, f"{path}: {message}") for path, message in exc.problems
+        ]
+    return flow, validate_before(flow)
+
+
+def validate_before(flow: Flow | str | bytes | dict[str, Any]) -> list[Diagnostic]:
+    """Every publish-time diagnostic for `flow`: errors first, then warnings; never raises on bad input."""
+    if not isinstance(flow, Flow):
+        return _validate_document(flow)[1]
+    return _Checker(flow).run()
+
+
+class _Checker:
+    def __init__(self, flow: Flow) -> None:
+        self.flow = flow
+        self.found: list[Diagnostic] = []
+        self.nodes: dict[str, Node] = {}
+        self.specs: dict[str, NodeType] = {}
+        self.ports: dict[str, tuple[str, ...]] = {}
+        # Edges keyed by (from, port) so router/approval branches stay distinct.
+        self.out_edges: dict[str, list[tuple[str, str]]] = {}
+        self._edge_ports: dict[tuple[str, str], set[str]] = {}
+        self.graph = FlowGraph((), ())
+        self._hint_budget = HINT_COMPARISON_BUDGET
+
+    def _hint(self, word: str, options: Collection[str]) -> str:
+        """A did-you-mean while the comparison budget lasts; a file with thousands of dangling names stays fast."""
+        if len(options) > self._hint_budget:
+            return ""
+        self._hint_budget -= len(options)
+        return _did_you_mean(word, options)
+
+    def add(self, code: str, node: str | None, message: str, severity: Severity = "error") -> None:
+        self.found.append(Diagnostic(code, severity, node, message))
+
+    def run(self) -> list[Diagnostic]:
+        limits = self._limits()
+        self._nodes()
+        self._edges()
+        self.graph = FlowGraph(self.nodes, ((s, t) for s, edges in self.out_edges.items() for _, t in edges))
+        self._triggers()
+        cyclic = self._cycles()
+        self._node_rules(limits)
+        if not cyclic:
+            self._reserve_targets_downstream()
+            self._finance_chain()
+            self._reachability()
+            self._joins()
+            self._state_flow()
+        self._unconnected_ports()
+        errors = [d for d in self.found if d.severity == "error"]
+        return errors + [d for d in self.found if d.severity != "error"]
+
+    def _limits(self) -> dict[str, float]:
+        limits: dict[str, float] = {}
+        settings = self.flow.settings
+        for name, default in DEFAULT_LIMITS.items():
+            raw = getattr(settings, name)
+            try:
+                limits[name] = parse_duration(raw if raw is not None else default)
+            except DurationError as exc:
+                self.add("bad_duration", None, f"settings.{name}: {exc}")
+                limits[name] = parse_duration(default)
+        return limits
+
+    def _nodes(self) -> None:
+        for node in self.flow.nodes:
+            if node.id in self.nodes:
+                message = f"node \"{node.id}\" is defined twice; give each node its own id"
+                self.add("duplicate_node_id", node.id, message)
+                continue
+            self.nodes[node.id] = node
+            spec = CATALOG.get(node.type)
+            if spec is None:
+                self.add(
+                    "unknown_node_type",
+                    node.id,
+                    f"node \"{node.id}\": unknown type \"{node.type}\"{_did_you_mean(node.type, CATALOG)}",
+                )
+                continue
+            self.specs[node.id] = spec
+            self.ports[node.id] = spec.output_ports(node.config)
+            self._config(node, spec)
+
+    def _config(self, node: Node, spec: NodeType) -> None:
+        try:
+            spec.config_model.model_validate(node.config)
+        except ValidationError as exc:
+            fields = list(spec.config_model.model_fields)
+            aliases = [f.alias or name for name, f in spec.config_model.model_fields.items()]
+            for error in exc.errors(include_url=False):
+                path = ".".join(str(p) for p in error["loc"]) or "config"
+                where = f"node \"{node.id}\" ({node.type})"
+                kind = error["type"]
+                if kind == "extra_forbidden" and len(error["loc"]) == 1:
+                    key = str(error["loc"][0])
+                    known = ", ".join(aliases) if aliases else "none"
+                    self.add(
+                        "unknown_config_key",
+                        node.id,
+                        f"{where}: unknown config key \"{key}\"{_did_you_mean(key, aliases or fields)} "
+                        f"(keys: {known})",
+                    )
+                elif kind == "extra_forbidden":
+                    self.add("unknown_config_key", node.id, f"{where}: unknown config key \"{path}\"; remove it")
+                elif kind == "bad_duration":
+                    self.add("bad_duration", node.id, f"{where}: {path}: {error['msg']}")
+                elif kind == "bad_template":
+                    fix = "check its {{ }} and {% %} pairs"
+                    self.add("bad_template", node.id, f"{where}: {path}: {error['msg']}; {fix}")
+                elif kind == "missing":
+                    self.add("invalid_config", node.id, f"{where}: config.{path} is required; set it")
+                else:
+                    self.add("invalid_config", node.id, f"{where}: config.{path}: {error['msg']}; correct the value")
+
+    def _edges(self) -> None:
+        for index, edge in enumerate(self.flow.edges):
+            if edge.from_ not in self.nodes or edge.to not in self.nodes:
+                for end in (edge.from_, edge.to):
+                    if end not in self.nodes:
+                        hint = self._hint(end, self.nodes)
+                        problem = f"{_edge_name(index, edge)}: no node \"{end}\"{hint}"
+                        self.add("edge_unknown_node", None, f"{problem}; reconnect the edge or delete it")
+                continue
+            port = self._edge_port(index, edge)
+            if port is None:
+                continue
+            target_spec = self.specs.get(edge.to)
+            if target_spec is not None and not target_spec.has_input:
+                self.add(
+                    "edge_unknown_port",
+                    edge.to,
+                    f"{_edge_name(index, edge)}: \"{edge.to}\" is a trigger and has no input; remove the edge",
+                )
+                continue
+            ports = self._edge_ports.setdefault((edge.from_, edge.to), set())
+            if port not in ports:
+                ports.add(port)
+                self.out_edges.setdefault(edge.from_, []).append((port, edge.to))
+
+    def _edge_port(self, index: int, edge: Edge) -> str | None:
+        """The output port an edge leaves from, or None (reported) when the source has no such port."""
+        if edge.from_ not in self.specs:
+            return edge.port or "out"  # unknown type: already reported, its ports are unknown
+        ports = self.ports[edge.from_]
+        if edge.port is not None and edge.port in ports:
+            return edge.port
+        if edge.port is None and len(ports) == 1:
+            return ports[0]
+        where = _edge_name(index, edge)
+        if not ports:
+            message = f"{where}: \"{edge.from_}\" is a terminal and has no output; remove the edge"
+        elif edge.port is None:
+            message = f"{where}: \"{edge.from_}\" has several outputs ({', '.join(ports)}); name the port"
+        else:
+            message = (
+                f"{where}: \"{edge.from_}\" has no output port \"{edge.port}\"{_did_you_mean(edge.port, ports)} "
+                f"(ports: {', '.join(ports)})"
+            )
+        self.add("edge_unknown_port", edge.from_, message)
+        return None
+
+    def _triggers(self) -> None:
+        triggers = [n for n, s in self.specs.items() if s.kind == "trigger"]
+        if not triggers:
+            self.add("no_trigger", None, "the flow has no trigger; add one (e.g. trigger.manual) so runs can start")
+        webhooks = [n for n in triggers if self.specs[n].type == "trigger.webhook"]
+        for extra in webhooks[1:]:
+            self.add(
+                "duplicate_webhook_trigger",
+                extra,
+                f"node \"{extra}\": a flow has at most one webhook trigger "
+                f"(\"{webhooks[0]}\" is the first); remove one",
+            )
+        by_event: dict[str, str] = {}
+        for node_id in triggers:
+            if self.specs[node_id].type != "trigger.event":
+                continue
+            event_type = self.nodes[node_id].config.get("event_type")
+            if not isinstance(event_type, str):
+                continue
+            if event_type not in EVENT_TYPES:
+                self.add(
+                    "unknown_event_type",
+                    node_id,
+                    f"node \"{node_id}\": event type \"{event_type}\" is not one the engine publishes"
+                    f"{_did_you_mean(event_type, EVENT_TYPES)} (known: {', '.join(EVENT_TYPES)})",
+                )
+            elif event_type in by_event:
+                self.add(
+                    "duplicate_event_trigger",
+                    node_id,
+                    f"node \"{node_id}\": \"{by_event[event_type]}\" already triggers on \"{event_type}\"; keep one",
+                )
+            else:
+                by_event[event_type] = node_id
+
+    def _cycles(self) -> bool:
+        if self.graph.acyclic:
+            return False
+        for cycle in self.graph.cycles(MAX_CYCLES_LISTED):
+            path = " → ".join([*cycle, cycle[0]])
+            self.add("cycle", cycle[0], f"the graph has a cycle: {path}; remove an edge (use foreach to iterate)")
+        return True
+
+    def _node_rules(self, limits: dict[str, float]) -> None:
+        limit = limits["max_delay"]
+        for node_id, spec in self.specs.items():
+            config = self.nodes[node_id].config
+            if spec.type in ("queue", "approval"):
+                key = "delay" if spec.type == "queue" else "timeout"
+                try:
+                    seconds = parse_duration(config.get(key))
+                except DurationError:
+                    continue
+                if seconds > limit:
+                    code = "delay_too_long" if spec.type == "queue" else "decision_time_too_long"
+                    what = "delay" if spec.type == "queue" else "decision timeout"
+                    self.add(
+                        code,
+                        node_id,
+                        f"node \"{node_id}\" ({spec.type}): {what} {config.get(key)} is above the "
+                        f"{_fmt(limit)} limit (settings.max_delay); shorten it or split the wait",
+                    )
+            elif spec.type == "trigger.schedule":
+                self._schedule(node_id, config)
+            elif spec.type == "budget.reserve":
+                self._reserve_target(node_id, config)
+
+    def _schedule(self, node_id: str, config: dict[str, Any]) -> None:
+        cron, every = config.get("cron"), config.get("every")
+        where = f"node \"{node_id}\" (trigger.schedule)"
+        if cron is None and every is None:
+            self.add("bad_schedule", node_id, f"{where}: set cron (e.g. \"0 9 * * 1-5\") or every (e.g. \"15m\")")
+            return
+        if cron is not None and every is not None:
+            self.add("bad_schedule", node_id, f"{where}: set cron or every, not both")
+        if cron is not None and (not isinstance(cron, str) or not croniter.is_valid(cron)):
+            example = "e.g. \"0 9 * * 1-5\""
+            self.add("bad_schedule", node_id, f"{where}: cron {cron!r} is not a valid cron expression, {example}")
+        if every is not None:
+            try:
+                seconds = parse_duration(every)
+            except DurationError as exc:
+                self.add("bad_duration", node_id, f"{where}: every: {exc}")
+                return
+            if seconds <= 0:
+                self.add("bad_schedule", node_id, f"{where}: every {every!r} must be a positive interval")
+        timezone = config.get("timezone")
+        if isinstance(timezone, str):
+            from zoneinfo import ZoneInfo
+
+            try:
+                ZoneInfo(timezone)
+            except Exception:
+                self.add("bad_schedule", node_id, f"{where}: unknown timezone {timezone!r}, e.g. \"Europe/Berlin\"")
+
+    def _reserve_target(self, node_id: str, config: dict[str, Any]) -> None:
+        target = config.get("for")
+        if not isinstance(target, str) or not target:
+            return  # invalid_config already says it is missing
+        where = f"node \"{node_id}\" (budget.reserve)"
+        spec = self.specs.get(target)
+        if spec is None or spec.type != "ai.model":
+            models = [n for n, s in self.specs.items() if s.type == "ai.model"]
+            hint = self._hint(target, models) if target not in self.nodes else ""
+            what = "no such node" if target not in self.nodes else f"a {self.nodes[target].type}, not an ai.model"
+            problem = f"{where}: \"for\" names \"{target}\" ({what}){hint}"
+            self.add("reserve_target_invalid", node_id, f"{problem}; set it to the ai.model this budget pays for")
+
+    def _reserve_targets_downstream(self) -> None:
+        for node_id, target in self._reserves():
+            spec = self.specs.get(target) if target is not None else None
+            if target is None or spec is None or spec.type != "ai.model" or self.graph.reaches(node_id, target):
+                continue
+            self.add(
+                "reserve_target_invalid",
+                node_id,
+                f"node \"{node_id}\" (budget.reserve): ai.model \"{target}\" is not downstream of it; "
+                "connect the reserve before the model call",
+            )
+
+    def _reserves(self) -> list[tuple[str, str | None]]:
+        """(reserve node, the node its `for` names, if a string) for every budget.reserve."""
+        found: list[tuple[str, str | None]] = []
+        for node_id, spec in self.specs.items():
+            if spec.type == "budget.reserve":
+                target = self.nodes[node_id].config.get("for")
+                found.append((node_id, target if isinstance(target, str) else None))
+        return found
+
+    def _finance_chain(self) -> None:
+        parking = [n for n, s in self.specs.items() if s.type in ("queue", "approval")]
+        if not parking:
+            return
+        parking_mask = self.graph.mask(parking)
+        document_order = {node_id: index for index, node_id in enumerate(self.nodes)}
+        for node_id, target in self._reserves():
+            if not self.graph.descendants(node_id) & parking_mask:
+                continue
+            reached = self.graph.reachable_avoiding(node_id, target, parking_mask)
+            for parked in sorted(self.graph.members(reached), key=document_order.__getitem__):
+                self.add(
+                    "park_inside_finance_chain",
+                    parked,
+                    f"node \"{parked}\" ({self.nodes[parked].type}) can be reached from budget.reserve \"{node_id}\" "
+                    f"before the model \"{target}\" it reserves for; a parked run holds no reserve, "
+                    f"so move the wait before the reserve or after the model",
+                )
+
+    def _reachability(self) -> None:
+        triggers = [n for n, s in self.specs.items() if s.kind == "trigger"]
+        reached = self.graph.mask(triggers)
+        for trigger in triggers:
+            reached |= self.graph.descendants(trigger)
+        for node_id in self.nodes:
+            if not reached & self.graph.bit(node_id):
+                self.add(
+                    "unreachable_node",
+                    node_id,
+                    f"node \"{node_id}\": no trigger reaches it, so it never runs; connect it or delete it",
+                    "warning",
+                )
+
+    def _joins(self) -> None:
+        for node_id, spec in self.specs.items():
+            inputs = len(self.graph.pred[node_id])
+            if spec.kind == "join" and inputs < 2:
+                self.add(
+                    "join_needs_two_inputs",
+                    node_id,
+                    f"node \"{node_id}\" (join): has {inputs} incoming edge(s); "
+                    "a join merges two or more branches; connect another branch or remove the join",
+                )
+
+    def _unconnected_ports(self) -> None:
+        for node_id, ports in self.ports.items():
+            used = {port for port, _ in self.out_edges.get(node_id, [])}
+            for port in ports:
+                if port not in used:
+                    self.add(
+                        "port_unconnected",
+                        node_id,
+                        f"node \"{node_id}\": output \"{port}\" is not connected; runs that take it end there",
+                        "warning",
+                    )
+
+    def _state_flow(self) -> None:
+        # Writers of each key in topological order, so the nearest possible upstream writer is tried first.
+        writers: dict[str, list[str]] = {}
+        for node_id in self.graph.order or []:
+            spec = self.specs.get(node_id)
+            if spec is not None:
+                for key in written_keys(spec.type, node_id, self.nodes[node_id].config):
+                    writers.setdefault(key, []).append(node_id)
+        positions = {key: [self.graph.position[w] for w in nodes] for key, nodes in writers.items()}
+        for node_id, spec in self.specs.items():
+            self._template_refs(node_id, spec, writers, positions)
+        self._write_conflicts(writers)
+
+    def _written_upstream(
+        self, node_id: str, key: str, writers: dict[str, list[str]], positions: dict[str, list[int]]
+    ) -> bool:
+        nodes = writers.get(key)
+        if not nodes:
+            return False
+        below = bisect.bisect_left(positions[key], self.graph.position[node_id])
+        return any(self.graph.reaches(nodes[i], node_id) for i in range(below - 1, -1, -1))
+
+    def _template_refs(
+        self, node_id: str, spec: NodeType, writers: dict[str, list[str]], positions: dict[str, list[int]]
+    ) -> None:
+        reported: set[str] = set()
+        for path, source in template_fields(spec.type, self.nodes[node_id].config):
+            try:
+                refs = template_state_refs(source)
+            except TemplateProblem:
+                continue  # bad_template already reported by the config check
+            for ref in sorted(refs - reported):
+                if self._written_upstream(node_id, ref, writers, positions):
+                    continue
+                reported.add(ref)
+                if ref not in writers:
+                    why = f"which no node writes{self._hint(ref, writers)}"
+                else:
+                    written_by = ", ".join(f"\"{w}\"" for w in writers[ref][:3])
+                    why = f"which only {written_by} write(s), not upstream of this node; "
+                    why += "connect them or read another key"
+                self.add(
+                    "template_unknown_reference",
+                    node_id,
+                    f"node \"{node_id}\": {path} reads state.{ref}, {why}",
+                    "warning",
+                )
+
+    def _write_conflicts(self, writers: dict[str, list[str]]) -> None:
+        reducers: dict[str, list[str]] = {}
+        for node_id, spec in self.specs.items():
+            reduce = self.nodes[node_id].config.get("reduce")
+            if spec.kind == "join" and isinstance(reduce, dict):
+                for key in reduce:
+                    reducers.setdefault(key, []).append(node_id)
+        graph = self.graph
+        for key, nodes in writers.items():
+            if len(nodes) < 2:
+                continue
+            writer_mask = graph.mask(nodes)
+            reducing_joins = graph.mask(reducers.get(key, ()))
+            # One warning per conflicting writer (naming the first writer it races), not one per pair:
+            # fifty parallel writers of a key are forty-nine problems, not 1,225.
+            reported = 0
+            for first in nodes:
+                # Later writers `first` does not reach: in topological order nothing later reaches back to it,
+                # so these are the writers unordered with it.
+                later = writer_mask >> (graph.position[first] + 1) << (graph.position[first] + 1)
+                for second in graph.members(later & ~graph.descendants(first) & ~reported):
+                    if graph.descendants(first) & graph.descendants(second) & reducing_joins:
+                        continue
+                    if not self._may_run_together(first, second):
+                        continue
+                    reported |= graph.bit(second)
+                    self.add(
+                        "write_conflict",
+                        second,
+                        f"nodes \"{first}\" and \"{second}\" run in parallel and both write state.{key}; "
+                        f"add a join with a reducer for \"{key}\" or use different keys",
+                        "warning",
+                    )
+
+    def _may_run_together(self, first: str, second: str) -> bool:
+        """True when some fork sends one run down two branches, one leading only to `first`, one only to `second`.
+
+        A fork whose every branch reaches both (a diamond that joins again) does not separate them; router and
+        approval ports are exclusive choices, so branches from different ports of one never run together.
+        Nodes only different triggers lead to have no fork in common.
+        """
+        into_second = self._forks_into_side(second, first)
+        for fork, ports_first in self._forks_into_side(first, second).items():
+            ports_second = into_second.get(fork)
+            if ports_second is None:
+                continue
+            spec = self.specs.get(fork)
+            exclusive = spec is not None and (spec.kind == "router" or spec.type == "approval")
+            if not exclusive or ports_first & ports_second:
+                return True
+        return False
+
+    def _forks_into_side(self, node_id: str, other: str) -> dict[str, set[str]]:
+        """Nodes above both `node_id` and `other` with an edge into `node_id`'s own side, and those edges' ports.
+
+        Walks up from `node_id` through nodes that do not reach `other` (its side) and stops at the first nodes
+        that do: those are where the two branches split.
+        """
+        found: dict[str, set[str]] = {}
+        stack, seen = [node_id], {node_id}
+        while stack:
+            below = stack.pop()
+            for above in self.graph.pred[below]:
+                if self.graph.reaches(above, other):
+                    found.setdefault(above, set()).update(self._edge_ports[(above, below)])
+                elif above not in seen:
+                    seen.add(above)
+                    stack.append(above)
+        return found
+
+
+def _edge_name(index: int, edge: Edge) -> str:
+    return f"edge #{index + 1} ({edge.from_} → {edge.to})"
+
+
+def _fmt(seconds: float) -> str:
+    return format_duration(seconds)
