@@ -34,6 +34,12 @@ RUNS = cast(sa.Table, Run.__table__)
 CHECKPOINT_WAIT_SECONDS = 2.0
 """How long a decision waits for a run that requested approval to finish sealing its park."""
 
+_APPROVAL_WITH_RUN = (
+    sa.select(APPROVALS.c.run_id, APPROVALS.c.flow_id, APPROVALS.c.node_id, APPROVALS.c.status,
+              APPROVALS.c.expires_at, APPROVALS.c.decided_by, RUNS.c.status.label("run_status"), RUNS.c.version,
+              RUNS.c.last_seq)
+    .join(RUNS, RUNS.c.id == APPROVALS.c.run_id))
+
 DecisionWord = Literal["approve", "reject"]
 RefusalReason = Literal["bad_decision", "unknown_approval", "already_decided", "expired", "not_allowed",
                         "run_not_waiting", "malformed_key", "unknown_key", "revoked_key", "key_without_rights"]
@@ -90,11 +96,7 @@ def decide(handles: EngineHandles, approval_id: str, decision: str, actor: str,
         return _refuse(handles, approval_id, actor, decision, "bad_decision",
                        f"decision {decision!r} is not one of approve, reject")
     with handles.sql.connect() as conn:
-        row = conn.execute(
-            sa.select(APPROVALS.c.run_id, APPROVALS.c.flow_id, APPROVALS.c.node_id, APPROVALS.c.status,
-                      APPROVALS.c.expires_at, APPROVALS.c.decided_by, APPROVALS.c.decided_at, RUNS.c.status.label(
-                          "run_status"), RUNS.c.version, RUNS.c.last_seq)
-            .join(RUNS, RUNS.c.id == APPROVALS.c.run_id).where(APPROVALS.c.id == approval_id)).first()
+        row = conn.execute(_APPROVAL_WITH_RUN.where(APPROVALS.c.id == approval_id)).first()
     if row is None:
         return _refuse(handles, approval_id, actor, decision, "unknown_approval",
                        f'approval "{approval_id}" does not exist; see pending ones with `lockgate approvals list`')
