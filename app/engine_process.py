@@ -7,6 +7,7 @@ Redis (the embedded server the app started, or the configured one) and database.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
@@ -22,6 +23,15 @@ SIMULATOR_LOG_NAME = "provider-sim.log"
 SIMULATOR_HOST = "127.0.0.1"
 SIMULATOR_PORT = 8765
 """Where the engine's default `local` provider (no providers.json in the data folder) expects the simulator."""
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_app() -> None:  # runs in the child between fork and exec
+    # A crashed or killed app must not leave workers behind that keep taking jobs.
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def port_answers(host: str, port: int) -> bool:
@@ -56,7 +66,7 @@ class SimulatorProcess:
         with open(self.data_dir / SIMULATOR_LOG_NAME, "ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "app", "provider-sim", "--host", SIMULATOR_HOST, "--port", str(SIMULATOR_PORT)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_app,
             )
         return self
 
@@ -92,6 +102,7 @@ class EngineProcess:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "app", "worker", "--workers", str(self.workers)],
                 env=self.environment(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_app,
             )
         return self
 
