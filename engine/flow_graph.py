@@ -33,6 +33,8 @@ class FlowGraph:
         self.position: dict[str, int] = {}
         self._descendants: dict[str, int] = {}
         self._ancestors: dict[str, int] = {}
+        self._related: dict[str, int] = {}
+        self._parents: dict[str, int] = {}
         if self.order is not None:
             self._index_reachability(self.order)
 
@@ -96,6 +98,27 @@ class FlowGraph:
                     mask |= self._ancestors[source] | (1 << self.position[source])
                 self._ancestors[each] = mask
         return self._ancestors[node_id]
+
+    def related(self, node_id: str) -> int:
+        """Mask of every node that shares an ancestor with `node_id`: the only ones a fork above it can also reach.
+
+        Computed for all nodes on first use, in one pass: what shares an ancestor with a node is what its
+        parents reach plus what shares an ancestor with them.
+        """
+        if not self._related and self.order is not None:
+            for each in self.order:
+                mask = 0
+                for source in self.pred[each]:
+                    mask |= self._descendants[source] | self._related[source]
+                self._related[each] = mask
+        return self._related[node_id]
+
+    def parents(self, node_id: str) -> int:
+        """Mask of the nodes with an edge into `node_id`."""
+        found = self._parents.get(node_id)
+        if found is None:
+            found = self._parents[node_id] = self.mask(self.pred[node_id])
+        return found
 
     def reaches(self, source: str, target: str) -> bool:
         """True when a path leads from `source` to `target`."""

@@ -86,13 +86,23 @@ class _Checker:
         self._edge_ports: dict[tuple[str, str], set[str]] = {}
         self.graph = FlowGraph((), ())
         self._hint_budget = HINT_COMPARISON_BUDGET
+        self._exclusive_mask: int | None = None
+        self._hints: dict[tuple[str, int], str] = {}
+        self._models: list[str] | None = None
+        self._port_children: dict[str, list[int]] = {}
 
     def _hint(self, word: str, options: Collection[str]) -> str:
         """A did-you-mean while the comparison budget lasts; a file with thousands of dangling names stays fast."""
         if len(options) > self._hint_budget:
             return ""
         self._hint_budget -= len(options)
-        return _did_you_mean(word, options)
+        # The same name among the same options (fifty reserves "for" one missing model) is compared once.
+        # Keyed by the options' identity: every collection passed here lives, unchanged, as long as the checker.
+        cache_key = (word, id(options))
+        found = self._hints.get(cache_key)
+        if found is None:
+            found = self._hints[cache_key] = _did_you_mean(word, options)
+        return found
 
     def add(self, code: str, node: str | None, message: str, severity: Severity = "error") -> None:
         self.found.append(Diagnostic(code, severity, node, message))
@@ -326,8 +336,9 @@ class _Checker:
         where = f"node \"{node_id}\" (budget.reserve)"
         spec = self.specs.get(target)
         if spec is None or spec.type != "ai.model":
-            models = [n for n, s in self.specs.items() if s.type == "ai.model"]
-            hint = self._hint(target, models) if target not in self.nodes else ""
+            if self._models is None:
+                self._models = [n for n, s in self.specs.items() if s.type == "ai.model"]
+            hint = self._hint(target, self._models) if target not in self.nodes else ""
             what = "no such node" if target not in self.nodes else f"a {self.nodes[target].type}, not an ai.model"
             problem = f"{where}: \"for\" names \"{target}\" ({what}){hint}"
             self.add("reserve_target_invalid", node_id, f"{problem}; set it to the ai.model this budget pays for")
@@ -475,10 +486,20 @@ class _Checker:
             reported = 0
             for first in nodes:
                 # Later writers `first` does not reach: in topological order nothing later reaches back to it,
-                # so these are the writers unordered with it.
+                # so these are the writers unordered with it. Only those sharing an ancestor with it can be
+                # sent down parallel branches by one fork.
                 later = writer_mask >> (graph.position[first] + 1) << (graph.position[first] + 1)
-                for second in graph.members(later & ~graph.descendants(first) & ~reported):
-                    if graph.descendants(first) & graph.descendants(second) & reducing_joins:
+                candidates = later & ~graph.descendants(first) & ~reported & graph.related(first)
+                if not candidates:
+                    continue
+                joins_below = graph.descendants(first) & reducing_joins
+                if joins_below and candidates.bit_count() > joins_below.bit_count():
+                    # Fewer joins than candidates: drop every candidate that reaches a join below `first` at once.
+                    for join in graph.members(joins_below):
+                        candidates &= ~graph.ancestors(join)
+                    joins_below = 0
+                for second in graph.members(candidates):
+                    if joins_below and graph.descendants(second) & joins_below:
                         continue
                     if not self._may_run_together(first, second):
                         continue
@@ -496,35 +517,53 @@ class _Checker:
 
         A fork whose every branch reaches both (a diamond that joins again) does not separate them; router and
         approval ports are exclusive choices, so branches from different ports of one never run together.
-        Nodes only different triggers lead to have no fork in common.
+        Nodes only different triggers lead to have no fork in common. `first` and `second` are unordered.
         """
-        into_second = self._forks_into_side(second, first)
-        for fork, ports_first in self._forks_into_side(first, second).items():
-            ports_second = into_second.get(fork)
-            if ports_second is None:
-                continue
-            spec = self.specs.get(fork)
-            exclusive = spec is not None and (spec.kind == "router" or spec.type == "approval")
-            if not exclusive or ports_first & ports_second:
-                return True
+        graph = self.graph
+        above_first, above_second = graph.ancestors(first), graph.ancestors(second)
+        common = above_first & above_second
+        if not common:
+            return False
+        if not common & self._exclusive:
+            # The lowest common ancestors have no child above both, so each splits the two: one is a fork.
+            return True
+        # Each node's side: itself and what leads only to it. Forks are common ancestors with a child on each side.
+        side_first = (above_first | graph.bit(first)) & ~common
+        side_second = (above_second | graph.bit(second)) & ~common
+        smaller = side_first if side_first.bit_count() <= side_second.bit_count() else side_second
+        forks = 0
+        for node_id in graph.members(smaller):
+            forks |= graph.parents(node_id)
+        for fork in graph.members(forks & common):
+            for children in self._children_by_port(fork):
+                if children & side_first and children & side_second:
+                    return True
         return False
 
-    def _forks_into_side(self, node_id: str, other: str) -> dict[str, set[str]]:
-        """Nodes above both `node_id` and `other` with an edge into `node_id`'s own side, and those edges' ports.
+    @property
+    def _exclusive(self) -> int:
+        """Mask of routers and approvals: nodes whose ports are exclusive choices."""
+        if self._exclusive_mask is None:
+            self._exclusive_mask = self.graph.mask(
+                n for n, s in self.specs.items() if s.kind == "router" or s.type == "approval"
+            )
+        return self._exclusive_mask
 
-        Walks up from `node_id` through nodes that do not reach `other` (its side) and stops at the first nodes
-        that do: those are where the two branches split.
-        """
-        found: dict[str, set[str]] = {}
-        stack, seen = [node_id], {node_id}
-        while stack:
-            below = stack.pop()
-            for above in self.graph.pred[below]:
-                if self.graph.reaches(above, other):
-                    found.setdefault(above, set()).update(self._edge_ports[(above, below)])
-                elif above not in seen:
-                    seen.add(above)
-                    stack.append(above)
+    def _children_by_port(self, node_id: str) -> list[int]:
+        """The masks of children `node_id` sends one run to together: one per port if exclusive, else one for all."""
+        found = self._port_children.get(node_id)
+        if found is None:
+            by_port: dict[str, int] = {}
+            for port, target in self.out_edges.get(node_id, []):
+                by_port[port] = by_port.get(port, 0) | self.graph.bit(target)
+            if self._exclusive & self.graph.bit(node_id):
+                found = list(by_port.values())
+            else:
+                everything = 0
+                for mask in by_port.values():
+                    everything |= mask
+                found = [everything]
+            self._port_children[node_id] = found
         return found
 
 

@@ -1,9 +1,12 @@
-"""Benchmark: publish-time validation of realistic flows of 100, 1,000 and 5,000 nodes.
+"""Benchmark: publish-time validation of flows of 100, 1,000 and 5,000 nodes, in four shapes.
 
 Prints JSON: per size the node and edge counts, the first (cold template cache) and the median
-(warm, as on every canvas edit) time of `validate(flow)`, wall and CPU. Target: 5,000 nodes under 200 ms.
+(warm, as on every canvas edit) time of `validate(flow)`, wall and CPU. "sizes" holds the realistic
+mixed flow; "shapes" the parallel-heavy (forks, joins, shared keys), router-heavy (nested exclusive
+branches writing one key) and canvas-benchmark (random grid) shapes. Target: every shape at 5,000
+nodes under 200 ms.
 
-    .venv/bin/python tests/bench/validate_scale.py [--sizes 100,1000,5000] [--repeat 7]
+    .venv/bin/python tests/bench/validate_scale.py [--sizes 100,1000,5000] [--repeat 7] [--shapes parallel,canvas]
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine.flow import flow_from_data
 from engine.templates import template_state_refs
@@ -213,9 +217,120 @@ def build_flow(node_count: int, seed: int = 7) -> dict[str, Any]:
     }
 
 
-def measure(node_count: int, repeat: int) -> dict[str, Any]:
+def _document(builder: FlowBuilder, name: str, node_count: int) -> dict[str, Any]:
+    return {
+        "format": "lockgate.flow/1",
+        "id": f"bench-{name}-{node_count}",
+        "name": f"Benchmark {name} flow of {node_count} nodes",
+        "inputs": {"ticket": {"type": "object", "required": True}},
+        "nodes": builder.nodes,
+        "edges": builder.edges,
+    }
+
+
+def build_parallel_flow(node_count: int, seed: int = 7) -> dict[str, Any]:
+    """Forks of 2-8 branches, some nested, joined again; every writer writes the shared keys.
+
+    `tags` is reduced by each block's join; `status` is not, so parallel writers of it race (write_conflict);
+    now and then a branch leaves its block and ends on its own, racing every later writer.
+    """
+    builder = FlowBuilder(seed)
+    rng = builder.rng
+    trigger = builder.node("trigger.manual", {})
+    current = builder.node("set", {"values": {builder.new_key("start"): "{{ inputs.ticket.id }}"}})
+    builder.edge(trigger, current)
+
+    def writer(entry: str, status: bool) -> str:
+        values = {"tags": builder.read_earlier(), builder.new_key("part"): "x"}
+        if status:
+            values["status"] = "busy"
+        node = builder.node("set", {"values": values})
+        builder.edge(entry, node)
+        return node
+
+    def block(entry: str, depth: int) -> str:
+        ends = []
+        for _ in range(rng.randint(2, 8 if depth == 0 else 3)):
+            end = entry
+            for _ in range(rng.randint(1, 3)):
+                nested = depth == 0 and rng.random() < 0.1
+                end = block(end, depth + 1) if nested else writer(end, rng.random() < 0.3)
+            if rng.random() < 0.05:
+                builder.edge(end, builder.node("terminal", {}))
+            else:
+                ends.append(end)
+        join = builder.node("join", {"mode": "all", "reduce": {"tags": "append"}})
+        for end in ends or [entry]:
+            builder.edge(end, join)
+        return join
+
+    while len(builder.nodes) < node_count - 1:
+        current = block(current, 0) if rng.random() < 0.7 else writer(current, True)
+    builder.edge(current, builder.node("terminal", {}))
+    return _document(builder, "parallel", node_count)
+
+
+def build_router_flow(node_count: int, seed: int = 7) -> dict[str, Any]:
+    """Routers of 2-8 ports, nested up to three deep, and approvals; every branch writes `reply`.
+
+    Exclusive branches never race, so thousands of writers of one key give no write_conflict.
+    """
+    builder = FlowBuilder(seed)
+    rng = builder.rng
+    trigger = builder.node("trigger.manual", {})
+    current = builder.node("set", {"values": {builder.new_key("start"): "{{ inputs.ticket.id }}"}})
+    builder.edge(trigger, current)
+
+    def choice(entry: str, port: str | None, depth: int) -> str:
+        """A router or approval below `entry`, its branches merged by a join; returns the join."""
+        ends = []
+        if rng.random() < 0.2:
+            decision = builder.node("approval", {"timeout": "24h", "message": "Approve?"})
+            builder.edge(entry, decision, port)
+            ports: tuple[str, ...] = ("approved", "rejected")
+        else:
+            names = tuple(f"p{i}" for i in range(rng.randint(1, 7)))
+            branches = [{"port": name, "when": f"{{{{ inputs.ticket.kind == '{name}' }}}}"} for name in names]
+            decision = builder.node("router", {"branches": branches})
+            builder.edge(entry, decision, port)
+            ports = (*names, "default")
+        for branch in ports:
+            if depth < 2 and rng.random() < 0.25:
+                ends.append(choice(decision, branch, depth + 1))
+                continue
+            reply = builder.node("set", {"values": {"reply": f"{branch}: {builder.read_earlier()}"}})
+            builder.edge(decision, reply, branch)
+            ends.append(reply)
+        join = builder.node("join", {"mode": "any"})
+        for end in ends:
+            builder.edge(end, join)
+        return join
+
+    while len(builder.nodes) < node_count - 1:
+        current = choice(current, None, 0)
+    builder.edge(current, builder.node("terminal", {"output": "{{ state.reply }}"}))
+    return _document(builder, "routers", node_count)
+
+
+def build_canvas_flow(node_count: int, seed: int = 7) -> dict[str, Any]:
+    """The canvas benchmark's grid of random edges: many unreachable nodes, writers of two keys everywhere."""
+    from canvas_frames import generated_flow
+
+    return generated_flow(node_count, node_count * 6 // 5, seed)
+
+
+# Flow shapes by name: (node count, seed) -> document. "realistic" is the spine of mixed segments above.
+SHAPES: dict[str, Callable[[int, int], dict[str, Any]]] = {
+    "realistic": build_flow,
+    "parallel": build_parallel_flow,
+    "routers": build_router_flow,
+    "canvas": build_canvas_flow,
+}
+
+
+def measure(node_count: int, repeat: int, shape: str = "realistic") -> dict[str, Any]:
     """Time validate() on one generated flow: the first call cold, then the median of `repeat` warm calls."""
-    flow = flow_from_data(build_flow(node_count))
+    flow = flow_from_data(SHAPES[shape](node_count, 7))
     template_state_refs.cache_clear()
     start = time.perf_counter()
     diagnostics = validate(flow)
@@ -245,6 +360,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sizes", default="100,1000,5000", help="comma-separated node counts")
     parser.add_argument("--repeat", type=int, default=7, help="warm runs per size (median reported)")
+    parser.add_argument(
+        "--shapes", default="parallel,routers,canvas", help=f"other shapes to time too, of: {', '.join(SHAPES)}"
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     results = [measure(size, max(1, args.repeat)) for size in sizes]
@@ -253,6 +371,12 @@ def main(argv: list[str] | None = None) -> int:
         "python": platform.python_version(),
         "target_ms_at_5000": TARGET_MS_AT_5000,
         "sizes": results,
+        # The other shapes, each at the same sizes: median wall and CPU ms (and what they report).
+        "shapes": {
+            shape: [measure(size, max(1, args.repeat), shape) for size in sizes]
+            for shape in args.shapes.split(",")
+            if shape.strip()
+        },
     }
     if len(results) > 1 and results[0]["median_ms"] > 0:
         base = results[0]

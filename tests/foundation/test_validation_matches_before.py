@@ -1,0 +1,112 @@
+"""The sped-up validator gives exactly the diagnostics of the one before it, on many varied generated flows.
+
+Shapes that stress the rewritten parts: parallel writers of shared keys, routers and approvals (exclusive
+ports) above and between them, joins with and without reducers, several triggers, budget reserves naming
+missing or misplaced models, dangling edges.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.validation import Diagnostic, validate
+
+from .validation_before import validate_before
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+from canvas_frames import generated_flow
+from validate_scale import SHAPES
+
+KEYS = ["reply", "tags", "note", "answer"]
+
+
+def random_flow(seed: int) -> dict[str, Any]:
+    """A random DAG of 6-60 nodes: edges only go to later nodes, ports chosen at random, keys shared."""
+    rng = random.Random(seed)
+    count = rng.randint(6, 60)
+    kinds = ["set", "set", "set", "router", "approval", "join", "foreach", "ai.model", "budget.reserve", "queue"]
+    nodes: list[dict[str, Any]] = []
+    triggers = rng.randint(0, 3)
+    for index in range(count):
+        node_id = f"n{index}"
+        kind = "trigger.manual" if index < triggers and index == 0 else rng.choice(kinds)
+        if 0 < index < triggers:
+            kind = "trigger.event"
+        config: dict[str, Any] = {}
+        if kind == "trigger.event":
+            config = {"event_type": rng.choice(["run.completed", "run.failed", "run.completd"])}
+        elif kind == "set":
+            keys = rng.sample(KEYS, rng.randint(1, 2))
+            config = {"values": {key: f"{{{{ state.{rng.choice(KEYS)} }}}}" for key in keys}}
+        elif kind == "router":
+            ports = rng.sample(["hi", "lo", "mid"], rng.randint(1, 3))
+            config = {"branches": [{"port": port, "when": "{{ inputs.x }}"} for port in ports]}
+        elif kind == "approval":
+            config = {"timeout": "1h"}
+        elif kind == "join":
+            config = {"mode": rng.choice(["all", "any"])}
+            if rng.random() < 0.5:
+                config["reduce"] = {rng.choice(KEYS): "append"}
+        elif kind == "foreach":
+            config = {"items": "{{ inputs.list }}", "output_key": rng.choice(KEYS)}
+        elif kind == "ai.model":
+            config = {"provider": "local", "model": "sim-small", "prompt": "hi", "output_key": rng.choice(KEYS)}
+        elif kind == "budget.reserve":
+            config = {"for": f"n{rng.randrange(count)}" if rng.random() < 0.8 else "modle", "amount": 0.1}
+        elif kind == "queue":
+            config = {"delay": "1h"}
+        nodes.append({"id": node_id, "type": kind, "config": config})
+    ports = {
+        "router": ["hi", "lo", "mid", "default"],
+        "approval": ["approved", "rejected"],
+        "foreach": ["item", "done"],
+    }
+    edges: list[dict[str, Any]] = []
+    for _ in range(rng.randint(count, count * 2)):
+        a = rng.randrange(count - 1)
+        b = rng.randrange(a + 1, count)
+        edge: dict[str, Any] = {"from": f"n{a}", "to": f"n{b}"}
+        if nodes[a]["type"] in ports:
+            edge["port"] = rng.choice(ports[nodes[a]["type"]])
+        edges.append(edge)
+    if rng.random() < 0.2:
+        edges.append({"from": "n0", "to": "gone"})
+    return {"format": "lockgate.flow/1", "id": f"random-{seed}", "name": "Random", "nodes": nodes, "edges": edges}
+
+
+def as_tuples(diagnostics: list[Any]) -> list[tuple[str, str, str | None, str]]:
+    return [(d.code, d.severity, d.node, d.message) for d in diagnostics]
+
+
+def assert_same(document: dict[str, Any]) -> list[Diagnostic]:
+    found = validate(document)
+    assert as_tuples(found) == as_tuples(validate_before(document))
+    return found
+
+
+def test_random_flows_give_the_same_diagnostics() -> None:
+    conflicts = 0
+    for seed in range(400):
+        conflicts += sum(d.code == "write_conflict" for d in assert_same(random_flow(seed)))
+    assert conflicts > 100  # the flows do exercise the write-conflict rule
+
+
+@pytest.mark.parametrize("nodes", [60, 300])
+def test_canvas_benchmark_flows_give_the_same_diagnostics(nodes: int) -> None:
+    conflicts = 0
+    for seed in range(4):
+        found = assert_same(generated_flow(nodes, nodes * 6 // 5, seed=seed))
+        conflicts += sum(d.code == "write_conflict" for d in found)
+    assert conflicts > 0
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_benchmark_shapes_give_the_same_diagnostics(shape: str) -> None:
+    for seed in range(2):
+        assert_same(SHAPES[shape](300, seed))
