@@ -103,10 +103,18 @@ def register_body(type_name: str, *, blocking: bool = False) -> Callable[[Body],
     return decorate
 
 
+_builtins_loaded = False
+
+
 def body_for(type_name: str) -> BodySpec | None:
     """The registered body of a node type, or None."""
-    if not _REGISTRY:
+    global _builtins_loaded
+    if not _builtins_loaded:
+        # Not "registry empty": a second worker thread would see the first bodies registered while the
+        # import is still running and miss the rest (`no_body`); the import lock makes it wait instead.
         import engine.runtime.builtin_bodies  # noqa: F401  (registers the built-in bodies)
+
+        _builtins_loaded = True
     return _REGISTRY.get(type_name)
 
 
