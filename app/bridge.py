@@ -209,7 +209,24 @@ class EngineBridge(QObject):
         self.request(read, on_done)
 
     def get_run(self, run_id: str, on_done: Done) -> None:
-        self.request(lambda services: services.get_run(run_id, with_steps=True), on_done)
+        """A run with its steps, each step with `started_at` / `finished_at` (for the timeline)."""
+
+        def read(services: Any) -> dict[str, Any] | None:
+            import sqlalchemy as sa
+
+            from engine.store.models import Step
+
+            run: dict[str, Any] | None = services.get_run(run_id, with_steps=True)
+            if run is None:
+                return None
+            with services.sql.connect() as conn:
+                times = {row.step: (row.started_at, row.finished_at) for row in conn.execute(
+                    sa.select(Step.step, Step.started_at, Step.finished_at).where(Step.run_id == run_id))}
+            for step in run.get("steps", []):
+                step["started_at"], step["finished_at"] = times.get(step["step"], (None, None))
+            return run
+
+        self.request(read, on_done)
 
     def money(self, on_done: Done) -> None:
         """`(budgets, holds)`: every budget from the ledger (live), and the newest holds from the store

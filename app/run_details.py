@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -26,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from app.live import run_row
 from app.panels.rows import STATUS_COLOURS, local_time
+from app.panels.timeline import TimelineWidget
 from engine.runtime.transitions import TERMINAL as TERMINAL_STATUSES
 
 STEP_COLUMNS = ("Node", "Type", "Status", "Attempts", "Duration", "Ports", "Error")
@@ -70,9 +72,15 @@ class RunDetails(QDialog):
         tabs = QTabWidget()
         tabs.addTab(self.state_text, "State (secrets redacted)")
         tabs.addTab(self.errors_text, "Errors")
+        self.timeline = TimelineWidget()
+        scroller = QScrollArea()
+        scroller.setWidgetResizable(True)
+        scroller.setWidget(self.timeline)
         splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(scroller)
         splitter.addWidget(self.steps)
         splitter.addWidget(tabs)
+        splitter.setSizes([170, 190, 160])
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(splitter)
@@ -89,12 +97,13 @@ class RunDetails(QDialog):
             + (f" &nbsp; at <b>{where}</b>" if where else "")
         )
         steps = run.get("steps", [])
+        self.timeline.set_run(run, _now().timestamp())
         self.steps.setRowCount(len(steps))
         for index, step in enumerate(steps):
             duration = step.get("duration_ms")
             cells = (
                 step.get("node") or "", step.get("type") or "", step.get("status") or "",
-                str(step.get("attempts") or ""), f"{duration} ms" if duration is not None else "",
+                str(step.get("attempts") or ""), _milliseconds(duration),
                 ", ".join(step.get("ports") or []), step.get("error") or "",
             )
             for column, text in enumerate(cells):
@@ -112,6 +121,12 @@ class RunDetails(QDialog):
     def _cancel(self) -> None:
         if self.run is not None:
             self.cancel_requested.emit(str(self.run["id"]))
+
+
+def _milliseconds(value: Any) -> str:
+    if not isinstance(value, int | float):
+        return ""
+    return f"{value:.2f} ms" if value < 10 else f"{value:,.0f} ms"
 
 
 def _now() -> datetime:

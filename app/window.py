@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QByteArray, Qt
+from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -235,8 +235,10 @@ class MainWindow(QMainWindow):
         return self.tabs.current_document()
 
     def add_document(self, document: FlowDocument) -> None:
-        self.tabs.add_document(document)
+        editor = self.tabs.add_document(document)
         self._current_document_changed(document)
+        # Once laid out, frame the whole flow (the view's size is only known after the first layout).
+        QTimer.singleShot(0, editor.view.fit_selection_or_all)
 
     def new_flow(self) -> FlowDocument:
         from canvas.document import FlowDocument, empty_flow

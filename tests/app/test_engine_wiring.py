@@ -211,6 +211,12 @@ def test_open_a_parked_run_and_cancel_it(qtbot, engine_window: MainWindow) -> No
     nodes = [cell(details.steps, r, 0).text() for r in range(details.steps.rowCount())]
     assert nodes[0] == "start"
     assert "waiting" in details.header.text()
+    # The timeline: the queue step is a park, labelled by its reason.
+    bars = {bar.node: bar for bar in details.timeline.bars}
+    assert bars["start"].park_reason is None
+    queue_id = next(node for node in nodes if node.startswith("queue"))
+    assert bars[queue_id].park_reason == "queue_delay"
+    assert not details.timeline.grab().isNull()
     assert details.cancel_button.isEnabled()
     details.cancel_button.click()
     qtbot.waitUntil(lambda: window.runs.rows[run_id].status == "cancelled", timeout=15_000)
