@@ -100,18 +100,26 @@ class FlowGraph:
         return self._ancestors[node_id]
 
     def related(self, node_id: str) -> int:
-        """Mask of every node that shares an ancestor with `node_id`: the only ones a fork above it can also reach.
-
-        Computed for all nodes on first use, in one pass: what shares an ancestor with a node is what its
-        parents reach plus what shares an ancestor with them.
-        """
+        """Mask of every node that shares an ancestor with `node_id`: the only ones a fork above it can also reach."""
         if not self._related and self.order is not None:
-            for each in self.order:
-                mask = 0
-                for source in self.pred[each]:
-                    mask |= self._descendants[source] | self._related[source]
-                self._related[each] = mask
+            self._related = self.below_ancestors_in(self.mask(self.order))
         return self._related[node_id]
+
+    def below_ancestors_in(self, wanted: int) -> dict[str, int]:
+        """For each node, the mask of every node reachable from one of its ancestors in `wanted` (acyclic only).
+
+        One pass in topological order: what a node's wanted ancestors reach is what its parents' reach, plus
+        what each wanted parent reaches itself.
+        """
+        found: dict[str, int] = {}
+        for node_id in self.order or []:
+            mask = 0
+            for source in self.pred[node_id]:
+                mask |= found[source]
+                if wanted >> self.position[source] & 1:
+                    mask |= self._descendants[source]
+            found[node_id] = mask
+        return found
 
     def parents(self, node_id: str) -> int:
         """Mask of the nodes with an edge into `node_id`."""

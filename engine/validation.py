@@ -87,6 +87,7 @@ class _Checker:
         self.graph = FlowGraph((), ())
         self._hint_budget = HINT_COMPARISON_BUDGET
         self._exclusive_mask: int | None = None
+        self._below_exclusive: dict[str, int] | None = None
         self._hints: dict[tuple[str, int], str] = {}
         self._models: list[str] | None = None
         self._port_children: dict[str, list[int]] = {}
@@ -492,17 +493,8 @@ class _Checker:
                 candidates = later & ~graph.descendants(first) & ~reported & graph.related(first)
                 if not candidates:
                     continue
-                joins_below = graph.descendants(first) & reducing_joins
-                if joins_below and candidates.bit_count() > joins_below.bit_count():
-                    # Fewer joins than candidates: drop every candidate that reaches a join below `first` at once.
-                    for join in graph.members(joins_below):
-                        candidates &= ~graph.ancestors(join)
-                    joins_below = 0
-                for second in graph.members(candidates):
-                    if joins_below and graph.descendants(second) & joins_below:
-                        continue
-                    if not self._may_run_together(first, second):
-                        continue
+                candidates = self._not_reduced_with(first, candidates, reducing_joins)
+                for second in graph.members(self._racing(first, candidates)):
                     reported |= graph.bit(second)
                     self.add(
                         "write_conflict",
@@ -512,33 +504,65 @@ class _Checker:
                         "warning",
                     )
 
-    def _may_run_together(self, first: str, second: str) -> bool:
-        """True when some fork sends one run down two branches, one leading only to `first`, one only to `second`.
+    def _not_reduced_with(self, first: str, candidates: int, reducing_joins: int) -> int:
+        """`candidates` less those meeting `first` again at a join that reduces the key."""
+        graph = self.graph
+        joins_below = graph.descendants(first) & reducing_joins
+        if not joins_below:
+            return candidates
+        if joins_below.bit_count() < candidates.bit_count():
+            for join in graph.members(joins_below):
+                candidates &= ~graph.ancestors(join)
+            return candidates
+        kept = 0
+        for second in graph.members(candidates):
+            if not graph.descendants(second) & joins_below:
+                kept |= graph.bit(second)
+        return kept
 
-        A fork whose every branch reaches both (a diamond that joins again) does not separate them; router and
-        approval ports are exclusive choices, so branches from different ports of one never run together.
-        Nodes only different triggers lead to have no fork in common. `first` and `second` are unordered.
+    def _racing(self, first: str, candidates: int) -> int:
+        """Of `candidates` (unordered with `first`, sharing an ancestor), those that may run in parallel with it.
+
+        They do when some fork sends one run down two branches, one leading only to `first`, one only to the
+        candidate. A fork whose every branch reaches both (a diamond that joins again) does not separate them;
+        router and approval ports are exclusive choices, so branches from different ports of one never run
+        together.
         """
         graph = self.graph
-        above_first, above_second = graph.ancestors(first), graph.ancestors(second)
-        common = above_first & above_second
-        if not common:
-            return False
-        if not common & self._exclusive:
-            # The lowest common ancestors have no child above both, so each splits the two: one is a fork.
-            return True
-        # Each node's side: itself and what leads only to it. Forks are common ancestors with a child on each side.
-        side_first = (above_first | graph.bit(first)) & ~common
-        side_second = (above_second | graph.bit(second)) & ~common
-        smaller = side_first if side_first.bit_count() <= side_second.bit_count() else side_second
-        forks = 0
-        for node_id in graph.members(smaller):
-            forks |= graph.parents(node_id)
-        for fork in graph.members(forks & common):
+        if self._below_exclusive is None:
+            self._below_exclusive = graph.below_ancestors_in(self._exclusive)
+        # With no router or approval among their common ancestors, the lowest of those has no child above both:
+        # it splits them, and it is a fork.
+        racing = candidates & ~self._below_exclusive[first]
+        hard = candidates & self._below_exclusive[first]
+        if not hard:
+            return racing
+        # A fork separates `first` from a candidate through a child leading to `first` but not to the candidate:
+        # so it is a parent of `first` or of an ancestor of it that misses some hard candidate. Walk up to those.
+        forks: set[str] = set()
+        near, stack = {first}, [first]
+        while stack:
+            for parent in graph.pred[stack.pop()]:
+                forks.add(parent)
+                if parent not in near and graph.descendants(parent) & hard != hard:
+                    near.add(parent)
+                    stack.append(parent)
+        toward_first = graph.ancestors(first) | graph.bit(first)
+        separated = 0
+        for fork in forks:
             for children in self._children_by_port(fork):
-                if children & side_first and children & side_second:
-                    return True
-        return False
+                leading_to_first = children & toward_first
+                if not leading_to_first or leading_to_first == children:
+                    continue
+                # Candidates on another child's branch, unless every child leading to `first` reaches them too.
+                reached_from_all = -1
+                for child in graph.members(leading_to_first):
+                    reached_from_all &= graph.descendants(child)
+                elsewhere = 0
+                for child in graph.members(children & ~toward_first):
+                    elsewhere |= graph.descendants(child) | graph.bit(child)
+                separated |= elsewhere & ~reached_from_all
+        return racing | (hard & separated)
 
     @property
     def _exclusive(self) -> int:
