@@ -279,6 +279,34 @@ class EngineBridge(QObject):
 
         self.request(write, on_done)
 
+    def list_approval_keys(self, on_done: Done) -> None:
+        """Every approval API key by name (never the key or its hash)."""
+
+        def read(services: Any) -> Any:
+            from engine.approvals.keys import list_keys
+
+            return list_keys(services.sql)
+
+        self.request(read, on_done)
+
+    def create_approval_key(self, name: str, on_done: Done) -> None:
+        """A new approval API key named `name`; the result is the key, the only time it exists in full."""
+
+        def create(services: Any) -> Any:
+            from engine.approvals.keys import create_key
+
+            return create_key(services.sql, name, services.clock)
+
+        self.request(create, on_done)
+
+    def revoke_approval_key(self, name: str, on_done: Done) -> None:
+        def revoke(services: Any) -> Any:
+            from engine.approvals.keys import revoke_key
+
+            return revoke_key(services.sql, name, services.clock)
+
+        self.request(revoke, on_done)
+
     def pending_approvals(self, on_done: Done) -> None:
         """Approvals still open (`engine.approvals.pending.list_pending`), soonest to expire first."""
 

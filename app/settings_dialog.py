@@ -7,10 +7,10 @@ masked afterwards; a generated approval key is shown in full exactly once.
 from __future__ import annotations
 
 import json
-import secrets as token_source
 from pathlib import Path
 from typing import Any
 
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.bridge import EngineBridge
 from app.settings import (
     AppSettings,
     BudgetSetting,
@@ -86,14 +87,21 @@ def parse_price_table(text: str, provider: str) -> dict[str, dict[str, float]]:
 
 
 class SettingsDialog(QDialog):
-    def __init__(self, settings: AppSettings, parent: QWidget | None = None, store: SecretStore | None = None) -> None:
+    key_created = Signal(str, str)
+    """(name, key) of an approval key just created: the only time the key is available in full."""
+    keys_listed = Signal()
+
+    def __init__(self, settings: AppSettings, parent: QWidget | None = None, store: SecretStore | None = None,
+                 bridge: EngineBridge | None = None) -> None:
         super().__init__(parent)
+        self.bridge = bridge
         self.setWindowTitle("Lockgate settings")
         self.setMinimumSize(640, 420)
         self.settings = settings
         self.store = store or settings.secret_store()
         self.new_secrets: dict[str, str] = {}
         self.deleted_secrets: set[str] = set()
+        self.key_created.connect(self._show_new_key)
 
         self.tabs = QTabWidget(self)
         self.tabs.addTab(self._engine_tab(), "Engine")
@@ -154,21 +162,37 @@ class SettingsDialog(QDialog):
                                   lambda: self._remove_row(self.budgets_table))
 
     def _keys_tab(self) -> QWidget:
-        self.keys_table = _table(("Name", "Key"))
+        self.keys_table = _table(("Name", "Created", "State", "Key"))
         self.keys_table.setObjectName("keysTable")
         self.keys_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        for name in self.settings.approval_key_names():
-            self._append_key_row(name, self.store.masked(approval_key_secret_name(name)))
-        return self._with_buttons(self.keys_table, self._generate_key, self._remove_key, add_text="Generate key…")
+        self.keys_note = QLabel(self)
+        self.keys_note.setObjectName("keysNote")
+        self.keys_note.setWordWrap(True)
+        page = self._with_buttons(self.keys_table, self._generate_key, self._revoke_selected_key,
+                                  add_text="Generate key…", remove_text="Revoke")
+        page.layout().addWidget(self.keys_note)  # type: ignore[union-attr]
+        self.key_buttons = [b for b in page.findChildren(QPushButton)]
+        engine_ready = self.bridge is not None and self.bridge.available
+        for button in self.key_buttons:
+            button.setEnabled(engine_ready)
+        if engine_ready:
+            self.keys_note.setText("Keys are created and revoked in the engine at once (it keeps only their hash); "
+                                   "a new key is shown in full once.")
+            self.refresh_keys()
+        else:
+            self.keys_note.setText("Approval keys live in the engine's database: start the engine to list, create "
+                                   "or revoke them.")
+        return page
 
-    def _with_buttons(self, table: QTableWidget, add: Any, remove: Any, add_text: str = "Add") -> QWidget:
+    def _with_buttons(self, table: QTableWidget, add: Any, remove: Any, add_text: str = "Add",
+                      remove_text: str = "Remove") -> QWidget:
         page = QWidget()
         layout = QVBoxLayout(page)
         layout.addWidget(table)
         row = QHBoxLayout()
         add_button = QPushButton(add_text)
         add_button.clicked.connect(lambda: add())
-        remove_button = QPushButton("Remove")
+        remove_button = QPushButton(remove_text)
         remove_button.clicked.connect(lambda: remove())
         row.addWidget(add_button)
         row.addWidget(remove_button)
@@ -235,43 +259,66 @@ class SettingsDialog(QDialog):
         period.setCurrentText(budget.period if budget else "month")
         table.setCellWidget(row, 2, period)
 
-    def _append_key_row(self, name: str, masked: str) -> None:
-        row = self.keys_table.rowCount()
-        self.keys_table.insertRow(row)
-        self.keys_table.setItem(row, 0, QTableWidgetItem(name))
-        self.keys_table.setItem(row, 1, QTableWidgetItem(masked))
+    def refresh_keys(self) -> None:
+        if self.bridge is None:
+            return
 
-    def add_approval_key(self, name: str) -> str:
-        """Create a new approval API key named `name`; returns it (the only time it is seen in full)."""
-        name = name.strip()
-        existing = {_cell(self.keys_table, r, 0) for r in range(self.keys_table.rowCount())}
-        if not name or name in existing:
-            raise SettingsError(f"approval key name {name!r} is empty or taken; choose another name")
-        key = "lgk-" + token_source.token_urlsafe(24)
-        self.new_secrets[approval_key_secret_name(name)] = key
-        self.deleted_secrets.discard(approval_key_secret_name(name))
-        self._append_key_row(name, mask_secret(key))
-        return key
+        def done(keys: Any, error: BaseException | None) -> None:
+            if error is not None:
+                self.keys_note.setText(f"Keys cannot be read: {error}")
+                return
+            self.keys_table.setRowCount(len(keys))
+            for row, info in enumerate(keys):
+                cells = (info.name, info.created_at[:19].replace("T", " "),
+                         "revoked" if info.revoked_at else "active",
+                         self.store.masked(approval_key_secret_name(info.name)))
+                for column, text in enumerate(cells):
+                    self.keys_table.setItem(row, column, QTableWidgetItem(text))
+            self.keys_listed.emit()
+
+        self.bridge.list_approval_keys(done)
+
+    def create_approval_key(self, name: str) -> None:
+        """Create key `name` in the engine; `key_created(name, key)` carries it, the only time it is seen."""
+        if self.bridge is None:
+            return
+
+        def done(key: Any, error: BaseException | None) -> None:
+            if error is not None:
+                QMessageBox.warning(self, "Approval key", str(error))
+                return
+            self.store.set(approval_key_secret_name(name), key)
+            self.key_created.emit(name, key)
+            self.refresh_keys()
+
+        self.bridge.create_approval_key(name.strip(), done)
+
+    def revoke_approval_key(self, name: str) -> None:
+        if self.bridge is None:
+            return
+
+        def done(_result: Any, error: BaseException | None) -> None:
+            if error is not None:
+                QMessageBox.warning(self, "Approval key", str(error))
+                return
+            self.store.delete(approval_key_secret_name(name))
+            self.refresh_keys()
+
+        self.bridge.revoke_approval_key(name, done)
 
     def _generate_key(self) -> None:
         name, ok = QInputDialog.getText(self, "New approval key", "Name (who or what uses this key):")
-        if not ok:
-            return
-        try:
-            key = self.add_approval_key(name)
-        except SettingsError as exc:
-            QMessageBox.warning(self, "Approval key", str(exc))
-            return
-        QMessageBox.information(self, "Approval key created",
-                                f"Copy this key now; it will not be shown again:\n\n{key}")
+        if ok and name.strip():
+            self.create_approval_key(name)
 
-    def _remove_key(self) -> None:
+    def _show_new_key(self, name: str, key: str) -> None:
+        QMessageBox.information(self, "Approval key created",
+                                f"Key {name!r} — copy it now; it will not be shown again:\n\n{key}")
+
+    def _revoke_selected_key(self) -> None:
         row = self.keys_table.currentRow()
         if row >= 0:
-            name = _cell(self.keys_table, row, 0)
-            self.deleted_secrets.add(approval_key_secret_name(name))
-            self.new_secrets.pop(approval_key_secret_name(name), None)
-            self.keys_table.removeRow(row)
+            self.revoke_approval_key(_cell(self.keys_table, row, 0))
 
     @staticmethod
     def _remove_row(table: QTableWidget) -> None:
@@ -324,9 +371,6 @@ class SettingsDialog(QDialog):
         self.settings.db_url = self.db_edit.text()
         self.settings.set_providers(providers)
         self.settings.set_budgets(budgets)
-        self.settings.set_approval_key_names(
-            [_cell(self.keys_table, r, 0) for r in range(self.keys_table.rowCount())]
-        )
         for name in self.deleted_secrets - set(self.new_secrets):
             self.store.delete(name)
         for name, secret in self.new_secrets.items():

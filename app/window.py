@@ -514,7 +514,7 @@ class MainWindow(QMainWindow):
     def show_settings(self) -> None:
         from app.settings_dialog import SettingsDialog
 
-        if SettingsDialog(self.settings, self).exec() != QDialog.DialogCode.Accepted:
+        if SettingsDialog(self.settings, self, bridge=self.bridge).exec() != QDialog.DialogCode.Accepted:
             return
         self.log.append("Settings saved; data folder, Redis and database changes apply at the next start")
         if self.bridge is not None and self.bridge.available:

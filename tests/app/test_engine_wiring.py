@@ -313,3 +313,31 @@ def test_a_run_of_an_older_version_is_drawn_on_its_own_graph(qtbot, engine_windo
     greet = version_editor.document.node("greet")
     assert greet is not None and greet.title == "Greet"
     qtbot.waitUntil(lambda: path_on(version_editor), timeout=5_000)
+
+
+def test_approval_keys_are_made_in_the_engine_and_shown_once(qtbot, engine_window: MainWindow) -> None:
+    from app.settings import SecretStore, approval_key_secret_name, mask_secret
+    from app.settings_dialog import SettingsDialog
+    from engine.approvals.keys import check_key
+
+    window = engine_window
+    store = SecretStore(window.settings.data_dir, use_keyring=False)
+    dialog = SettingsDialog(window.settings, store=store, bridge=window.bridge)
+    qtbot.addWidget(dialog)
+    dialog.key_created.disconnect(dialog._show_new_key)  # no modal box in the test; the signal is the "once"
+    assert all(button.isEnabled() for button in dialog.key_buttons)
+    with qtbot.waitSignal(dialog.key_created, timeout=5_000) as created:
+        dialog.create_approval_key("ops-bot")
+    name, key = created.args
+    assert name == "ops-bot"
+    qtbot.waitUntil(lambda: dialog.keys_table.rowCount() == 1, timeout=5_000)
+    assert [cell(dialog.keys_table, 0, c).text() for c in (0, 2, 3)] == ["ops-bot", "active", mask_secret(key)]
+    assert store.get(approval_key_secret_name("ops-bot")) == key
+    services = window.bridge.services if window.bridge is not None else None
+    assert services is not None
+    assert check_key(services.sql, key).name == "ops-bot"
+
+    with qtbot.waitSignal(dialog.keys_listed, timeout=5_000):
+        dialog.revoke_approval_key("ops-bot")
+    assert cell(dialog.keys_table, 0, 2).text() == "revoked"
+    assert check_key(services.sql, key).refusal == "revoked_key"

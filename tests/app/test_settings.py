@@ -12,7 +12,6 @@ from app.settings import (
     BudgetSetting,
     ProviderSetting,
     SecretStore,
-    approval_key_secret_name,
     keyring_available,
     mask_secret,
     provider_secret_name,
@@ -93,24 +92,22 @@ def test_dialog_saves_providers_budgets_and_masked_secrets(qtbot, app_settings: 
     dialog.set_provider_key(0, "sk-local-secretvalue9999")
     assert cell(table, 0, 2).text() == "sk-…9999"
     dialog._add_budget_row(None)
-    approval_key = dialog.add_approval_key("ops-bot")
-    assert cell(dialog.keys_table, 0, 1).text() == mask_secret(approval_key)
+    # Without a running engine, approval keys cannot be made (the engine keeps them) and the tab says so.
+    assert not any(button.isEnabled() for button in dialog.key_buttons)
+    assert "start the engine" in dialog.keys_note.text()
     dialog.save()
 
     assert store.get(provider_secret_name("local")) == "sk-local-secretvalue9999"
-    assert store.get(approval_key_secret_name("ops-bot")) == approval_key
     again = reopen(app_settings)
     assert again.redis_url == "redis://127.0.0.1:6379/0"
     assert [p.name for p in again.providers()] == ["local"]
     assert again.budgets()[0].name == "default"
-    assert again.approval_key_names() == ["ops-bot"]
 
     # Reopened, the dialog shows the keys masked and never in full.
     second = SettingsDialog(again, store=store)
     qtbot.addWidget(second)
     shown = [cell(second.providers_table, 0, c).text() for c in range(4)]
-    shown += [cell(second.keys_table, 0, c).text() for c in range(2)]
-    assert "sk-local-secretvalue9999" not in shown and approval_key not in shown
+    assert "sk-local-secretvalue9999" not in shown
     assert "sk-…9999" in shown
 
 
