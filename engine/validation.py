@@ -88,6 +88,7 @@ class _Checker:
         self._hint_budget = HINT_COMPARISON_BUDGET
         self._exclusive_mask: int | None = None
         self._below_exclusive: dict[str, int] | None = None
+        self._writer_masks: dict[str, int] = {}
         self._hints: dict[tuple[str, int], str] = {}
         self._models: list[str] | None = None
         self._port_children: dict[str, list[int]] = {}
@@ -389,8 +390,9 @@ class _Checker:
         reached = self.graph.mask(triggers)
         for trigger in triggers:
             reached |= self.graph.descendants(trigger)
+        unreached = set(self.graph.members(self.graph.mask(self.nodes) & ~reached))
         for node_id in self.nodes:
-            if not reached & self.graph.bit(node_id):
+            if node_id in unreached:
                 self.add(
                     "unreachable_node",
                     node_id,
@@ -441,7 +443,15 @@ class _Checker:
         if not nodes:
             return False
         below = bisect.bisect_left(positions[key], self.graph.position[node_id])
-        return any(self.graph.reaches(nodes[i], node_id) for i in range(below - 1, -1, -1))
+        if any(self.graph.reaches(nodes[i], node_id) for i in range(below - 1, max(below - 8, 0) - 1, -1)):
+            return True
+        if below <= 8:
+            return False
+        # Many earlier writers, none of the nearest upstream (a key written on parallel branches): ask at once.
+        mask = self._writer_masks.get(key)
+        if mask is None:
+            mask = self._writer_masks[key] = self.graph.mask(nodes)
+        return bool(self.graph.ancestors(node_id) & mask)
 
     def _template_refs(
         self, node_id: str, spec: NodeType, writers: dict[str, list[str]], positions: dict[str, list[int]]

@@ -26,10 +26,10 @@ from validate_scale import SHAPES
 KEYS = ["reply", "tags", "note", "answer"]
 
 
-def random_flow(seed: int) -> dict[str, Any]:
-    """A random DAG of 6-60 nodes: edges only go to later nodes, ports chosen at random, keys shared."""
+def random_flow(seed: int, smallest: int = 6, largest: int = 60) -> dict[str, Any]:
+    """A random DAG of `smallest`-`largest` nodes: edges only go to later nodes, ports random, keys shared."""
     rng = random.Random(seed)
-    count = rng.randint(6, 60)
+    count = rng.randint(smallest, largest)
     kinds = ["set", "set", "set", "router", "approval", "join", "foreach", "ai.model", "budget.reserve", "queue"]
     nodes: list[dict[str, Any]] = []
     triggers = rng.randint(0, 3)
@@ -95,6 +95,12 @@ def test_random_flows_give_the_same_diagnostics() -> None:
     for seed in range(400):
         conflicts += sum(d.code == "write_conflict" for d in assert_same(random_flow(seed)))
     assert conflicts > 100  # the flows do exercise the write-conflict rule
+
+
+def test_larger_random_flows_give_the_same_diagnostics() -> None:
+    for seed in range(25):
+        found = assert_same(random_flow(1000 + seed, 150, 400))
+        assert any(d.code == "write_conflict" for d in found)
 
 
 @pytest.mark.parametrize("nodes", [60, 300])
