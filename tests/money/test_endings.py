@@ -85,8 +85,9 @@ def test_cancelled_while_running(money_engine: MoneyEngine, site: Site) -> None:
     assert money_engine.sim.counters.requests == 0
 
 
-def test_cancelled_while_waiting_on_a_background_call(start_money_engine: Callable[..., MoneyEngine]) -> None:
-    engine = start_money_engine(background_seconds=3600)
+def test_cancelled_while_waiting_on_a_background_call(start_money_engine: Callable[..., MoneyEngine],
+                                                      db_url: str) -> None:
+    engine = start_money_engine(background_seconds=3600, db_url=db_url)
     engine.publish(model_flow("cancel-waiting", {"background": True}))
     run_id = engine.start("cancel-waiting")
     engine.wait_parked(run_id, "provider_response")

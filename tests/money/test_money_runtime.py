@@ -55,8 +55,8 @@ def test_the_control_loop_keeps_the_cap_key(money_engine: MoneyEngine, redis_url
     assert 0 < client.pttl(key) <= 15_000  # a TTL: workers fall back to the static cap if the loop dies
 
 
-def test_hold_events_apply_exactly_once(money_engine: MoneyEngine) -> None:
-    engine = money_engine
+def test_hold_events_apply_exactly_once(start_money_engine: Callable[..., MoneyEngine], db_url: str) -> None:
+    engine = start_money_engine(db_url=db_url)
     engine.publish(model_flow("once", {}))
     run = engine.wait(engine.start("once"))
     [hold] = engine.settled_holds(run["id"], 1)

@@ -15,8 +15,9 @@ QUESTION = {"ticket": {"id": "T-7", "body": "How do I export my invoices?"}}
 REFUND = {"ticket": {"id": "T-8", "body": "I was charged twice, please refund me"}}
 
 
-def test_reserve_classify_route_charges_from_the_hold(money_engine: MoneyEngine) -> None:
-    engine = money_engine
+def test_reserve_classify_route_charges_from_the_hold(start_money_engine: Callable[..., MoneyEngine],
+                                                      db_url: str) -> None:
+    engine = start_money_engine(db_url=db_url)  # SQLite, and PostgreSQL where one answers
     engine.publish(triage_document())
     run_id = engine.start("ticket-triage", QUESTION, trigger="hook")
     run = engine.wait_parked(run_id, "queue_delay")  # the router sent it down the follow-up path
