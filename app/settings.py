@@ -245,7 +245,7 @@ class AppSettings:
         self.qsettings.setValue("window/geometry", geometry)
         self.qsettings.setValue("window/state", state)
 
-    # -- providers, budgets, approval keys (secrets kept apart)
+    # -- providers and budgets (provider keys are secrets, kept apart)
     def providers(self) -> list[ProviderSetting]:
         return [ProviderSetting(**item) for item in self._json_list("engine/providers")]
 
@@ -257,12 +257,6 @@ class AppSettings:
 
     def set_budgets(self, budgets: list[BudgetSetting]) -> None:
         self.qsettings.setValue("engine/budgets", json.dumps([asdict(b) for b in budgets]))
-
-    def approval_key_names(self) -> list[str]:
-        return [str(name) for name in self._json_list("engine/approval_keys")]
-
-    def set_approval_key_names(self, names: list[str]) -> None:
-        self.qsettings.setValue("engine/approval_keys", json.dumps(names))
 
     def sync(self) -> None:
         self.qsettings.sync()
