@@ -9,6 +9,9 @@ import threading
 from typing import Any
 
 
+SWITCH_INTERVAL_SECONDS = 0.001
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "worker", help="run the engine headless (workers, projector, due waker) until interrupted",
@@ -23,6 +26,9 @@ def worker_command(args: argparse.Namespace) -> int:
     from engine.runtime.services import EngineServices
 
     config = EngineConfig.from_env()
+    # This process only runs engine threads: a shorter GIL switch interval lets a thread back from Redis
+    # or SQL run sooner instead of queueing behind a busy one (about +20% runs/s in the benchmark).
+    sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:

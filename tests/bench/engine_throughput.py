@@ -155,10 +155,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--submitters", type=int, default=1, help="threads calling create_run() (default 1)")
     parser.add_argument("--db", default="sqlite,postgres", help="comma-separated: sqlite, postgres")
+    parser.add_argument("--switch-interval", type=float, default=None,
+                        help="sys.setswitchinterval for this process (Python's default is 0.005 s)")
     args = parser.parse_args(argv)
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
     results = [bench(db.strip(), args.runs, args.workers, args.submitters) for db in args.db.split(",") if db.strip()]
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"benchmark": "engine_throughput", "flow_nodes": 5, "results": results,
+    print(json.dumps({"benchmark": "engine_throughput", "flow_nodes": 5, "switch_interval": sys.getswitchinterval(),
+                      "results": results,
                       "peak_rss_mb": round(peak_kb / 1024, 1)}, indent=2))
     return 0
 
