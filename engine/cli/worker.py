@@ -8,7 +8,6 @@ import sys
 import threading
 from typing import Any
 
-
 SWITCH_INTERVAL_SECONDS = 0.001
 
 
