@@ -249,16 +249,21 @@ def build_parallel_flow(node_count: int, seed: int = 7) -> dict[str, Any]:
         return node
 
     def block(entry: str, depth: int) -> str:
+        # A branch reads what was written before the fork or earlier on its own branch, never a sibling's keys.
+        known, joined = builder.spine_keys, []
         ends = []
         for _ in range(rng.randint(2, 8 if depth == 0 else 3)):
+            builder.spine_keys = list(known)
             end = entry
             for _ in range(rng.randint(1, 3)):
                 nested = depth == 0 and rng.random() < 0.1
                 end = block(end, depth + 1) if nested else writer(end, rng.random() < 0.3)
-            if rng.random() < 0.05:
+            if rng.random() < 0.01:
                 builder.edge(end, builder.node("terminal", {}))
             else:
                 ends.append(end)
+                joined += builder.spine_keys[len(known) :]
+        builder.spine_keys = known + joined
         join = builder.node("join", {"mode": "all", "reduce": {"tags": "append"}})
         for end in ends or [entry]:
             builder.edge(end, join)

@@ -38,3 +38,10 @@ def test_validation_benchmark_runs_and_prints_json() -> None:
     for size in sizes:
         assert size["median_ms"] > 0 and size["runs"] == 2 and size["edges"] >= size["nodes"] - 1
         assert size["diagnostics"] == {}  # the generated flows are realistic: they publish cleanly
+    shapes = report["shapes"]
+    assert sorted(shapes) == ["canvas", "parallel", "routers"]
+    for results in shapes.values():
+        assert [r["nodes"] >= n and r["median_ms"] > 0 for r, n in zip(results, (40, 120), strict=True)] == [True] * 2
+    # Exclusive branches never race, however many write one key; unreduced parallel writers do.
+    assert [r["diagnostics"] for r in shapes["routers"]] == [{}, {}]
+    assert all(r["diagnostics"].get("write_conflict") for r in shapes["parallel"])

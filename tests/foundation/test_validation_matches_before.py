@@ -62,7 +62,7 @@ def random_flow(seed: int, smallest: int = 6, largest: int = 60) -> dict[str, An
         elif kind == "queue":
             config = {"delay": "1h"}
         nodes.append({"id": node_id, "type": kind, "config": config})
-    ports = {
+    ports_of = {
         "router": ["hi", "lo", "mid", "default"],
         "approval": ["approved", "rejected"],
         "foreach": ["item", "done"],
@@ -72,8 +72,8 @@ def random_flow(seed: int, smallest: int = 6, largest: int = 60) -> dict[str, An
         a = rng.randrange(count - 1)
         b = rng.randrange(a + 1, count)
         edge: dict[str, Any] = {"from": f"n{a}", "to": f"n{b}"}
-        if nodes[a]["type"] in ports:
-            edge["port"] = rng.choice(ports[nodes[a]["type"]])
+        if nodes[a]["type"] in ports_of:
+            edge["port"] = rng.choice(ports_of[nodes[a]["type"]])
         edges.append(edge)
     if rng.random() < 0.2:
         edges.append({"from": "n0", "to": "gone"})
