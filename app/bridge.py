@@ -54,6 +54,7 @@ class EngineBridge(QObject):
         self.engine_thread = EngineThread()
         self.services: Any = None
         self.engine_process: EngineProcess | None = None
+        self._started_services: Any = None
         self.simulator: SimulatorProcess | None = None
         self.subscriber: LiveSubscriber | None = None
         self._watchdog = QTimer(self)
@@ -92,6 +93,8 @@ class EngineBridge(QObject):
             else:
                 services = services_module.EngineServices(self.config, workers=self.workers)
                 services.batch_listeners.append(self._on_projector_batch)
+            # Known to stop() even if the app quits before the GUI hears that the start finished.
+            self._started_services = services
             try:
                 services.start()
                 if self.budgets:
@@ -142,10 +145,10 @@ class EngineBridge(QObject):
             if self.state not in ("unavailable", "failed"):
                 self._set_state("stopped")
             return
-        services = self.services
         self.services = None
         self._set_state("stopping", "Stopping the engine; parked runs stay parked")
-        self.engine_thread.stop(_sync(lambda: self._stop_parts(services)))
+        # Runs after any start still queued on the engine loop, so it sees what that start made.
+        self.engine_thread.stop(_sync(lambda: self._stop_parts(self._started_services)))
         if self.state != "unavailable":
             self._set_state("stopped")
 
@@ -161,6 +164,7 @@ class EngineBridge(QObject):
             self.simulator = None
         if services is not None:
             services.stop()
+        self._started_services = None
 
     def _check_engine_process(self) -> None:
         process = self.engine_process
