@@ -31,6 +31,7 @@ from engine.transport.keys import Keyspace
 REDIS_URL = os.environ.get("LOCKGATE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 HOLD_USD = 1
 THREADS_PER_PROCESS = 10
+SUBMITTERS = 8
 
 
 def reserve_many(prefix: str, process_index: int, attempts: int, barrier: Any, settle_barrier: Any,
@@ -238,12 +239,31 @@ def _race(main: Any, ledger: Any, client: Any, keys: Keyspace, attempts: int, fi
     from engine.money.sql_sync import hold_rows
 
     run_ids: list[str] = []
-    refused_at_create = 0
-    for _ in range(attempts):
-        try:
-            run_ids.append(main.create_run("race").run_id)
-        except BudgetRefused:  # the preflight: once 50 hold the whole budget, new runs are refused up front
-            refused_at_create += 1
+    refused: list[int] = []
+    lock = threading.Lock()
+    remaining = [attempts]
+
+    def submit() -> None:  # several submitters at once, as concurrent webhook requests would be
+        while True:
+            with lock:
+                if remaining[0] == 0:
+                    return
+                remaining[0] -= 1
+            try:
+                run_id = main.create_run("race").run_id
+            except BudgetRefused:  # the preflight: once 50 hold the whole budget, new runs are refused up front
+                with lock:
+                    refused.append(1)
+                continue
+            with lock:
+                run_ids.append(run_id)
+
+    submitters = [threading.Thread(target=submit) for _ in range(SUBMITTERS)]
+    for thread in submitters:
+        thread.start()
+    for thread in submitters:
+        thread.join()
+    refused_at_create = len(refused)
     deadline = time.monotonic() + 120
     while True:  # every run either waits on its background call (holding) or failed its reserve
         runs = main.list_runs(flow_id="race", limit=attempts * 2)
@@ -253,11 +273,11 @@ def _race(main: Any, ledger: Any, client: Any, keys: Keyspace, attempts: int, fi
             break
         time.sleep(0.05)
     settled_in = time.monotonic() - started
-    runs = [main.get_run(run_id, with_steps=False) or {} for run_id in run_ids]
-    waiting = [r["id"] for r in runs if r.get("status") == "waiting"]
-    refusals = Counter(r.get("error_type") for r in runs if r.get("status") == "failed")
+    # From the snapshot that saw every run settled (a waiting run wakes every few seconds to poll its call).
+    waiting = [r["id"] for r in settled if r["status"] == "waiting"]
+    refusals = Counter(r.get("error_type") for r in settled if r["status"] == "failed")
     placed_while_waiting = len(ledger.placed_hold_ids())
-    for run_id in waiting:  # end the parked runs: their holds must all come back
+    for run_id in waiting:  # end the runs that hold: their holds must all come back
         main.cancel_run(run_id)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
