@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from typing import TYPE_CHECKING, Any
 
+import redis
 import sqlalchemy as sa
 
 from engine.concurrency.control import ControlLoop
+from engine.concurrency.telemetry import FAIL_SOFT_TIMEOUT_SECONDS
 from engine.events import ExternalStamper, encode_event
 from engine.flow import Flow
 from engine.money.amounts import micros_to_usd
@@ -54,8 +57,10 @@ class MoneyRuntime:
     @classmethod
     def start(cls, engine: EngineServices, stop: threading.Event, *, control_loop: bool = True) -> MoneyRuntime:
         assert engine.redis is not None and engine.sql is not None
+        telemetry = engine.redis.client(socket_timeout=FAIL_SOFT_TIMEOUT_SECONDS,
+                                        socket_connect_timeout=FAIL_SOFT_TIMEOUT_SECONDS, retry_on_timeout=False)
         services = build_money_services(engine.redis.client(), engine.keys, engine.sql, engine.clock,
-                                        engine.config.data_dir)
+                                        engine.config.data_dir, telemetry)
         runtime = cls(services)
         restored = restore_ledger(engine.sql, services.ledger)
         if restored.budgets or restored.holds:
@@ -69,7 +74,7 @@ class MoneyRuntime:
         if control_loop:
             runtime.control = ControlLoop(services.client, services.keys, services.registry.configs(),
                                           clock=engine.clock)
-            runtime._threads.append(runtime.control.start_thread(stop))
+            runtime._spawn("lockgate-concurrency-control", runtime._control_loop, stop)
         return runtime
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -138,6 +143,23 @@ class MoneyRuntime:
                 settled.budget)
             pipe.xadd(self.services.keys.events, {EVENT_FIELD: encode_event(event)})
         pipe.execute()
+
+    def _control_loop(self, stop: threading.Event) -> None:
+        """Tick the cap while this process holds the control lease: one loop per Redis, however many
+        engines (several ticking loops would raise the cap several steps a tick)."""
+        assert self.control is not None
+        client, key = self.services.client, f"{self.services.keys.concurrency_control}:lease"
+        owner = uuid.uuid4().hex
+        lease_ms = int(self.control.settings.tick_seconds * 3000)
+        while not stop.is_set():
+            try:
+                held = client.set(key, owner, nx=True, px=lease_ms) or (
+                    client.get(key) == owner.encode() and client.pexpire(key, lease_ms))
+                if held:
+                    self.control.tick()
+            except redis.RedisError as exc:
+                log.warning("concurrency control tick failed (%s); workers use the static cap if this lasts", exc)
+            stop.wait(self.control.settings.tick_seconds)
 
     def _sweep_loop(self, stop: threading.Event) -> None:
         while not stop.wait(self.sweep_seconds):

@@ -54,11 +54,13 @@ class MoneyServices:
 
 
 def build_money_services(client: redis.Redis, keys: Keyspace, sql: sa.Engine, clock: Clock,
-                         data_dir: Path) -> MoneyServices:
-    """Services for the providers of `data_dir/providers.json` (default: `local`, the simulator)."""
+                         data_dir: Path, telemetry_client: redis.Redis | None = None) -> MoneyServices:
+    """Services for the providers of `data_dir/providers.json` (default: `local`, the simulator).
+
+    `telemetry_client` should give up fast (`fail_soft_client`): telemetry must never hold a call up."""
     ledger = BudgetLedger(client, keys, clock)
-    registry = ProviderRegistry(providers_in(data_dir), telemetry=RedisTelemetrySink(client, keys, clock=clock),
-                                clock=clock)
+    sink = RedisTelemetrySink(telemetry_client or client, keys, clock=clock)
+    registry = ProviderRegistry(providers_in(data_dir), telemetry=sink, clock=clock)
     pools = {config.name: ProviderPool(client, keys, config, clock=clock) for config in registry.configs()}
     caller = ModelCaller(registry, pools, ledger, clock)
     return MoneyServices(client, keys, sql, clock, ledger, registry, pools, caller, RunMoneyState(client, keys))
