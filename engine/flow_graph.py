@@ -141,6 +141,8 @@ class FlowGraph:
 
     def reachable_avoiding(self, start: str, blocked: str | None, wanted: int) -> int:
         """Nodes of `wanted` reachable from `start` on paths that never enter `blocked`."""
+        if blocked not in self.position or not self.reaches(start, blocked):
+            return self._descendants[start] & wanted  # nothing to avoid: every path is open
         found = 0
         stack = [start]
         visited = {start}

@@ -28,6 +28,8 @@ MAX_CYCLES_LISTED = 5
 # Name comparisons spent on did-you-mean hints per validation (about 3 µs each): every hint in a small flow,
 # the first few in a 5,000-node one.
 HINT_COMPARISON_BUDGET = 50_000
+# Up to this many forks above a writer are each tried for separating it from others; past it, only nearby ones.
+FEW_FORKS = 32
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,7 @@ class _Checker:
         self._hint_budget = HINT_COMPARISON_BUDGET
         self._exclusive_mask: int | None = None
         self._below_exclusive: dict[str, int] | None = None
+        self._splitting_mask: int | None = None
         self._writer_masks: dict[str, int] = {}
         self._hints: dict[tuple[str, int], str] = {}
         self._models: list[str] | None = None
@@ -547,16 +550,11 @@ class _Checker:
         hard = candidates & self._below_exclusive[first]
         if not hard:
             return racing
-        # A fork separates `first` from a candidate through a child leading to `first` but not to the candidate:
-        # so it is a parent of `first` or of an ancestor of it that misses some hard candidate. Walk up to those.
-        forks: set[str] = set()
-        near, stack = {first}, [first]
-        while stack:
-            for parent in graph.pred[stack.pop()]:
-                forks.add(parent)
-                if parent not in near and graph.descendants(parent) & hard != hard:
-                    near.add(parent)
-                    stack.append(parent)
+        # A fork separates `first` from a candidate through two children it sends one run to together, one
+        # leading to `first`: so it is an ancestor of `first` with such children. Few such: try each. Many (a long
+        # spine of parallel steps): only those next to `first` or its ancestors that miss some hard candidate.
+        splitting = graph.ancestors(first) & self._splitting
+        forks = graph.members(splitting) if splitting.bit_count() <= FEW_FORKS else self._forks_near(first, hard)
         toward_first = graph.ancestors(first) | graph.bit(first)
         separated = 0
         for fork in forks:
@@ -573,6 +571,29 @@ class _Checker:
                     elsewhere |= graph.descendants(child) | graph.bit(child)
                 separated |= elsewhere & ~reached_from_all
         return racing | (hard & separated)
+
+    def _forks_near(self, first: str, hard: int) -> set[str]:
+        """Parents of `first` and of its ancestors that do not reach every node of `hard`, found walking up."""
+        forks: set[str] = set()
+        near, stack = {first}, [first]
+        while stack:
+            for parent in self.graph.pred[stack.pop()]:
+                forks.add(parent)
+                if parent not in near and self.graph.descendants(parent) & hard != hard:
+                    near.add(parent)
+                    stack.append(parent)
+        return forks
+
+    @property
+    def _splitting(self) -> int:
+        """Mask of nodes that send one run to two or more children together (per port, when ports are exclusive)."""
+        if self._splitting_mask is None:
+            self._splitting_mask = self.graph.mask(
+                node_id
+                for node_id in self.out_edges
+                if any(children.bit_count() > 1 for children in self._children_by_port(node_id))
+            )
+        return self._splitting_mask
 
     @property
     def _exclusive(self) -> int:

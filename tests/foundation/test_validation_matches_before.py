@@ -103,6 +103,35 @@ def test_larger_random_flows_give_the_same_diagnostics() -> None:
         assert any(d.code == "write_conflict" for d in found)
 
 
+def behind_diamonds(document: dict[str, Any], count: int) -> dict[str, Any]:
+    """`document` entered after a trigger and `count` parallel diamonds (fork, two branches, join) in a row.
+
+    Every node below then has more forks above it than the validator tries one by one.
+    """
+    nodes: list[dict[str, Any]] = [{"id": "pre", "type": "trigger.manual", "config": {}}]
+    edges: list[dict[str, Any]] = []
+    entry = "pre"
+    for index in range(count):
+        join = f"pre_join{index}"
+        for side in ("l", "r"):
+            branch = f"pre_{side}{index}"
+            nodes.append({"id": branch, "type": "set", "config": {"values": {f"{branch}_key": "x"}}})
+            edges += [{"from": entry, "to": branch}, {"from": branch, "to": join}]
+        nodes.append({"id": join, "type": "join", "config": {"mode": "all"}})
+        entry = join
+    heads = [n["id"] for n in document["nodes"][:6] if not n["type"].startswith("trigger.")]
+    edges += [{"from": entry, "to": head} for head in heads]
+    return {**document, "nodes": nodes + document["nodes"], "edges": edges + document["edges"]}
+
+
+def test_random_flows_behind_many_forks_give_the_same_diagnostics() -> None:
+    conflicts = 0
+    for seed in range(120):
+        found = assert_same(behind_diamonds(random_flow(2000 + seed, 20, 120), 40))
+        conflicts += sum(d.code == "write_conflict" for d in found)
+    assert conflicts > 100
+
+
 @pytest.mark.parametrize("nodes", [60, 300])
 def test_canvas_benchmark_flows_give_the_same_diagnostics(nodes: int) -> None:
     conflicts = 0
