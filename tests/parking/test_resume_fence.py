@@ -143,3 +143,20 @@ def test_wake_times_at_the_boundaries() -> None:
     assert (suspended["wake_at"], suspended["wake_kind"]) == (START + 24 * HOUR, "suspended_step_timeout")
     short = WaitLimits.of(FlowSettings(max_wait="10h", suspended_step_timeout="1h"))
     assert park_record(None, "pool_capacity", START + 5 * HOUR, START, short)["wake_kind"] == "suspended_step_timeout"
+
+
+def test_an_approval_decided_before_its_park_is_sealed_wakes_at_once(redis_url: str, key_prefix: str) -> None:
+    import redis as redis_lib
+
+    from engine.approvals.claims import Claim, claim_decision
+    from engine.parking.resume import seal_park
+    from engine.transport.keys import Keyspace
+
+    client: Any = redis_lib.Redis.from_url(redis_url)
+    keys = Keyspace(key_prefix)
+    park = Park("approval", due_at=START + 2 * HOUR, detail={"approval_id": "ap_early"})
+    assert seal_park(client, keys, None, park, START, FlowSettings())["wake_at"] == START + 2 * HOUR
+    assert claim_decision(client, keys, "ap_early", Claim("approved", "user:ada", "", START))
+    assert not claim_decision(client, keys, "ap_early", Claim("rejected", "user:bob", "", START))
+    sealed = seal_park(client, keys, None, park, START + 1, FlowSettings())
+    assert (sealed["wake_at"], sealed["wake_kind"]) == (START + 1, "due")
