@@ -120,9 +120,12 @@ def run_row(run: dict[str, Any]) -> RunRow:
 
 
 def run_path(run: dict[str, Any]) -> list[str]:
-    """The nodes a run has passed, in step order (from `get_run(..., with_steps=True)`)."""
+    """The nodes a run has passed, in step order (from `get_run(..., with_steps=True)`); skipped branches are
+    not part of it."""
     path: list[str] = []
     for step in run.get("steps", []):
+        if step.get("status") in ("skipped", "pending"):
+            continue
         node = step.get("node")
         if node and (not path or path[-1] != node):
             path.append(str(node))

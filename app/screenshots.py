@@ -1,4 +1,8 @@
-"""Render the main window with the triage example in light and dark: `python -m app.screenshots docs/screenshots`."""
+"""Render the main window with the triage example in light and dark: `python -m app.screenshots docs/screenshots`.
+
+The embedded engine runs (in a temp data folder): the example is published and run once, and the
+shot shows live mode with the run parked on its approval and the Approvals panel.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,16 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.window import MainWindow
 
 WINDOW_SIZE = (1600, 1000)
+DEMO_TICKET = {"id": 42, "body": "I was charged twice, please refund me"}
 
 
 def render(folder: Path) -> list[Path]:
@@ -18,33 +29,40 @@ def render(folder: Path) -> list[Path]:
     from PySide6.QtWidgets import QApplication, QMessageBox
 
     from app.gui import create_application, create_main_window
-    from app.settings import AppSettings
+    from app.settings import AppSettings, BudgetSetting
 
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     with tempfile.TemporaryDirectory() as scratch:
-        os.environ["LOCKGATE_DATA_DIR"] = str(Path(scratch) / "data")
         app = create_application([])
         for mode in ("light", "dark"):
+            os.environ["LOCKGATE_DATA_DIR"] = str(Path(scratch) / f"data-{mode}")
             settings = AppSettings(QSettings(str(Path(scratch) / f"{mode}.ini"), QSettings.Format.IniFormat))
             settings.theme = mode
+            settings.set_budgets([BudgetSetting("default", 25.0, "month")])
             window = create_main_window(app, settings, start_engine=False)
             window.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
             window.resize(*WINDOW_SIZE)
             window.show()
-            if window.bridge is not None:
-                window.bridge.start()
-                deadline = time.monotonic() + 60
-                while window.bridge.state not in ("running", "failed") and time.monotonic() < deadline:
-                    QApplication.processEvents()
-                    time.sleep(0.02)
-            for _ in range(5):
-                QApplication.processEvents()
+            assert window.bridge is not None and window.engine is not None
+            window.bridge.start()
+            _wait_for(partial(_engine_settled, window))
             editor = window.tabs.current_editor()
             assert editor is not None
+            window.publish()
+            _wait_for(partial(_published, window))
+            window.actions_by_id["live"].trigger()
+            window.ask_run_inputs = lambda _flow: {"ticket": DEMO_TICKET}
+            window.run_flow()
+            _wait_for(partial(_approval_pending, window))
+            window.engine.select_run(next(iter(window.runs.rows)))
+            window.docks["Approvals"].raise_()
+            window.approvals.table.selectRow(0)
             editor.view.fit_selection_or_all()
             editor.view.flow_scene.select_nodes(["classify"])
             window.properties.show_node("classify")
+            _wait_for(lambda: False, 0.5)
+            editor.view.flush_live()
             for _ in range(5):
                 QApplication.processEvents()
             target = folder / f"app-{mode}.png"
@@ -53,6 +71,27 @@ def render(folder: Path) -> list[Path]:
             window.close()
             QApplication.processEvents()
     return written
+
+
+def _engine_settled(window: MainWindow) -> bool:
+    return window.bridge is not None and window.bridge.state in ("running", "failed")
+
+
+def _published(window: MainWindow) -> bool:
+    return "published" in window.statusBar().currentMessage()
+
+
+def _approval_pending(window: MainWindow) -> bool:
+    return bool(window.approvals.approvals)
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float = 60.0) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        QApplication.processEvents()
+        time.sleep(0.02)
 
 
 if __name__ == "__main__":
