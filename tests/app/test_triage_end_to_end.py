@@ -122,6 +122,8 @@ def test_triage_from_refusal_to_charge(qtbot, tmp_path: Path, redis_url: str, ke
         qtbot.waitUntil(path_through_model, timeout=5_000)
         approve_item = editor.view.node_item("approve")
         assert approve_item is not None and approve_item.live.waiting_text.startswith("approval")
+        skipped = editor.view.node_item("followup")
+        assert skipped is not None and not skipped.live.on_path, "the branch not taken is not on the run's path"
 
         qtbot.waitUntil(lambda: len(window.approvals.approvals) == 1, timeout=10_000)
         assert window.approvals.approvals[0].message == "Refund ticket 42?"
