@@ -588,11 +588,18 @@ class _Checker:
     def _splitting(self) -> int:
         """Mask of nodes that send one run to two or more children together (per port, when ports are exclusive)."""
         if self._splitting_mask is None:
-            self._splitting_mask = self.graph.mask(
-                node_id
-                for node_id in self.out_edges
-                if any(children.bit_count() > 1 for children in self._children_by_port(node_id))
-            )
+            exclusive = self._exclusive
+            found = []
+            for node_id, edges in self.out_edges.items():
+                if len(edges) < 2:
+                    continue
+                if exclusive >> self.graph.position[node_id] & 1:
+                    ports = [port for port, _ in edges]
+                    if len(set(ports)) < len(ports):
+                        found.append(node_id)
+                elif len({target for _, target in edges}) > 1:
+                    found.append(node_id)
+            self._splitting_mask = self.graph.mask(found)
         return self._splitting_mask
 
     @property

@@ -24,6 +24,7 @@ from canvas_frames import generated_flow
 from validate_scale import SHAPES
 
 KEYS = ["reply", "tags", "note", "answer"]
+MODEL = {"provider": "local", "model": "sim-small", "prompt": "hi"}
 
 
 def random_flow(seed: int, smallest: int = 6, largest: int = 60) -> dict[str, Any]:
@@ -145,3 +146,22 @@ def test_canvas_benchmark_flows_give_the_same_diagnostics(nodes: int) -> None:
 def test_benchmark_shapes_give_the_same_diagnostics(shape: str) -> None:
     for seed in range(2):
         assert_same(SHAPES[shape](300, seed))
+
+
+def test_hints_for_one_missing_name_repeated_past_the_budget_match() -> None:
+    models = [{"id": f"model{i}", "type": "ai.model", "config": {**MODEL, "output_key": f"k{i}"}} for i in range(100)]
+    reserves = [
+        {"id": f"reserve{i}", "type": "budget.reserve", "config": {"for": "modle7" if i % 2 else "x", "amount": 1}}
+        for i in range(1200)
+    ]
+    document = {
+        "format": "lockgate.flow/1",
+        "id": "hints",
+        "name": "Hints",
+        "nodes": [{"id": "start", "type": "trigger.manual", "config": {}}, *models, *reserves],
+        "edges": [{"from": "start", "to": node["id"]} for node in models + reserves],
+    }
+    invalid = [d for d in assert_same(document) if d.code == "reserve_target_invalid"]
+    assert len(invalid) == 1200
+    hinted = [d for d in invalid if "did you mean" in d.message]
+    assert 0 < len(hinted) < 1200  # the comparison budget ran out part way, as before
