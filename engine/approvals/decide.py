@@ -25,6 +25,7 @@ from engine.publish import get_version
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.handles import EngineHandles
 from engine.runtime.jobs import encode_job, resume_job
+from engine.runtime.write_lock import sqlite_writer
 from engine.store.models import Approval, ApprovalAttempt, Run
 from engine.store.types import utc_from_epoch
 
@@ -77,7 +78,7 @@ def allowed(approvers: Any, actor: str) -> bool:
 
 def _record(handles: EngineHandles, approval_id: str, actor: str, decision: str, outcome: str,
             reason: str | None) -> None:
-    with handles.sql.begin() as conn:
+    with sqlite_writer(handles.sql), handles.sql.begin() as conn:
         conn.execute(sa.insert(ATTEMPTS).values(approval_id=approval_id[:64], actor=actor[:255],
                                                 decision=decision[:16], outcome=outcome, reason=reason,
                                                 attempted_at=utc_from_epoch(handles.clock.now())))

@@ -15,6 +15,7 @@ from typing import Literal, cast
 import sqlalchemy as sa
 
 from engine.clock import Clock, SystemClock
+from engine.runtime.write_lock import sqlite_writer
 from engine.store.models import ApiKey
 from engine.store.types import utc_from_epoch
 
@@ -65,7 +66,7 @@ def create_key(sql: sa.Engine, name: str, clock: Clock | None = None,
                          "starting with a letter or digit")
     key = KEY_PREFIX + secrets.token_urlsafe(32)
     now = utc_from_epoch((clock or SystemClock()).now())
-    with sql.begin() as conn:
+    with sqlite_writer(sql), sql.begin() as conn:
         taken = conn.execute(sa.select(API_KEYS.c.revoked_at).where(API_KEYS.c.name == name)).first()
         if taken is not None:
             state = "a revoked key keeps its name for the record" if taken.revoked_at else "it is in use"
@@ -78,7 +79,7 @@ def create_key(sql: sa.Engine, name: str, clock: Clock | None = None,
 def revoke_key(sql: sa.Engine, name: str, clock: Clock | None = None) -> None:
     """Revoke the key `name`; decisions with it are refused from now on."""
     now = utc_from_epoch((clock or SystemClock()).now())
-    with sql.begin() as conn:
+    with sqlite_writer(sql), sql.begin() as conn:
         row = conn.execute(sa.select(API_KEYS.c.revoked_at).where(API_KEYS.c.name == name)).first()
         if row is None:
             raise KeyProblem(f'no key is named "{name}"; see the names with `lockgate keys list`')

@@ -138,7 +138,7 @@ def test_lockgate_run_shows_the_park_and_finishes_2s_later(tmp_path: Path, redis
     finished_at = time.monotonic()
     assert process.returncode == 0, "".join(lines)
     assert parked_at is not None, "".join(lines)
-    assert 1.5 <= finished_at - parked_at <= 4.0, f"finished {finished_at - parked_at:.2f}s after the park"
+    assert 1.5 <= finished_at - parked_at <= 6.0, f"finished {finished_at - parked_at:.2f}s after the park"
     run = json.loads(out)
     assert run["status"] == "succeeded" and run["result"] == 1
     pause = next(step for step in run["steps"] if step["step"] == "pause")
