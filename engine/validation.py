@@ -500,13 +500,13 @@ class _Checker:
             reported = 0
             for first in nodes:
                 # Later writers `first` does not reach: in topological order nothing later reaches back to it,
-                # so these are the writers unordered with it. Only those sharing an ancestor with it can be
-                # sent down parallel branches by one fork.
+                # so these are the writers unordered with it.
                 later = writer_mask >> (graph.position[first] + 1) << (graph.position[first] + 1)
-                candidates = later & ~graph.descendants(first) & ~reported & graph.related(first)
+                candidates = later & ~graph.descendants(first) & ~reported
+                if candidates:
+                    candidates = self._not_reduced_with(first, candidates, reducing_joins)
                 if not candidates:
                     continue
-                candidates = self._not_reduced_with(first, candidates, reducing_joins)
                 for second in graph.members(self._racing(first, candidates)):
                     reported |= graph.bit(second)
                     self.add(
@@ -534,7 +534,7 @@ class _Checker:
         return kept
 
     def _racing(self, first: str, candidates: int) -> int:
-        """Of `candidates` (unordered with `first`, sharing an ancestor), those that may run in parallel with it.
+        """Of `candidates` (writers unordered with `first`), those that may run in parallel with it.
 
         They do when some fork sends one run down two branches, one leading only to `first`, one only to the
         candidate. A fork whose every branch reaches both (a diamond that joins again) does not separate them;
@@ -545,15 +545,20 @@ class _Checker:
         if self._below_exclusive is None:
             self._below_exclusive = graph.below_ancestors_in(self._exclusive)
         # With no router or approval among their common ancestors, the lowest of those has no child above both:
-        # it splits them, and it is a fork.
-        racing = candidates & ~self._below_exclusive[first]
-        hard = candidates & self._below_exclusive[first]
+        # it splits them, and it is a fork. Without a common ancestor (different triggers) nothing splits them.
+        below_exclusive = self._below_exclusive[first]
+        racing = candidates & ~below_exclusive
+        if racing:
+            racing &= graph.related(first)
+        hard = candidates & below_exclusive
         if not hard:
             return racing
         # A fork separates `first` from a candidate through two children it sends one run to together, one
         # leading to `first`: so it is an ancestor of `first` with such children. Few such: try each. Many (a long
         # spine of parallel steps): only those next to `first` or its ancestors that miss some hard candidate.
         splitting = graph.ancestors(first) & self._splitting
+        if not splitting:
+            return racing
         forks = graph.members(splitting) if splitting.bit_count() <= FEW_FORKS else self._forks_near(first, hard)
         toward_first = graph.ancestors(first) | graph.bit(first)
         separated = 0
