@@ -212,13 +212,15 @@ class EngineController(QObject):
         if self.live_on and applied:
             self._live_timer.start()
             if self.selected_run and any(change["run_id"] == self.selected_run for change in applied):
-                self.select_run(self.selected_run)
+                self.select_run(self.selected_run, focus=False)
 
     def _tick(self) -> None:
         # Countdowns move even when no event arrives.
         self.window.approvals.refresh_times()
         if self.live_on:
             self.repaint_live()
+            if self.selected_run is not None:
+                self.select_run(self.selected_run, focus=False)
 
     def repaint_live(self) -> None:
         editor = self.window.tabs.current_editor()
@@ -229,7 +231,7 @@ class EngineController(QObject):
                        None)
         editor.view.set_live_counts(self.live.node_counts(flow_id, self.clock(), version))
 
-    def select_run(self, run_id: str) -> None:
+    def select_run(self, run_id: str, focus: bool = True) -> None:
         """Follow one run in live mode: its path so far, its current node and what it waits on.
 
         A run whose published version differs from the open draft is drawn on its own version's
@@ -247,15 +249,19 @@ class EngineController(QObject):
             if error is not None or found is None:
                 return
             published, flow = found
-            editor = self._editor_for_version(run["flow_id"], int(run["version"]), published.content_hash, flow)
+            editor = self._editor_for_version(run["flow_id"], int(run["version"]), published.content_hash, flow, focus)
+            if editor is None:
+                return
             waiting = run.get("waiting_on") if run["status"] == "waiting" else None
             current = run.get("current_node") or (waiting or {}).get("node")
             editor.view.set_run_path(run_path(run), current, waiting_text(waiting, self.clock()))
 
         self.bridge.get_run(run_id, got_run)
 
-    def _editor_for_version(self, flow_id: str, version: int, content_hash: str, flow: Any) -> Any:
-        """The open draft when it equals the version; else that version's own tab (opened once)."""
+    def _editor_for_version(self, flow_id: str, version: int, content_hash: str, flow: Any,
+                            focus: bool = True) -> Any:
+        """The open draft when it equals the version; else that version's own tab (opened once).
+        Without `focus` (the once-a-second refresh) no tab is opened or brought forward."""
         from canvas.document import FlowDocument
         from engine.flow import dump_flow
         from engine.publish import content_hash as hash_of
@@ -264,10 +270,13 @@ class EngineController(QObject):
         for index in range(tabs.count()):
             draft = tabs.document_at(index)
             if draft.flow_ref().id == flow_id and hash_of(dump_flow(draft.flow_ref())) == content_hash:
-                tabs.setCurrentIndex(index)
+                if focus:
+                    tabs.setCurrentIndex(index)
                 return tabs.editor_at(index)
         key = (flow_id, version)
         document: FlowDocument | None = self.version_documents.get(key)
+        if not focus:
+            return tabs.editor_at(tabs.index_of(document)) if document and tabs.index_of(document) >= 0 else None
         if document is None or tabs.index_of(document) < 0:
             document = FlowDocument.from_flow(flow)
             self.version_documents[key] = document
