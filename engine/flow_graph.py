@@ -34,7 +34,6 @@ class FlowGraph:
         self._descendants: dict[str, int] = {}
         self._ancestors: dict[str, int] = {}
         self._related: dict[str, int] = {}
-        self._parents: dict[str, int] = {}
         if self.order is not None:
             self._index_reachability(self.order)
 
@@ -119,13 +118,6 @@ class FlowGraph:
                 if wanted >> self.position[source] & 1:
                     mask |= self._descendants[source]
             found[node_id] = mask
-        return found
-
-    def parents(self, node_id: str) -> int:
-        """Mask of the nodes with an edge into `node_id`."""
-        found = self._parents.get(node_id)
-        if found is None:
-            found = self._parents[node_id] = self.mask(self.pred[node_id])
         return found
 
     def reaches(self, source: str, target: str) -> bool:

@@ -91,9 +91,17 @@ def test_flow_graph_reachability_matches_networkx(case: tuple[int, list[tuple[in
     reference.add_nodes_from(ids)
     reference.add_edges_from(links)
     assert graph.acyclic
+    chosen = ids[::2]
+    below_wanted = graph.below_ancestors_in(graph.mask(chosen))
     for node_id in ids:
         assert set(graph.members(graph.descendants(node_id))) == nx.descendants(reference, node_id)
         assert set(graph.members(graph.ancestors(node_id))) == nx.ancestors(reference, node_id)
+        above = nx.ancestors(reference, node_id)
+        related = {n for a in above for n in nx.descendants(reference, a)}
+        assert set(graph.members(graph.related(node_id))) == related
+        assert set(graph.members(below_wanted[node_id])) == {
+            n for a in above if a in chosen for n in nx.descendants(reference, a)
+        }
     for blocked in ids[:3]:
         wanted = graph.mask(ids)
         without = reference.copy()
