@@ -35,7 +35,7 @@ DEFAULT_HOLD_TTL = "30m"
 
 
 def _services(call: StepCall) -> MoneyServices:
-    services = current()
+    services = current(call.services.keys.prefix if call.services is not None else None)
     if services is None:
         raise StepError(f'node "{call.node.id}" ({call.node.type}): the engine has no money services; '
                         "run it through EngineServices (lockgate worker / the app)", "engine_error")

@@ -66,24 +66,31 @@ def build_money_services(client: redis.Redis, keys: Keyspace, sql: sa.Engine, cl
     return MoneyServices(client, keys, sql, clock, ledger, registry, pools, caller, RunMoneyState(client, keys))
 
 
-_current: MoneyServices | None = None
-_current_lock = threading.Lock()
+_installed: dict[str, MoneyServices] = {}
+"""By key prefix: engines on different prefixes in one process each find their own."""
+_last: MoneyServices | None = None
+_installed_lock = threading.Lock()
 
 
-def install(services: MoneyServices | None) -> None:
-    """Make `services` the process's money services (None: remove them)."""
-    global _current
-    with _current_lock:
-        _current = services
+def install(services: MoneyServices) -> None:
+    """Make `services` the money services of its key prefix in this process."""
+    global _last
+    with _installed_lock:
+        _installed[services.keys.prefix] = services
+        _last = services
 
 
 def uninstall(services: MoneyServices) -> None:
     """Remove `services` if they are still the installed ones (a later engine's stay)."""
-    global _current
-    with _current_lock:
-        if _current is services:
-            _current = None
+    global _last
+    with _installed_lock:
+        if _installed.get(services.keys.prefix) is services:
+            del _installed[services.keys.prefix]
+        if _last is services:
+            _last = next(iter(_installed.values()), None)
 
 
-def current() -> MoneyServices | None:
-    return _current
+def current(prefix: str | None = None) -> MoneyServices | None:
+    """The services of key prefix `prefix` (None: the latest installed)."""
+    with _installed_lock:
+        return _installed.get(prefix) if prefix is not None else _last
