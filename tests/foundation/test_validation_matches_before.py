@@ -16,6 +16,7 @@ import pytest
 
 from engine.validation import Diagnostic, validate
 
+from .graph_shapes import HOSTILE_SHAPES
 from .validation_before import validate_before
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -165,3 +166,8 @@ def test_hints_for_one_missing_name_repeated_past_the_budget_match() -> None:
     assert len(invalid) == 1200
     hinted = [d for d in invalid if "did you mean" in d.message]
     assert 0 < len(hinted) < 1200  # the comparison budget ran out part way, as before
+
+
+@pytest.mark.parametrize("shape", sorted(HOSTILE_SHAPES))
+def test_hostile_shapes_give_the_same_diagnostics(shape: str) -> None:
+    assert_same(HOSTILE_SHAPES[shape](250))
