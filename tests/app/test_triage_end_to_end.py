@@ -16,6 +16,9 @@ from PySide6.QtWidgets import QMessageBox
 from app.panels.field_editors import TemplateEditor
 from app.settings import AppSettings
 from app.window import MainWindow
+from engine.providers.config import simulator_provider
+from engine.providers.registry import PROVIDERS_FILE
+from engine.providers.simulator import ProviderSimulator
 from tests.app.test_engine_wiring import ENGINE_START_MS, make_bridge, status_of
 
 TICKET = {"id": 42, "body": "I was charged twice, please refund me"}
@@ -50,8 +53,25 @@ def refunds_server() -> Iterator[str]:
     server.server_close()
 
 
+@pytest.fixture
+def own_simulator(tmp_path: Path) -> Iterator[ProviderSimulator]:
+    """This test's own provider simulator on a free port, named in the data folder's providers.json.
+
+    The app's default simulator listens on the fixed port 8765, which other test processes on the machine
+    start and stop at any time (seen: this run's simulator refused the port, the other one then went away
+    and the model call failed with connection refused)."""
+    simulator = ProviderSimulator(port=0).start()
+    data_dir = tmp_path / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    providers = {"providers": [simulator_provider(simulator.url).model_dump(mode="json")]}
+    (data_dir / PROVIDERS_FILE).write_text(json.dumps(providers), encoding="utf-8")
+    yield simulator
+    simulator.stop()
+
+
 def test_triage_from_refusal_to_charge(qtbot, tmp_path: Path, redis_url: str, key_prefix: str,
-                                       app_settings: AppSettings, refunds_server: str) -> None:
+                                       app_settings: AppSettings, refunds_server: str,
+                                       own_simulator: ProviderSimulator) -> None:
     app_settings.first_start_done = True
     bridge = make_bridge(tmp_path, redis_url, key_prefix)
     window = MainWindow(app_settings, bridge)
@@ -132,6 +152,7 @@ def test_triage_from_refusal_to_charge(qtbot, tmp_path: Path, redis_url: str, ke
         qtbot.waitUntil(lambda: window.runs.rows[run_id].status in ("succeeded", "failed"), timeout=30_000)
         assert window.runs.rows[run_id].status == "succeeded"
         assert _Refunds.received == [{"ticket_id": 42}]
+        assert own_simulator.counters.completed >= 1  # the model call went to this test's simulator
 
         qtbot.waitUntil(lambda: any(h.state == "charged" for h in window.holds.holds), timeout=10_000)
         charged = next(h for h in window.holds.holds if h.state == "charged")
