@@ -102,8 +102,10 @@ def test_triage_from_refusal_to_charge(qtbot, tmp_path: Path, redis_url: str, ke
             d.code == "park_inside_finance_chain" for d in item.diagnostics)
 
         # Fix it (undo the four edits), point the refund at a live endpoint through the properties panel.
-        while document.undo_stack.index() > edits_before:
-            document.undo_stack.undo()
+        stack = document.undo_stack
+        for _ in range(stack.index() - edits_before):  # bounded: a stack that refills while undoing must fail, not hang
+            stack.undo()
+        assert stack.index() == edits_before, [stack.text(i) for i in range(stack.count())]
         assert not [d for d in document.validate_now() if d.severity == "error"]
         window.reveal_node("refund")
         url = window.properties.editors["url"]
