@@ -30,6 +30,8 @@ MAX_CYCLES_LISTED = 5
 HINT_COMPARISON_BUDGET = 50_000
 # Up to this many forks above a writer are each tried for separating it from others; past it, only nearby ones.
 FEW_FORKS = 32
+# Ancestors a writer's fork search climbs through before the pairs are settled from the other writers' side.
+WALK_BUDGET = 48
 
 
 @dataclass(frozen=True)
@@ -497,7 +499,11 @@ class _Checker:
             reducing_joins = graph.mask(reducers.get(key, ()))
             # One warning per conflicting writer (naming the first writer it races), not one per pair:
             # fifty parallel writers of a key are forty-nine problems, not 1,225.
+            raced_first: dict[str, str] = {}
             reported = 0
+            # Writers whose branch climbs far above the others' (the rejected side of a long approval chain): the
+            # pairs are settled from the other writer's side instead, where the climb is short.
+            climbing = 0
             for first in nodes:
                 # Later writers `first` does not reach: in topological order nothing later reaches back to it,
                 # so these are the writers unordered with it.
@@ -507,20 +513,51 @@ class _Checker:
                     candidates = self._not_reduced_with(first, candidates, reducing_joins)
                 if not candidates:
                     continue
-                for second in graph.members(self._racing(first, candidates)):
+                racing = self._racing(first, candidates, WALK_BUDGET)
+                if racing is None:
+                    climbing |= graph.bit(first)
+                    continue
+                for second in graph.members(racing):
                     reported |= graph.bit(second)
-                    self.add(
-                        "write_conflict",
-                        second,
-                        f"nodes \"{first}\" and \"{second}\" run in parallel and both write state.{key}; "
-                        f"add a join with a reducer for \"{key}\" or use different keys",
-                        "warning",
-                    )
+                    raced_first[second] = first
+            if climbing:
+                self._race_climbing_writers(nodes, climbing, reducing_joins, raced_first)
+            position = graph.position
+            for second, first in sorted(raced_first.items(), key=lambda pair: (position[pair[1]], position[pair[0]])):
+                self.add(
+                    "write_conflict",
+                    second,
+                    f"nodes \"{first}\" and \"{second}\" run in parallel and both write state.{key}; "
+                    f"add a join with a reducer for \"{key}\" or use different keys",
+                    "warning",
+                )
 
-    def _not_reduced_with(self, first: str, candidates: int, reducing_joins: int) -> int:
-        """`candidates` less those meeting `first` again at a join that reduces the key."""
+    def _race_climbing_writers(
+        self, nodes: list[str], climbing: int, reducing_joins: int, raced_first: dict[str, str]
+    ) -> None:
+        """Settle the pairs of `climbing` writers from each later writer's side; keep the earliest first per writer.
+
+        The relation is symmetric, so a later writer can ask which earlier climbing writers race it.
+        """
         graph = self.graph
-        joins_below = graph.descendants(first) & reducing_joins
+        for second in nodes:
+            earlier = climbing & ((1 << graph.position[second]) - 1) & ~graph.ancestors(second)
+            if earlier:
+                earlier = self._not_reduced_with(second, earlier, reducing_joins)
+            if not earlier:
+                continue
+            racing = self._racing(second, earlier, None)
+            if not racing:
+                continue
+            first = self.graph.order[(racing & -racing).bit_length() - 1]  # type: ignore[index]
+            known = raced_first.get(second)
+            if known is None or graph.position[first] < graph.position[known]:
+                raced_first[second] = first
+
+    def _not_reduced_with(self, writer: str, candidates: int, reducing_joins: int) -> int:
+        """`candidates` less those meeting `writer` again at a join that reduces the key."""
+        graph = self.graph
+        joins_below = graph.descendants(writer) & reducing_joins
         if not joins_below:
             return candidates
         if joins_below.bit_count() < candidates.bit_count():
@@ -533,60 +570,72 @@ class _Checker:
                 kept |= graph.bit(second)
         return kept
 
-    def _racing(self, first: str, candidates: int) -> int:
-        """Of `candidates` (writers unordered with `first`), those that may run in parallel with it.
+    def _racing(self, writer: str, candidates: int, budget: int | None) -> int | None:
+        """Of `candidates` (writers unordered with `writer`), those that may run in parallel with it.
 
-        They do when some fork sends one run down two branches, one leading only to `first`, one only to the
+        They do when some fork sends one run down two branches, one leading only to `writer`, one only to the
         candidate. A fork whose every branch reaches both (a diamond that joins again) does not separate them;
         router and approval ports are exclusive choices, so branches from different ports of one never run
-        together.
+        together. None when finding the forks would walk up more than `budget` nodes.
         """
         graph = self.graph
         if self._below_exclusive is None:
             self._below_exclusive = graph.below_ancestors_in(self._exclusive)
         # With no router or approval among their common ancestors, the lowest of those has no child above both:
         # it splits them, and it is a fork. Without a common ancestor (different triggers) nothing splits them.
-        below_exclusive = self._below_exclusive[first]
+        below_exclusive = self._below_exclusive[writer]
         racing = candidates & ~below_exclusive
         if racing:
-            racing &= graph.related(first)
+            racing &= graph.related(writer)
         hard = candidates & below_exclusive
         if not hard:
             return racing
-        # A fork separates `first` from a candidate through two children it sends one run to together, one
-        # leading to `first`: so it is an ancestor of `first` with such children. Few such: try each. Many (a long
-        # spine of parallel steps): only those next to `first` or its ancestors that miss some hard candidate.
-        splitting = graph.ancestors(first) & self._splitting
+        # A fork separates `writer` from a candidate through two children it sends one run to together, one
+        # leading to `writer`: so it is an ancestor of `writer` with such children. Few such: try each. Many (a
+        # long spine of parallel steps): only those next to `writer` or its ancestors that miss some candidate.
+        splitting = graph.ancestors(writer) & self._splitting
         if not splitting:
             return racing
-        forks = graph.members(splitting) if splitting.bit_count() <= FEW_FORKS else self._forks_near(first, hard)
-        toward_first = graph.ancestors(first) | graph.bit(first)
+        forks: Iterable[str]
+        if splitting.bit_count() <= FEW_FORKS:
+            forks = graph.members(splitting)
+        else:
+            found = self._forks_near(writer, hard, budget)
+            if found is None:
+                return None
+            forks = found
+        toward_writer = graph.ancestors(writer) | graph.bit(writer)
         separated = 0
         for fork in forks:
             for children in self._children_by_port(fork):
-                leading_to_first = children & toward_first
-                if not leading_to_first or leading_to_first == children:
+                leading_to_writer = children & toward_writer
+                if not leading_to_writer or leading_to_writer == children:
                     continue
-                # Candidates on another child's branch, unless every child leading to `first` reaches them too.
+                # Candidates on another child's branch, unless every child leading to `writer` reaches them too.
                 reached_from_all = -1
-                for child in graph.members(leading_to_first):
+                for child in graph.members(leading_to_writer):
                     reached_from_all &= graph.descendants(child)
                 elsewhere = 0
-                for child in graph.members(children & ~toward_first):
+                for child in graph.members(children & ~toward_writer):
                     elsewhere |= graph.descendants(child) | graph.bit(child)
                 separated |= elsewhere & ~reached_from_all
         return racing | (hard & separated)
 
-    def _forks_near(self, first: str, hard: int) -> set[str]:
-        """Parents of `first` and of its ancestors that do not reach every node of `hard`, found walking up."""
+    def _forks_near(self, writer: str, hard: int, budget: int | None) -> set[str] | None:
+        """Parents of `writer` and of its ancestors that do not reach every node of `hard`, found walking up.
+
+        None when the walk passes more than `budget` such ancestors.
+        """
         forks: set[str] = set()
-        near, stack = {first}, [first]
+        near, stack = {writer}, [writer]
         while stack:
             for parent in self.graph.pred[stack.pop()]:
                 forks.add(parent)
                 if parent not in near and self.graph.descendants(parent) & hard != hard:
                     near.add(parent)
                     stack.append(parent)
+            if budget is not None and len(near) > budget:
+                return None
         return forks
 
     @property

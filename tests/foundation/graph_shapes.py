@@ -43,6 +43,24 @@ def approval_spine(count: int) -> dict[str, Any]:
     return flow_doc(nodes, edges)
 
 
+def approval_diamond_spine(count: int, approved_first: bool) -> dict[str, Any]:
+    """Approvals in a row, each rejected branch writing `reply`, each approved one a parallel diamond.
+
+    The diamonds put many forks above every writer; the edge order decides whether topological order visits a
+    rejected writer before or after the spine below it.
+    """
+    nodes, edges, current, index = [node("start", "trigger.manual")], [], "start", 0
+    while len(nodes) < count:
+        ask, no, yes, left, right, join = (f"{part}{index}" for part in ("ask", "no", "yes", "left", "right", "join"))
+        nodes += [node(ask, "approval", {"timeout": "1h"}), setter(no, reply="no"), node(f"end{index}", "terminal")]
+        nodes += [setter(yes, reply="yes"), setter(left, left="1"), setter(right, right="1"), node(join, "join")]
+        rejected, approved = edge(ask, no, "rejected"), edge(ask, yes, "approved")
+        edges += [edge(current, ask), *((approved, rejected) if approved_first else (rejected, approved))]
+        edges += [edge(no, f"end{index}"), edge(yes, left), edge(yes, right), edge(left, join), edge(right, join)]
+        current, index = join, index + 1
+    return flow_doc(nodes, edges)
+
+
 def fan_under_approval(count: int, reduced: bool) -> dict[str, Any]:
     """One approval, then a fork into `count` parallel writers of `reply` and a join (reducing it or not)."""
     join_config = {"mode": "all", "reduce": {"reply": "append"}} if reduced else {"mode": "all"}
@@ -83,6 +101,8 @@ def lattice(count: int, width: int = 10, routers: bool = False) -> dict[str, Any
 HOSTILE_SHAPES: dict[str, Callable[[int], dict[str, Any]]] = {
     "wide_routers": wide_routers,
     "approval_spine": approval_spine,
+    "approval_diamonds": lambda count: approval_diamond_spine(count, approved_first=False),
+    "approval_diamonds_approved_first": lambda count: approval_diamond_spine(count, approved_first=True),
     "fan_reduced": lambda count: fan_under_approval(count, reduced=True),
     "fan": lambda count: fan_under_approval(count, reduced=False),
     "lattice": lattice,

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from engine import validation
 from engine.validation import Diagnostic, validate
 
 from .graph_shapes import HOSTILE_SHAPES
@@ -171,3 +172,18 @@ def test_hints_for_one_missing_name_repeated_past_the_budget_match() -> None:
 @pytest.mark.parametrize("shape", sorted(HOSTILE_SHAPES))
 def test_hostile_shapes_give_the_same_diagnostics(shape: str) -> None:
     assert_same(HOSTILE_SHAPES[shape](250))
+
+
+def test_with_no_search_budget_every_pair_settled_from_the_other_side_still_matches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The budgets only choose which exact search runs; at zero every writer with a hard pair walks up and gives
+    # up, so the pairs are all settled from the later writer's side.
+    monkeypatch.setattr(validation, "FEW_FORKS", 0)
+    monkeypatch.setattr(validation, "WALK_BUDGET", 0)
+    for seed in range(150):
+        assert_same(random_flow(3000 + seed, 10, 80))
+    for seed in range(30):
+        assert_same(behind_diamonds(random_flow(4000 + seed, 20, 120), 5))
+    for build in HOSTILE_SHAPES.values():
+        assert_same(build(120))
