@@ -42,8 +42,23 @@ def engine_window(qtbot, tmp_path: Path, redis_url: str, key_prefix: str,
     bridge.start()
     qtbot.waitUntil(lambda: bridge.state in ("running", "failed"), timeout=ENGINE_START_MS)
     assert bridge.state == "running", bridge.unavailable_reason
+    wait_for_workers(qtbot, bridge)
     yield window
     bridge.stop()
+
+
+def wait_for_workers(qtbot, bridge: EngineBridge, starts: int = 1) -> None:
+    """Wait until the bridge's worker process has said it serves (`starts` times in this data folder's log).
+
+    The bridge reports "running" once the worker process is spawned; on a loaded machine its imports alone can
+    take seconds, which would otherwise eat into every later wait for a run to move."""
+    assert bridge.engine_process is not None
+    log = bridge.engine_process.log_path
+
+    def served() -> bool:
+        return log.exists() and log.read_text(errors="replace").count("Ctrl-C stops") >= starts
+
+    qtbot.waitUntil(served, timeout=ENGINE_START_MS)
 
 
 def status_of(window: MainWindow) -> str:
@@ -138,6 +153,7 @@ def test_live_mode_shows_a_parked_run_that_survives_a_restart(qtbot, tmp_path: P
     window.show()
     bridge.start()
     qtbot.waitUntil(lambda: bridge.state == "running", timeout=ENGINE_START_MS)
+    wait_for_workers(qtbot, bridge)
     document = queue_flow("3s")
     window.add_document(document)
     queue_id = next(n.id for n in document.flow_ref().nodes if n.type == "queue")
@@ -182,6 +198,7 @@ def test_live_mode_shows_a_parked_run_that_survives_a_restart(qtbot, tmp_path: P
     again.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
     second.start()
     qtbot.waitUntil(lambda: second.state == "running", timeout=ENGINE_START_MS)
+    wait_for_workers(qtbot, second, starts=2)
     qtbot.waitUntil(lambda: run_id in again.runs.rows, timeout=10_000)
     qtbot.waitUntil(lambda: again.runs.rows[run_id].status == "succeeded", timeout=15_000)
     second.stop()

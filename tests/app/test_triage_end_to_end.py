@@ -19,7 +19,7 @@ from app.window import MainWindow
 from engine.providers.config import simulator_provider
 from engine.providers.registry import PROVIDERS_FILE
 from engine.providers.simulator import ProviderSimulator
-from tests.app.test_engine_wiring import ENGINE_START_MS, make_bridge, status_of
+from tests.app.test_engine_wiring import ENGINE_START_MS, make_bridge, status_of, wait_for_workers
 
 TICKET = {"id": 42, "body": "I was charged twice, please refund me"}
 
@@ -82,6 +82,7 @@ def test_triage_from_refusal_to_charge(qtbot, tmp_path: Path, redis_url: str, ke
     qtbot.waitUntil(lambda: bridge.state in ("running", "failed"), timeout=ENGINE_START_MS)
     assert bridge.state == "running", bridge.unavailable_reason
     try:
+        wait_for_workers(qtbot, bridge)
         document = window.open_example("ticket-triage.flow.json")
         editor = window.tabs.current_editor()
         assert editor is not None
@@ -131,6 +132,8 @@ def test_triage_from_refusal_to_charge(qtbot, tmp_path: Path, redis_url: str, ke
             return approve is not None and approve.live.waiting == 1
 
         qtbot.waitUntil(waiting_at_approval, timeout=30_000)
+        # The live overlay and the Runs panel refresh separately: the row may land a moment after the overlay.
+        qtbot.waitUntil(lambda: bool(window.runs.rows), timeout=10_000)
         run_id = next(iter(window.runs.rows))
         assert window.engine is not None
         window.engine.select_run(run_id)
