@@ -94,7 +94,7 @@ class _Checker:
         self._below_exclusive: dict[str, int] | None = None
         self._splitting_mask: int | None = None
         self._writer_masks: dict[str, int] = {}
-        self._hints: dict[tuple[str, int], str] = {}
+        self._hints: dict[tuple[str, int], tuple[Collection[str], str]] = {}
         self._models: list[str] | None = None
         self._port_children: dict[str, list[int]] = {}
 
@@ -104,12 +104,13 @@ class _Checker:
             return ""
         self._hint_budget -= len(options)
         # The same name among the same options (fifty reserves "for" one missing model) is compared once.
-        # Keyed by the options' identity: every collection passed here lives, unchanged, as long as the checker.
+        # Keyed by the options' identity (callers pass collections they no longer change); the entry holds the
+        # options too, so their id cannot be reused by another collection while cached.
         cache_key = (word, id(options))
-        found = self._hints.get(cache_key)
-        if found is None:
-            found = self._hints[cache_key] = _did_you_mean(word, options)
-        return found
+        cached = self._hints.get(cache_key)
+        if cached is None:
+            cached = self._hints[cache_key] = (options, _did_you_mean(word, options))
+        return cached[1]
 
     def add(self, code: str, node: str | None, message: str, severity: Severity = "error") -> None:
         self.found.append(Diagnostic(code, severity, node, message))
