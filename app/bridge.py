@@ -37,6 +37,7 @@ class EngineBridge(QObject):
     state_changed = Signal(str)
     runs_changed = Signal()
     run_updated = Signal(dict)
+    """One run's change from the live channel (run id, flow, version, status, node, waiting_on)."""
     approvals_changed = Signal()
     holds_changed = Signal()
     log_message = Signal(str)
@@ -339,6 +340,8 @@ class EngineBridge(QObject):
 
     def _deliver_batch(self, changes: list[dict[str, Any]]) -> None:
         self.live_changes.emit(changes)
+        for change in changes:
+            self.run_updated.emit(change)
         self.runs_changed.emit()
         # Holds and budgets move with steps (reserve, model call, run end); the panel refresh is coalesced.
         self.holds_changed.emit()

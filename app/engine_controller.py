@@ -61,6 +61,7 @@ class EngineController(QObject):
         bridge.state_changed.connect(self._state_changed)
         bridge.runs_changed.connect(self._runs_timer.start)
         bridge.holds_changed.connect(self._money_timer.start)
+        bridge.approvals_changed.connect(self._approvals_timer.start)
         bridge.live_changes.connect(self._live_changes)
         window.runs.run_selected.connect(self.select_run)
         window.runs.run_opened.connect(self.open_run)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import os
 import sys
 import time
@@ -52,6 +53,16 @@ def create_application(argv: Sequence[str] | None = None) -> QApplication:
     return app
 
 
+def freeze_startup_objects() -> None:
+    """Collect once, then move everything alive (modules, Qt wrappers, models) out of the collector's reach.
+
+    Without it, the first full collections after start walk every object the imports made: measured
+    100–400 ms GUI stalls while the first runs arrive. Called once the engine is up (its imports done).
+    """
+    gc.collect()
+    gc.freeze()
+
+
 def create_main_window(app: QApplication, settings: AppSettings, start_engine: bool = True) -> MainWindow:
     """The themed main window with its engine bridge; opens the example on a first start."""
     from app.theme import apply_app_theme
@@ -64,6 +75,8 @@ def create_main_window(app: QApplication, settings: AppSettings, start_engine: b
     if start_engine:
         # After the first paint, so the window is interactive before the engine is up.
         QTimer.singleShot(0, bridge.start)
+    bridge.state_changed.connect(lambda state: QTimer.singleShot(0, freeze_startup_objects)
+                                 if state == "running" else None)
     return window
 
 

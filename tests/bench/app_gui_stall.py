@@ -3,6 +3,10 @@
 The window runs on the real embedded engine (the machine's Redis when it answers, else the
 embedded server; a SQLite file in a temp folder). A 1 ms timer on the GUI thread records the gap
 between its ticks; the longest gap is the longest time the GUI could not react.
+
+Two ways the 200 runs are started: by another process (as webhooks, the API or `lockgate run` do),
+and from inside the app (the app's engine thread calls create_run 200 times in a row).
+The figures depend on the machine's load: the report includes the load average.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -18,6 +24,7 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 RUNS = int(os.environ.get("LOCKGATE_BENCH_RUNS", "200"))
+ROUNDS = int(os.environ.get("LOCKGATE_BENCH_ROUNDS", "3"))
 TARGET_MS = 50.0
 TIMEOUT_S = 120.0
 
@@ -33,13 +40,24 @@ def redis_url() -> str | None:
         return None
 
 
-def main() -> None:
+CREATE_SCRIPT = """
+import os, sys
+from engine.config import EngineConfig
+from engine.runtime.services import EngineServices
+services = EngineServices(EngineConfig.from_env(), workers=0, projector=False, due_waker=False).start()
+for index in range(int(sys.argv[1])):
+    services.create_run("stall-bench", {"name": f"n{index}"})
+services.stop()
+"""
+
+
+def measure(create_in_app: bool) -> dict[str, object]:
     from PySide6.QtCore import QSettings, QTimer
     from PySide6.QtWidgets import QMessageBox
 
     from app.bridge import EngineBridge
     from app.examples import example_bytes
-    from app.gui import create_application
+    from app.gui import create_application, freeze_startup_objects
     from app.settings import AppSettings
     from app.window import MainWindow
     from canvas.document import FlowDocument
@@ -65,6 +83,13 @@ def main() -> None:
             time.sleep(0.01)
         if bridge.state != "running":
             raise SystemExit(f"engine did not start: {bridge.unavailable_reason}")
+        freeze_startup_objects()  # as the app does once its engine is running (app.gui.create_main_window)
+        # Measure runs executing, not the worker process booting: wait for its start line.
+        assert bridge.engine_process is not None
+        log = bridge.engine_process.log_path
+        while "Ctrl-C stops" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+            app.processEvents()
+            time.sleep(0.01)
 
         flow = load_flow_text(example_bytes("hello.flow.json")).model_copy(update={"id": "stall-bench"})
         document = FlowDocument.from_flow(flow)
@@ -103,7 +128,14 @@ def main() -> None:
 
         started = time.perf_counter()
         last[0] = started
-        bridge.request(create_all, lambda result, error: created.append(error or result))
+        creator: subprocess.Popen[bytes] | None = None
+        if create_in_app:
+            bridge.request(create_all, lambda result, error: created.append(error or result))
+        else:
+            assert bridge.services is not None
+            env = dict(os.environ, LOCKGATE_DATA_DIR=str(config.data_dir), LOCKGATE_REDIS_URL=bridge.services.redis.url,
+                       LOCKGATE_KEY_PREFIX=prefix)
+            creator = subprocess.Popen([sys.executable, "-c", CREATE_SCRIPT, str(RUNS)], env=env)
         editor = window.tabs.current_editor()
         assert editor is not None
         parked = 0
@@ -112,6 +144,9 @@ def main() -> None:
             app.processEvents()
             counts = window.engine.live.node_counts("stall-bench", time.time()) if window.engine else {}
             parked = counts.get(queue_id, (0, 0, ""))[1]
+            if creator is not None and creator.poll() is not None:
+                created.append(creator.returncode)
+                creator = None
             if parked >= RUNS and created:
                 break
             time.sleep(0.001)
@@ -136,9 +171,7 @@ def main() -> None:
         app.processEvents()
 
     gaps_sorted = sorted(gaps)
-    print(json.dumps({
-        "benchmark": "app_gui_stall",
-        "runs": RUNS,
+    return {
         "runs_parked_seen_live": parked,
         "runs_in_panel": rows,
         "seconds_to_all_parked": round(elapsed, 3),
@@ -148,8 +181,38 @@ def main() -> None:
         "median_gap_ms": round(statistics.median(gaps), 2),
         "live_repaints": live_flushes,
         "redis": "machine" if config.redis_url else "embedded",
-        "target_ms": TARGET_MS,
         "meets_target": max(gaps) < TARGET_MS,
+    }
+
+
+def main() -> None:
+    load_before = os.getloadavg()[0]
+    results: dict[str, list[dict[str, object]]] = {"another_process": [], "the_app": []}
+    for _round in range(ROUNDS):
+        results["another_process"].append(measure(create_in_app=False))
+        results["the_app"].append(measure(create_in_app=True))
+    summary = {}
+    for mode, rounds in results.items():
+        stalls = [float(r["max_stall_ms"]) for r in rounds]  # type: ignore[arg-type]
+        summary[f"runs_created_by_{mode}"] = {
+            "max_stall_ms_per_round": stalls,
+            "median_of_max_stall_ms": round(statistics.median(stalls), 1),
+            "p99_gap_ms_per_round": [r["p99_gap_ms"] for r in rounds],
+            "seconds_to_all_parked_per_round": [r["seconds_to_all_parked"] for r in rounds],
+            "runs_parked_seen_live": [r["runs_parked_seen_live"] for r in rounds],
+        }
+    print(json.dumps({
+        "benchmark": "app_gui_stall",
+        "runs": RUNS,
+        "rounds": ROUNDS,
+        "target_ms": TARGET_MS,
+        "load_average_before": round(load_before, 2),
+        "load_average_after": round(os.getloadavg()[0], 2),
+        "redis": results["the_app"][0]["redis"],
+        **summary,
+        "meets_target_in_every_round": all(
+            float(r["max_stall_ms"]) < TARGET_MS for rounds in results.values() for r in rounds  # type: ignore[arg-type]
+        ),
     }, indent=2))
 
 
