@@ -30,6 +30,8 @@ MAX_CYCLES_LISTED = 5
 HINT_COMPARISON_BUDGET = 50_000
 # Up to this many forks above a writer are each tried for separating it from others; past it, only nearby ones.
 FEW_FORKS = 32
+# Up to this many candidate writers are checked for shared ancestors one by one; past it, with graph-wide masks.
+FEW_CANDIDATES = 8
 # Ancestors a writer's fork search climbs through before the pairs are settled from the other writers' side.
 WALK_BUDGET = 48
 
@@ -580,15 +582,9 @@ class _Checker:
         together. None when finding the forks would walk up more than `budget` nodes.
         """
         graph = self.graph
-        if self._below_exclusive is None:
-            self._below_exclusive = graph.below_ancestors_in(self._exclusive)
         # With no router or approval among their common ancestors, the lowest of those has no child above both:
         # it splits them, and it is a fork. Without a common ancestor (different triggers) nothing splits them.
-        below_exclusive = self._below_exclusive[writer]
-        racing = candidates & ~below_exclusive
-        if racing:
-            racing &= graph.related(writer)
-        hard = candidates & below_exclusive
+        racing, hard = self._split_by_common_ancestors(writer, candidates)
         if not hard:
             return racing
         # A fork separates `writer` from a candidate through two children it sends one run to together, one
@@ -621,6 +617,28 @@ class _Checker:
                     elsewhere |= graph.descendants(child) | graph.bit(child)
                 separated |= elsewhere & ~reached_from_all
         return racing | (hard & separated)
+
+    def _split_by_common_ancestors(self, writer: str, candidates: int) -> tuple[int, int]:
+        """(`candidates` sharing ancestors with `writer`, none a router or approval; those sharing one that is)."""
+        graph = self.graph
+        if candidates.bit_count() <= FEW_CANDIDATES:
+            # A few: compare ancestors directly rather than index the whole graph for them.
+            above_writer, exclusive = graph.ancestors(writer), self._exclusive
+            racing = hard = 0
+            for candidate in graph.members(candidates):
+                common = above_writer & graph.ancestors(candidate)
+                if common & exclusive:
+                    hard |= graph.bit(candidate)
+                elif common:
+                    racing |= graph.bit(candidate)
+            return racing, hard
+        if self._below_exclusive is None:
+            self._below_exclusive = graph.below_ancestors_in(self._exclusive)
+        below_exclusive = self._below_exclusive[writer]
+        racing = candidates & ~below_exclusive
+        if racing:
+            racing &= graph.related(writer)
+        return racing, candidates & below_exclusive
 
     def _forks_near(self, writer: str, hard: int, budget: int | None) -> set[str] | None:
         """Parents of `writer` and of its ancestors that do not reach every node of `hard`, found walking up.

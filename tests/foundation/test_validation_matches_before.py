@@ -181,6 +181,7 @@ def test_with_no_search_budget_every_pair_settled_from_the_other_side_still_matc
     # up, so the pairs are all settled from the later writer's side.
     monkeypatch.setattr(validation, "FEW_FORKS", 0)
     monkeypatch.setattr(validation, "WALK_BUDGET", 0)
+    monkeypatch.setattr(validation, "FEW_CANDIDATES", 0)
     for seed in range(150):
         assert_same(random_flow(3000 + seed, 10, 80))
     for seed in range(30):
