@@ -552,7 +552,7 @@ class _Checker:
             racing = self._racing(second, earlier, None)
             if not racing:
                 continue
-            first = self.graph.order[(racing & -racing).bit_length() - 1]  # type: ignore[index]
+            first = next(graph.members(racing))  # the earliest in topological order
             known = raced_first.get(second)
             if known is None or graph.position[first] < graph.position[known]:
                 raced_first[second] = first
