@@ -8,6 +8,7 @@ undo them in reverse, which restores list positions exactly.
 from __future__ import annotations
 
 import copy
+import weakref
 from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QUndoCommand
@@ -20,7 +21,28 @@ if TYPE_CHECKING:
 Position = tuple[float, float]
 
 
-class AddNodeCommand(QUndoCommand):
+class DocumentCommand(QUndoCommand):
+    """A command on one document, which it holds weakly.
+
+    The document's undo stack owns its commands through Qt; a strong reference back makes a cycle that Python's
+    cyclic GC sees only in part, and collecting it (at the latest at interpreter exit) segfaults. The stack
+    never outlives its document, so a command never finds the reference dead while it is undone or redone."""
+
+    _document_ref: weakref.ref[FlowDocument]
+
+    @property
+    def document(self) -> FlowDocument:
+        document = self._document_ref()
+        if document is None:
+            raise RuntimeError(f"{type(self).__name__}: its document was deleted; commands live in its undo stack")
+        return document
+
+    @document.setter
+    def document(self, document: FlowDocument) -> None:
+        self._document_ref = weakref.ref(document)
+
+
+class AddNodeCommand(DocumentCommand):
     """Insert one node at a list index (the end by default)."""
 
     def __init__(self, document: FlowDocument, node: Node, index: int | None = None, text: str = "") -> None:
@@ -36,7 +58,7 @@ class AddNodeCommand(QUndoCommand):
         self.document.remove_node_at(self.index)
 
 
-class RemoveNodeCommand(QUndoCommand):
+class RemoveNodeCommand(DocumentCommand):
     """Remove the node at a list index; undo puts the same node back at that index."""
 
     def __init__(self, document: FlowDocument, node_id: str) -> None:
@@ -52,7 +74,7 @@ class RemoveNodeCommand(QUndoCommand):
         self.document.insert_node_at(self.index, self.node)
 
 
-class AddEdgeCommand(QUndoCommand):
+class AddEdgeCommand(DocumentCommand):
     """Append (or insert) one edge."""
 
     def __init__(self, document: FlowDocument, edge: Edge, index: int | None = None, text: str = "") -> None:
@@ -68,7 +90,7 @@ class AddEdgeCommand(QUndoCommand):
         self.document.remove_edge_at(self.index)
 
 
-class RemoveEdgeCommand(QUndoCommand):
+class RemoveEdgeCommand(DocumentCommand):
     """Remove the edge at a list index; undo restores it there."""
 
     def __init__(self, document: FlowDocument, index: int, text: str = "") -> None:
@@ -85,7 +107,7 @@ class RemoveEdgeCommand(QUndoCommand):
         self.document.insert_edge_at(self.index, self.edge)
 
 
-class MoveNodesCommand(QUndoCommand):
+class MoveNodesCommand(DocumentCommand):
     """Set positions of many nodes as one step (a drag, or auto-layout)."""
 
     def __init__(
@@ -107,7 +129,7 @@ class MoveNodesCommand(QUndoCommand):
         self.document.set_positions(self.old_positions)
 
 
-class ReplaceNodeCommand(QUndoCommand):
+class ReplaceNodeCommand(DocumentCommand):
     """Swap a node for an edited copy (title, config, retry, flags); undo swaps the original back."""
 
     def __init__(self, document: FlowDocument, new_node: Node, text: str) -> None:
@@ -191,7 +213,7 @@ class DeleteNodesCommand(CompoundCommand):
             self.steps.append(_RemoveNodeAt(document, index))
 
 
-class _RemoveEdgeAt(QUndoCommand):
+class _RemoveEdgeAt(DocumentCommand):
     def __init__(self, document: FlowDocument, index: int) -> None:
         super().__init__()
         self.document = document
@@ -206,7 +228,7 @@ class _RemoveEdgeAt(QUndoCommand):
         self.document.insert_edge_at(self.index, self.edge)
 
 
-class _RemoveNodeAt(QUndoCommand):
+class _RemoveNodeAt(DocumentCommand):
     def __init__(self, document: FlowDocument, index: int) -> None:
         super().__init__()
         self.document = document

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import os
+import sys
 from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -14,3 +18,34 @@ SHARED = ROOT.parent / "shared"
 EXAMPLES = SHARED / "examples" if (SHARED / "examples").is_dir() else ROOT / "resources" / "examples"
 
 pytest_plugins = ["tests.fixtures"]
+
+
+def _release_qt_objects() -> None:
+    """Delete every widget and collect Qt wrappers while the QApplication and the interpreter are whole.
+
+    Left to interpreter exit, widgets still referenced (from cycles, failed tests' frames, caches) are destroyed
+    after the QApplication or midway through finalization, which can crash the process (exit code 139) after
+    every test passed."""
+    if "PySide6.QtWidgets" not in sys.modules:
+        return
+    from PySide6.QtCore import QCoreApplication, QEvent
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if not isinstance(app, QApplication):
+        return
+    gc.collect()
+    for widget in QApplication.topLevelWidgets():
+        widget.close()
+        widget.deleteLater()
+    clipboard = QApplication.clipboard()
+    if clipboard is not None:
+        clipboard.clear()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    app.processEvents()
+    gc.collect()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _release_qt_objects()
