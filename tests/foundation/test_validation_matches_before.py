@@ -34,6 +34,7 @@ def random_flow(seed: int, smallest: int = 6, largest: int = 60) -> dict[str, An
     rng = random.Random(seed)
     count = rng.randint(smallest, largest)
     kinds = ["set", "set", "set", "router", "approval", "join", "foreach", "ai.model", "budget.reserve", "queue"]
+    kinds += ["mystery.step"] if rng.random() < 0.2 else []  # an unknown type: ports unknown, not exclusive
     nodes: list[dict[str, Any]] = []
     triggers = rng.randint(0, 3)
     for index in range(count):
@@ -69,6 +70,7 @@ def random_flow(seed: int, smallest: int = 6, largest: int = 60) -> dict[str, An
         "router": ["hi", "lo", "mid", "default"],
         "approval": ["approved", "rejected"],
         "foreach": ["item", "done"],
+        "mystery.step": ["a", "b"],
     }
     edges: list[dict[str, Any]] = []
     for _ in range(rng.randint(count, count * 2)):
