@@ -21,6 +21,7 @@ COMMAND_MODULES: list[str] = [
     "engine.cli.budgets",
     "engine.cli.keys",
     "engine.cli.approvals",
+    "engine.cli.triggers",
 ]
 
 

@@ -17,7 +17,16 @@ def register(subparsers: Any) -> None:
         description="Run the engine services on the data folder's embedded Redis and SQLite, or on "
         "LOCKGATE_REDIS_URL and LOCKGATE_DB_URL, until SIGINT or SIGTERM.")
     parser.add_argument("--workers", type=int, default=4, help="worker threads (default 4)")
+    parser.add_argument("--http", metavar="HOST:PORT", default=None,
+                        help="also serve the HTTP API and webhooks there, e.g. 127.0.0.1:8080 (default: off)")
     parser.set_defaults(handler=worker_command)
+
+
+def parse_http_address(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--http {text!r} is not HOST:PORT; write e.g. 127.0.0.1:8080")
+    return host, int(port)
 
 
 def worker_command(args: argparse.Namespace) -> int:
@@ -25,6 +34,11 @@ def worker_command(args: argparse.Namespace) -> int:
     from engine.runtime.services import EngineServices
 
     config = EngineConfig.from_env()
+    try:
+        http_address = parse_http_address(args.http) if args.http else None
+    except ValueError as exc:
+        print(f"lockgate: {exc}", file=sys.stderr)
+        return 2
     # This process only runs engine threads: a shorter GIL switch interval lets a thread back from Redis
     # or SQL run sooner instead of queueing behind a busy one (about +20% runs/s in the benchmark).
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
@@ -35,8 +49,14 @@ def worker_command(args: argparse.Namespace) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     services = EngineServices(config, workers=max(1, args.workers))
+    api = None
     try:
         services.start()
+        if http_address is not None:
+            from engine.api.server import ApiServer
+
+            api = ApiServer(services, *http_address).start()
+            print(f"lockgate worker: HTTP API and webhooks on {api.url}", file=sys.stderr)
         where = config.redis_url or f"embedded Redis in {config.data_dir}"
         print(f"lockgate worker: {args.workers} worker(s) on {where}, SQL {config.sql_url}; Ctrl-C stops",
               file=sys.stderr)
@@ -44,6 +64,8 @@ def worker_command(args: argparse.Namespace) -> int:
             pass
         print("lockgate worker: stopping", file=sys.stderr)
     finally:
+        if api is not None:
+            api.stop()
         services.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -43,12 +43,13 @@ class EngineServices:
     def __init__(self, config: EngineConfig, clock: Clock | None = None, workers: int = 2, *,
                  projector: bool = True, due_waker: bool = True, sleep: Callable[[float], None] = time.sleep,
                  budget_preflight: BudgetPreflight = no_budget_preflight, block_ms: int = 500,
-                 heartbeat_seconds: float = HEARTBEAT_SECONDS) -> None:
+                 heartbeat_seconds: float = HEARTBEAT_SECONDS, scheduler: bool = True) -> None:
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self.worker_count = workers
         self.run_projector = projector
         self.run_due_waker = due_waker
+        self.run_scheduler = scheduler
         self.sleep = sleep
         self.budget_preflight = budget_preflight
         self.block_ms = block_ms
@@ -65,6 +66,8 @@ class EngineServices:
         self.batch_listeners: list[Callable[[BatchResult], None]] = []
         self.money: Any = None
         """`engine.money.engine_loop.MoneyRuntime` once started."""
+        self.triggers: Any = None
+        """`engine.triggers.runtime.TriggerRuntime` once started (schedules, event triggers)."""
         self.latest_versions = LatestVersions()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -86,6 +89,9 @@ class EngineServices:
 
         self.money = MoneyRuntime.start(self, self._stop)
         rebuild_due_set(self.sql, client, self.keys)
+        from engine.triggers.runtime import TriggerRuntime  # webhooks, schedules, event triggers: the API issue
+
+        self.triggers = TriggerRuntime.start(self, self._stop, scheduler_thread=self.run_scheduler)
         plans = PlanCache(self.sql)
         for index in range(self.worker_count):
             worker = Worker(self.redis.client(), self.keys, plans, self.clock, consumer_name(index),
@@ -164,6 +170,8 @@ class EngineServices:
         """Validate and store `flow` as its next version (PublishRefused on validation errors)."""
         published = publish(self._api().sql, flow)
         self.latest_versions.invalidate(flow.id)
+        if self.triggers is not None:
+            self.triggers.events.invalidate()
         return published
 
     def create_run(self, flow_id: str, inputs: dict[str, Any] | None = None, **options: Any) -> CreatedRun:

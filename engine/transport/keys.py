@@ -91,6 +91,24 @@ class Keyspace:
         Set by `create_run()`; read by workers; deleted when the run ends."""
         return self._key("run", run_id, "secrets")
 
+    def run_progress(self, run_id: str) -> str:
+        """String (JSON): a running run's context as of its last flushed events (state, scheduling, the
+        step in flight), so a reclaimed job continues from the last completed step. Written by workers with
+        every flush (fenced); read by the worker of the next attempt; deleted when the job ends or parks."""
+        return self._key("run", run_id, "progress")
+
+    def job_attempt(self, origin: str) -> str:
+        """String with TTL: the current attempt of one job message (by its first message id). Set by the
+        reaper/watchdog when they redeliver it; workers of an older attempt are refused (fencing).
+        Missing means attempt 1."""
+        return self._key("job", origin, "attempt")
+
+    @property
+    def running_jobs(self) -> str:
+        """Hash run_id -> JSON {message, origin, attempt, worker} of jobs being executed. Written by workers
+        when a job starts, deleted when it ends; read by the watchdog to reclaim a silent worker's job."""
+        return self._key("jobs", "running")
+
     def idempotency(self, key: str) -> str:
         """String with TTL: run id already created for this idempotency key (fast duplicate guard in
         front of the SQL unique constraint). Set (NX) by `create_run()`."""
@@ -176,6 +194,31 @@ class Keyspace:
         """Hash of the control loop's own state (last tick, last target, last cut). Written by the
         concurrency control loop and the telemetry sink's 429 cut."""
         return self._key("concurrency", "control")
+
+    # --- triggers (engine/triggers) --------------------------------------------------------
+
+    @property
+    def trigger_settings(self) -> str:
+        """Hash "flow_id/node_id" -> JSON {enabled, token, last_fire, enabled_at} of webhook and schedule
+        triggers. Written by `engine.triggers.settings` (CLI, API, scheduler's last fire time)."""
+        return self._key("triggers", "settings")
+
+    @property
+    def webhook_tokens(self) -> str:
+        """Hash webhook token -> "flow_id/node_id". Written by `engine.triggers.settings` on first enable."""
+        return self._key("triggers", "webhook", "tokens")
+
+    @property
+    def trigger_counters(self) -> str:
+        """Hash counter name -> count: refused webhook requests (`webhook_unsigned`, `webhook_bad_signature`,
+        `webhook_unknown_token`) and triggers that fired on a disabled flow or loop guard
+        (`<flow_id>/<node_id>:disabled`, `...:loop_guard`). Incremented by `engine.triggers`."""
+        return self._key("triggers", "counters")
+
+    def run_event_chain(self, run_id: str) -> str:
+        """String with TTL: how many event triggers in a row led to this run ("depth flow_id"). Written by
+        `engine.triggers.events` when it starts a run; read when that run's own events fire triggers."""
+        return self._key("run", run_id, "event_chain")
 
     def all_keys_pattern(self) -> str:
         """SCAN pattern matching every key of this keyspace (for cleanup in tests and tools)."""

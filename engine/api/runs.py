@@ -1,0 +1,87 @@
+"""`POST /api/v1/runs`: start a run and answer within `wait` seconds (spec engine.md §3 "Answer to the caller").
+
+- finished within `wait`: `201` with the run (`200` when the idempotency key had already created it);
+- parked: `202` with `status: "waiting"`, `waiting_on: {node, reason}` and `retry_after_seconds`;
+- still queued/running when `wait` runs out, or `wait: 0` (async): `202` with the run's status then.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from engine.api.errors import ApiError
+from engine.publish import UnknownFlowVersion
+from engine.runtime.create import RunRefused
+from engine.runtime.inputs import InputError
+from engine.runtime.transitions import TERMINAL
+
+DEFAULT_WAIT_SECONDS = 10.0
+MAX_WAIT_SECONDS = 60.0
+RETRY_WHILE_RUNNING_SECONDS = 1
+RETRY_APPROVAL_SECONDS = 30
+POLL_SECONDS = 0.02
+
+
+def _number(body: dict[str, Any], name: str, default: float) -> float:
+    value = body.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ApiError(422, "bad_request", f'"{name}" must be a number of seconds, zero or more (got {value!r})')
+    return float(value)
+
+
+def start_run(services: Any, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    flow_id = body.get("flow_id", body.get("flow"))
+    if not isinstance(flow_id, str) or not flow_id:
+        raise ApiError(422, "bad_request", 'the body needs "flow_id": the id of a published flow')
+    inputs = body.get("inputs", {})
+    if not isinstance(inputs, dict):
+        raise ApiError(422, "bad_request", '"inputs" must be a JSON object of input name -> value')
+    key = body.get("idempotency_key")
+    if key is not None and (not isinstance(key, str) or not key or len(key) > 200):
+        raise ApiError(422, "bad_request", '"idempotency_key" must be a non-empty string of at most 200 characters')
+    version = body.get("version")
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+        raise ApiError(422, "bad_request", '"version" must be a published version number')
+    wait = min(_number(body, "wait", DEFAULT_WAIT_SECONDS), MAX_WAIT_SECONDS)
+    try:
+        created = services.create_run(flow_id, inputs, version=version, idempotency_key=key)
+    except UnknownFlowVersion as exc:
+        raise ApiError(404, "unknown_flow", str(exc)) from None
+    except InputError as exc:
+        raise ApiError(422, "refused_inputs", str(exc)) from None
+    except RunRefused as exc:
+        reason = getattr(exc, "reason", None)
+        if reason == "budget_exhausted":
+            raise ApiError(402, "budget_exhausted", str(exc)) from None
+        if "disabled" in str(exc):
+            raise ApiError(409, "flow_disabled", str(exc)) from None
+        raise ApiError(409, reason or "run_refused", str(exc)) from None
+    return answer_for(services, created.run_id, wait, duplicate=created.duplicate)
+
+
+def retry_after(waiting_on: dict[str, Any] | None, now: float) -> int:
+    due_at = (waiting_on or {}).get("due_at")
+    if due_at is None:
+        return RETRY_APPROVAL_SECONDS
+    return max(1, math.ceil(float(due_at) - now))
+
+
+def answer_for(services: Any, run_id: str, wait: float, *, duplicate: bool = False) -> tuple[int, dict[str, Any]]:
+    deadline = time.monotonic() + wait
+    while True:
+        run = services.get_run(run_id, with_steps=False) or {"id": run_id, "status": "queued"}
+        status = run["status"]
+        if status in TERMINAL:
+            full = services.get_run(run_id) or run
+            return (200 if duplicate else 201), {"run_id": run_id, "duplicate": duplicate, **full}
+        if status == "waiting":
+            waiting = run.get("waiting_on") or {}
+            return 202, {"run_id": run_id, "status": "waiting", "duplicate": duplicate,
+                         "waiting_on": {"node": waiting.get("node"), "reason": waiting.get("reason")},
+                         "retry_after_seconds": retry_after(waiting, services.clock.now())}
+        if time.monotonic() >= deadline:
+            return 202, {"run_id": run_id, "status": status, "duplicate": duplicate,
+                         "retry_after_seconds": RETRY_WHILE_RUNNING_SECONDS}
+        time.sleep(POLL_SECONDS)

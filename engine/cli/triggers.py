@@ -1,0 +1,112 @@
+"""`lockgate webhooks list|enable FLOW` and `lockgate schedules list|enable|disable FLOW`.
+
+Webhook and schedule triggers start disabled; enabling a webhook the first time makes its token.
+Exit codes: 0 done, 2 an unknown flow, a flow without such a trigger, or an unreachable store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+
+
+def register(subparsers: Any) -> None:
+    webhooks = subparsers.add_parser("webhooks", help="list or enable a flow's webhook triggers (URL and token)",
+                                     description="Webhook triggers answer POST /webhooks/<token> once enabled.")
+    hook_actions = webhooks.add_subparsers(dest="webhooks_action", metavar="ACTION", required=True)
+    for action, text in (("list", "each webhook trigger of FLOW: enabled, URL, token"),
+                         ("enable", "enable FLOW's webhook triggers (makes the token the first time)"),
+                         ("disable", "disable FLOW's webhook triggers (the token is kept)")):
+        parser = hook_actions.add_parser(action, help=text)
+        parser.add_argument("flow", metavar="FLOW", help="id of a published flow")
+        parser.add_argument("--base-url", default=os.environ.get("LOCKGATE_HTTP_URL", DEFAULT_BASE_URL),
+                            help="where `lockgate worker --http` serves (default: LOCKGATE_HTTP_URL or "
+                            f"{DEFAULT_BASE_URL})")
+        parser.add_argument("--json", action="store_true", help="print JSON")
+        parser.set_defaults(handler=run_triggers_command, trigger_type="trigger.webhook", action=action)
+
+    schedules = subparsers.add_parser("schedules", help="list, enable or disable a flow's schedule triggers",
+                                      description="Schedule triggers start disabled until enabled here.")
+    schedule_actions = schedules.add_subparsers(dest="schedules_action", metavar="ACTION", required=True)
+    for action, text in (("list", "each schedule trigger of FLOW and whether it is enabled"),
+                         ("enable", "enable FLOW's schedule triggers"),
+                         ("disable", "disable FLOW's schedule triggers")):
+        parser = schedule_actions.add_parser(action, help=text)
+        parser.add_argument("flow", metavar="FLOW", help="id of a published flow")
+        parser.add_argument("--json", action="store_true", help="print JSON")
+        parser.set_defaults(handler=run_triggers_command, trigger_type="trigger.schedule", action=action,
+                            base_url=DEFAULT_BASE_URL)
+
+
+@contextmanager
+def _store() -> Iterator[tuple[Any, Any, Any]]:
+    from engine.config import EngineConfig
+    from engine.store.db import open_store
+    from engine.transport.connection import open_redis
+    from engine.transport.keys import Keyspace
+
+    config = EngineConfig.from_env()
+    sql = open_store(config)
+    handle = open_redis(config)
+    try:
+        yield sql, handle.client(), Keyspace(config.key_prefix)
+    finally:
+        handle.close()
+        sql.dispose()
+
+
+def _row(setting: Any, node: Any, base_url: str) -> dict[str, Any]:
+    data: dict[str, Any] = {"flow_id": setting.flow_id, "trigger": setting.node_id,
+                            "enabled": setting.enabled}
+    if setting.type == "trigger.webhook":
+        data["url"] = f"{base_url.rstrip('/')}/webhooks/{setting.token}" if setting.token else None
+        data["token"] = setting.token
+    else:
+        config = node.config
+        data["schedule"] = f"cron {config['cron']} ({config.get('timezone', 'UTC')})" if config.get("cron") \
+            else f"every {config.get('every')}"
+    return data
+
+
+def run_triggers_command(args: argparse.Namespace) -> int:
+    from engine.clock import SystemClock
+    from engine.publish import UnknownFlowVersion, get_version
+    from engine.triggers.settings import TriggerProblem, set_enabled, settings_of
+
+    try:
+        with _store() as (sql, client, keys):
+            _, flow = get_version(sql, args.flow)
+            if args.action == "list":
+                settings = settings_of(client, keys, flow, args.trigger_type)
+                if not settings:
+                    kind = args.trigger_type.removeprefix("trigger.")
+                    raise TriggerProblem(f'flow "{flow.id}" has no {kind} trigger; add a {args.trigger_type} node '
+                                         "and publish the flow again")
+            else:
+                settings = set_enabled(client, keys, flow, args.trigger_type, args.action == "enable",
+                                       SystemClock().now())
+            nodes = {node.id: node for node in flow.nodes}
+            rows = [_row(s, nodes[s.node_id], args.base_url) for s in settings]
+    except (UnknownFlowVersion, TriggerProblem) as exc:
+        print(f"lockgate: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    for row in rows:
+        state = "enabled" if row["enabled"] else "disabled"
+        detail = row.get("schedule") or (f"{row['url']}  token {row['token']}" if row.get("url")
+                                         else "no token yet: enable it to make one")
+        print(f"{row['flow_id']}/{row['trigger']}  {state}  {detail}")
+    if args.trigger_type == "trigger.webhook" and args.action != "disable" and any(r["enabled"] for r in rows):
+        print("Sign each request: X-Hub-Signature-256: sha256=HMAC-SHA256(raw body, token) in hex.")
+    return EXIT_OK

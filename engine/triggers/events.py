@@ -1,0 +1,150 @@
+"""Event triggers: a run of each flow whose `trigger.event` matches an event the engine applied.
+
+Event names come from the projector's applied changes (`run_succeeded` -> `run.succeeded`, and so on
+for run and approval events). The run's inputs: `{"event": {...}}` when the flow declares an input
+named `event` (type object), else none.
+
+Loop guard: a run started by an event trigger never fires its own flow's event triggers (a flow
+listening to its own `run.succeeded` runs once more, not forever), and a chain of event-started runs
+across flows stops after `MAX_EVENT_CHAIN` hops. Each guarded or refused firing is logged and counted
+(`<flow>/<node>:loop_guard`, `:disabled`, `:refused` in `Keyspace.trigger_counters`).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from engine.catalog import EVENT_TYPES
+from engine.publish import UnknownFlowVersion, get_version
+from engine.runtime.create import RunRefused
+from engine.runtime.handles import EngineHandles
+from engine.runtime.inputs import InputError
+from engine.runtime.projection import BatchResult, LiveChange
+from engine.store.models import FlowRecord
+from engine.triggers.settings import count
+
+log = logging.getLogger("lockgate.event_triggers")
+MAX_EVENT_CHAIN = 5
+CHAIN_TTL_SECONDS = 7 * 24 * 3600
+INDEX_TTL_SECONDS = 2.0
+
+
+def public_event_type(internal: str) -> str | None:
+    """`run_succeeded` -> `run.succeeded` when it is one of `EVENT_TYPES`, else None."""
+    name = internal.replace("_", ".", 1)
+    return name if name in EVENT_TYPES else None
+
+
+@dataclass(frozen=True)
+class EventTarget:
+    flow_id: str
+    node_id: str
+    enabled: bool
+    wants_event_input: bool
+
+
+class EventTriggers:
+    """Batch listener plus the thread that starts the runs (kept off the projector's thread)."""
+
+    def __init__(self, handles: EngineHandles, create_run: Callable[..., Any]) -> None:
+        self.handles = handles
+        self.create_run = create_run
+        self.pending: queue.Queue[tuple[str, LiveChange]] = queue.Queue()
+        self.started: list[str] = []
+        """Run ids this process started from events (for tests and the log)."""
+        self._index: dict[str, list[EventTarget]] = {}
+        self._index_at = -INDEX_TTL_SECONDS
+        self._lock = threading.Lock()
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._index_at = -INDEX_TTL_SECONDS
+
+    def _targets(self) -> dict[str, list[EventTarget]]:
+        now = time.monotonic()
+        with self._lock:
+            if now - self._index_at < INDEX_TTL_SECONDS:
+                return self._index
+        index: dict[str, list[EventTarget]] = {}
+        with self.handles.sql.connect() as conn:
+            flow_ids = list(conn.execute(sa.select(FlowRecord.id)).scalars())
+        for flow_id in flow_ids:
+            try:
+                _, flow = get_version(self.handles.sql, flow_id)
+            except UnknownFlowVersion:
+                continue
+            for node in flow.nodes:
+                if node.type == "trigger.event":
+                    index.setdefault(str(node.config.get("event_type")), []).append(
+                        EventTarget(flow.id, node.id, flow.enabled, "event" in flow.inputs))
+        with self._lock:
+            self._index, self._index_at = index, now
+        return index
+
+    def on_batch(self, result: BatchResult) -> None:
+        index = self._targets()
+        if not index:
+            return
+        for change in result.changes:
+            name = public_event_type(change.event)
+            if name is not None and name in index:
+                self.pending.put((name, change))
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                name, change = self.pending.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            try:
+                self.fire(name, change)
+            except Exception:
+                log.exception("event trigger for %s of run %s failed; continuing", name, change.run_id)
+
+    def _chain_depth(self, run_id: str) -> int:
+        """How many event-started runs led to `run_id` (0: it was not started by an event)."""
+        raw = self.handles.client.get(self.handles.keys.run_event_chain(run_id))
+        if not raw:
+            return 0
+        return int((raw.decode() if isinstance(raw, bytes) else str(raw)).split(" ", 1)[0])
+
+    def fire(self, name: str, change: LiveChange) -> list[str]:
+        """Start the runs `change` triggers; returns their ids."""
+        depth = self._chain_depth(change.run_id)
+        client, keys = self.handles.client, self.handles.keys
+        started: list[str] = []
+        payload = {"type": name, **change.to_data()}
+        for target in self._targets().get(name, []):
+            label = f"{target.flow_id}/{target.node_id}"
+            if depth and (target.flow_id == change.flow_id or depth >= MAX_EVENT_CHAIN):
+                count(client, keys, f"{label}:loop_guard")
+                log.info('event trigger "%s" not fired by %s of run %s: that run was itself started by an event '
+                         "(depth %d); the loop guard stops here", label, name, change.run_id, depth)
+                continue
+            if not target.enabled:
+                count(client, keys, f"{label}:disabled")
+                log.warning('event trigger "%s" matched %s of run %s but flow "%s" is disabled: no run started',
+                            label, name, change.run_id, target.flow_id)
+                continue
+            key = f"event:{change.run_id}:{change.seq}:{label}"
+            try:
+                created = self.create_run(target.flow_id, {"event": payload} if target.wants_event_input else {},
+                                          trigger=target.node_id, idempotency_key=key)
+            except (RunRefused, InputError) as exc:
+                count(client, keys, f"{label}:refused")
+                log.warning('event trigger "%s": run refused: %s', label, exc)
+                continue
+            if not created.duplicate:
+                client.set(keys.run_event_chain(created.run_id), f"{depth + 1} {change.flow_id}",
+                           ex=CHAIN_TTL_SECONDS)
+                started.append(created.run_id)
+        self.started.extend(started)
+        return started

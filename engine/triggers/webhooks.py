@@ -1,0 +1,126 @@
+"""`POST /webhooks/<token>`: signature check, dedupe, inputs from the JSON body, one run per delivery.
+
+Inputs mapping: the body must be a JSON object; each key naming one of the flow's declared inputs
+becomes that input (`{"ticket": {...}}` for ticket-triage); other keys are ignored, since senders
+post more than a flow declares. Refused requests (no/bad signature, unknown token) leave nothing
+but a counter in `Keyspace.trigger_counters`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from engine.publish import UnknownFlowVersion, get_version
+from engine.runtime.create import RunRefused
+from engine.runtime.handles import EngineHandles
+from engine.runtime.inputs import InputError
+from engine.templates import TemplateProblem, render
+from engine.triggers.settings import count, setting_of, webhook_target
+
+log = logging.getLogger("lockgate.webhooks")
+SIGNATURE_HEADER = "x-hub-signature-256"
+DEFAULT_DEDUPE_HEADER = "X-Delivery-Id"
+
+
+@dataclass(frozen=True)
+class WebhookAnswer:
+    status: int
+    body: dict[str, Any] = field(default_factory=dict)
+
+
+def _error(status: int, code: str, message: str) -> WebhookAnswer:
+    return WebhookAnswer(status, {"error": {"code": code, "message": message}})
+
+
+def signature_of(body: bytes, token: str) -> str:
+    """The `X-Hub-Signature-256` value a sender puts on `body`."""
+    return "sha256=" + hmac.new(token.encode(), body, hashlib.sha256).hexdigest()
+
+
+def signature_ok(body: bytes, token: str, presented: str | None) -> bool:
+    return presented is not None and hmac.compare_digest(signature_of(body, token).encode(),
+                                                         presented.strip().encode())
+
+
+def template_headers(headers: dict[str, str]) -> dict[str, str]:
+    """Headers under the name as sent, in lower case and in Title-Case, so templates need not guess."""
+    shown: dict[str, str] = {}
+    for name, value in headers.items():
+        for variant in (name, name.lower(), "-".join(part.capitalize() for part in name.split("-"))):
+            shown[variant] = value
+    return shown
+
+
+def dedupe_key(template: str | None, headers: dict[str, str], body: bytes, data: Any) -> str:
+    context = {"request": {"headers": template_headers(headers), "body": body.decode("utf-8", "replace"),
+                           "json": data}}
+    if template is None:
+        return template_headers(headers).get(DEFAULT_DEDUPE_HEADER, "")
+    return render(template, context).strip()
+
+
+def handle_webhook(handles: EngineHandles, create_run: Any, token: str, headers: dict[str, str],
+                   body: bytes) -> WebhookAnswer:
+    """Answer one webhook delivery; `create_run` is `EngineServices.create_run`."""
+    lower = {name.lower(): value for name, value in headers.items()}
+    target = webhook_target(handles.client, handles.keys, token)
+    if target is None:
+        count(handles.client, handles.keys, "webhook_unknown_token")
+        return _error(401, "unknown_webhook", "no webhook has this token; copy the URL again from "
+                      "`lockgate webhooks list FLOW`")
+    presented = lower.get(SIGNATURE_HEADER)
+    if presented is None:
+        count(handles.client, handles.keys, "webhook_unsigned")
+        return _error(401, "unsigned", "the request has no X-Hub-Signature-256 header; sign the raw body with "
+                      "HMAC-SHA256 keyed by the webhook token and send sha256=<hex>")
+    if not signature_ok(body, token, presented):
+        count(handles.client, handles.keys, "webhook_bad_signature")
+        return _error(401, "bad_signature", "X-Hub-Signature-256 does not match HMAC-SHA256 of the raw body "
+                      "keyed by the webhook token; sign the exact bytes sent")
+    flow_id, node_id = target
+    try:
+        published, flow = get_version(handles.sql, flow_id)
+    except UnknownFlowVersion as exc:
+        return _error(404, "unknown_flow", str(exc))
+    setting = setting_of(handles.client, handles.keys, flow_id, node_id, "trigger.webhook")
+    if not flow.enabled:
+        count(handles.client, handles.keys, f"{flow_id}/{node_id}:disabled")
+        return _error(409, "flow_disabled", f'flow "{flow_id}" (version {published.version}) is disabled, so '
+                      "this webhook starts nothing; enable the flow and publish it again")
+    if not setting.enabled:
+        return _error(409, "webhook_disabled", f'the webhook "{node_id}" of flow "{flow_id}" is disabled; '
+                      f"enable it with `lockgate webhooks enable {flow_id}`")
+    node = next((n for n in flow.nodes if n.id == node_id and n.type == "trigger.webhook"), None)
+    if node is None:
+        return _error(409, "webhook_removed", f'flow "{flow_id}" version {published.version} has no webhook '
+                      f'trigger "{node_id}" any more; add it back or use the new trigger\'s URL')
+    try:
+        data = orjson.loads(body) if body.strip() else {}
+    except orjson.JSONDecodeError as exc:
+        return _error(400, "bad_json", f"the request body is not JSON ({exc}); send a JSON object")
+    if not isinstance(data, dict):
+        return _error(422, "bad_body", "the request body must be a JSON object whose keys name the flow's "
+                      f"inputs ({', '.join(flow.inputs) or 'none declared'})")
+    try:
+        dedupe = dedupe_key(node.config.get("dedupe_key"), headers, body, data)
+    except TemplateProblem as exc:
+        return _error(422, "bad_dedupe_key", f'the dedupe_key template of "{node_id}" failed on this request: '
+                      f"{exc}")
+    inputs = {name: value for name, value in data.items() if name in flow.inputs}
+    idempotency = f"webhook:{flow_id}:{node_id}:{dedupe}" if dedupe else None
+    try:
+        created = create_run(flow_id, inputs, trigger=node_id, idempotency_key=idempotency)
+    except InputError as exc:
+        return _error(422, "refused_inputs", "; ".join(exc.problems))
+    except RunRefused as exc:
+        reason = getattr(exc, "reason", "run_refused")
+        return _error(402 if reason == "budget_exhausted" else 409, reason, str(exc))
+    if created.duplicate:
+        return WebhookAnswer(200, {"run_id": created.run_id, "status": created.status, "duplicate": True})
+    return WebhookAnswer(202, {"run_id": created.run_id, "status": "queued", "duplicate": False})
