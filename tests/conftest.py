@@ -46,6 +46,18 @@ def _release_qt_objects() -> None:
     gc.collect()
 
 
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    yield
+    if "qapp" in getattr(item, "fixturenames", ()):
+        # Collected here, on the GUI thread: left for later, a Qt test's garbage can be collected by whichever
+        # thread next allocates (an engine or Redis thread of a later test), and Qt objects must not die there.
+        from PySide6.QtCore import QCoreApplication, QEvent
+
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+        gc.collect()
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _release_qt_objects()
