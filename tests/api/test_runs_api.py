@@ -1,0 +1,138 @@
+"""The /api/v1 routes through real HTTP calls: answers, waiting runs, errors and API-key auth."""
+
+from __future__ import annotations
+
+import time
+
+from engine.approvals.keys import revoke_key
+from tests.api.conftest import APPROVAL, HELLO, QUEUED, Api, flow_doc
+
+
+def test_every_api_route_needs_a_valid_key(api: Api) -> None:
+    api.publish(HELLO)
+    missing = api.http.get("/api/v1/runs")
+    assert missing.status_code == 401
+    assert missing.json()["error"]["code"] == "missing_key"
+    malformed = api.http.get("/api/v1/runs", headers={"Authorization": "Bearer nope"})
+    assert malformed.status_code == 401
+    assert malformed.json()["error"]["code"] == "malformed_key"
+    assert api.services.sql is not None
+    revoke_key(api.services.sql, "tests")
+    revoked = api.http.post("/api/v1/runs", json={"flow_id": "hello", "inputs": {"name": "Ada"}},
+                            headers=api.headers())
+    assert revoked.status_code == 401
+    assert revoked.json()["error"]["code"] == "revoked_key"
+    assert api.services.list_runs() == []
+
+
+def test_a_run_finishing_within_wait_answers_201_and_a_repeat_200(api: Api) -> None:
+    api.publish(HELLO)
+    body = {"flow_id": "hello", "inputs": {"name": "Ada"}, "idempotency_key": "order-1", "wait": 10}
+    first = api.http.post("/api/v1/runs", json=body, headers=api.headers())
+    assert first.status_code == 201, first.text
+    assert first.json()["status"] == "succeeded"
+    assert first.json()["result"] == "Hello, Ada!"
+    again = api.http.post("/api/v1/runs", json=body, headers=api.headers())
+    assert again.status_code == 200
+    assert again.json()["run_id"] == first.json()["run_id"]
+    assert again.json()["duplicate"] is True
+    assert len(api.services.list_runs(flow_id="hello")) == 1
+
+    shown = api.http.get(f"/api/v1/runs/{first.json()['run_id']}", headers=api.headers())
+    assert shown.status_code == 200
+    assert [step["node"] for step in shown.json()["steps"]] == ["start", "greet", "done"]
+    listed = api.http.get("/api/v1/runs", params={"status": "succeeded"}, headers=api.headers())
+    assert [run["id"] for run in listed.json()["runs"]] == [first.json()["run_id"]]
+    assert api.http.get("/api/v1/runs", params={"status": "failed"}, headers=api.headers()).json()["runs"] == []
+
+
+def test_a_parking_run_answers_202_waiting_with_retry_after(api: Api) -> None:
+    api.publish(QUEUED)
+    answer = api.http.post("/api/v1/runs", json={"flow_id": "later", "wait": 10}, headers=api.headers())
+    assert answer.status_code == 202, answer.text
+    data = answer.json()
+    assert data["status"] == "waiting"
+    assert data["waiting_on"] == {"node": "wait", "reason": "queue_delay"}
+    assert 3590 <= data["retry_after_seconds"] <= 3600
+    assert answer.headers["retry-after"] == str(data["retry_after_seconds"])
+
+    cancelled = api.http.post(f"/api/v1/runs/{data['run_id']}/cancel", headers=api.headers())
+    assert cancelled.status_code == 200
+    assert cancelled.json()["status"] == "cancelled"
+    assert api.services.wait_for_run(data["run_id"], timeout=10)["status"] == "cancelled"
+
+
+def test_async_mode_answers_202_queued_at_once(api: Api) -> None:
+    api.publish(QUEUED)
+    answer = api.http.post("/api/v1/runs", json={"flow_id": "later", "wait": 0}, headers=api.headers())
+    assert answer.status_code == 202
+    assert answer.json()["status"] in ("queued", "running")
+    assert answer.json()["retry_after_seconds"] >= 1
+
+
+def test_errors_name_the_problem_with_their_status(api: Api) -> None:
+    api.publish(HELLO)
+    api.publish(flow_doc("off", [{"id": "start", "type": "trigger.manual"}, {"id": "done", "type": "terminal"}],
+                         [("start", "done")], enabled=False))
+    headers = api.headers()
+    bad_json = api.http.post("/api/v1/runs", content=b"{nope", headers=headers)
+    assert (bad_json.status_code, bad_json.json()["error"]["code"]) == (400, "bad_json")
+    unknown = api.http.post("/api/v1/runs", json={"flow_id": "ghost"}, headers=headers)
+    assert (unknown.status_code, unknown.json()["error"]["code"]) == (404, "unknown_flow")
+    assert "ghost" in unknown.json()["error"]["message"]
+    refused = api.http.post("/api/v1/runs", json={"flow_id": "hello", "inputs": {"name": 3}}, headers=headers)
+    assert (refused.status_code, refused.json()["error"]["code"]) == (422, "refused_inputs")
+    assert "name" in refused.json()["error"]["message"]
+    disabled = api.http.post("/api/v1/runs", json={"flow_id": "off"}, headers=headers)
+    assert (disabled.status_code, disabled.json()["error"]["code"]) == (409, "flow_disabled")
+    assert "disabled" in disabled.json()["error"]["message"]
+    no_run = api.http.get("/api/v1/runs/abc123", headers=headers)
+    assert (no_run.status_code, no_run.json()["error"]["code"]) == (404, "unknown_run")
+    no_cancel = api.http.post("/api/v1/runs/abc123/cancel", headers=headers)
+    assert no_cancel.status_code == 404
+    no_route = api.http.get("/api/v1/nothing", headers=headers)
+    assert no_route.status_code == 404
+    wrong_method = api.http.delete("/api/v1/runs", headers=headers)
+    assert wrong_method.status_code == 405
+    bad_status = api.http.get("/api/v1/runs", params={"status": "sleeping"}, headers=headers)
+    assert bad_status.status_code == 422
+    assert api.services.list_runs() == []
+
+
+def test_flow_versions_are_listed(api: Api) -> None:
+    api.publish(HELLO)
+    changed = {**HELLO, "description": "second"}
+    api.publish(changed)
+    answer = api.http.get("/api/v1/flows/hello/versions", headers=api.headers())
+    assert answer.status_code == 200
+    assert [v["version"] for v in answer.json()["versions"]] == [1, 2]
+    assert api.http.get("/api/v1/flows/ghost/versions", headers=api.headers()).status_code == 404
+
+
+def test_approvals_are_listed_and_decided_with_the_key(api: Api) -> None:
+    api.publish(APPROVAL)
+    started = api.http.post("/api/v1/runs", json={"flow_id": "ask", "wait": 10}, headers=api.headers())
+    assert started.status_code == 202
+    assert started.json()["waiting_on"] == {"node": "ok", "reason": "approval"}
+    run_id = started.json()["run_id"]
+    deadline = time.monotonic() + 10
+    pending: list[dict[str, object]] = []
+    while not pending and time.monotonic() < deadline:
+        pending = api.http.get("/api/v1/approvals", headers=api.headers()).json()["approvals"]
+        time.sleep(0.02)
+    assert [item["run_id"] for item in pending] == [run_id]
+    approval_id = pending[0]["id"]
+
+    bad = api.http.post(f"/api/v1/approvals/{approval_id}/decision", json={"decision": "maybe"},
+                        headers=api.headers())
+    assert bad.status_code == 422
+    decided = api.http.post(f"/api/v1/approvals/{approval_id}/decision", json={"decision": "approve"},
+                            headers=api.headers())
+    assert decided.status_code == 200, decided.text
+    assert decided.json()["actor"] == "key:tests"
+    again = api.http.post(f"/api/v1/approvals/{approval_id}/decision", json={"decision": "reject"},
+                          headers=api.headers())
+    assert (again.status_code, again.json()["error"]["code"]) == (409, "already_decided")
+    unknown = api.http.post("/api/v1/approvals/nope/decision", json={"decision": "approve"}, headers=api.headers())
+    assert unknown.status_code == 404
+    assert api.services.wait_for_run(run_id, timeout=10)["result"] == "approved"
