@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import functools
 from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -294,7 +295,7 @@ class _Checker:
             if spec.type in ("queue", "approval"):
                 key = "delay" if spec.type == "queue" else "timeout"
                 try:
-                    seconds = parse_duration(config.get(key))
+                    seconds = _duration_seconds(config.get(key))
                 except DurationError:
                     continue
                 if seconds > limit:
@@ -700,6 +701,16 @@ class _Checker:
                 found = [everything]
             self._port_children[node_id] = found
         return found
+
+
+def _duration_seconds(value: Any) -> float:
+    """`parse_duration`, remembered for text: a big flow repeats a few delays ("24h") hundreds of times."""
+    return _text_duration_seconds(value) if isinstance(value, str) else parse_duration(value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _text_duration_seconds(text: str) -> float:
+    return parse_duration(text)
 
 
 def _edge_name(index: int, edge: Edge) -> str:
