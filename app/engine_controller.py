@@ -107,15 +107,30 @@ class EngineController(QObject):
 
         self.bridge.publish(flow, done)
 
-    def start_run(self, flow_id: str, inputs: dict[str, Any]) -> None:
+    def start_run(self, flow_id: str, inputs: dict[str, Any], draft_text: str | None = None) -> None:
+        """Start a run of the latest published version; say so when the open draft differs from it."""
+
         def done(created: Any, error: BaseException | None) -> None:
             if error is not None:
                 hint = "; publish the flow first (Ctrl+Shift+P)" if isinstance(error, LookupError) else ""
                 self._say(f"Run of {flow_id} not started: {error}{hint}")
                 return
-            self._say(f"Run {created.run_id[:8]} of {flow_id} v{created.version} started")
+            started = f"Run {created.run_id[:8]} of {flow_id} v{created.version} started"
+            self._say(started)
             self.run_started.emit(created.run_id)
             self._runs_timer.start()
+            if draft_text is not None:
+                self.bridge.flow_version(flow_id, int(created.version),
+                                         lambda found, problem: compare(started, found, problem))
+
+        def compare(started: str, found: Any, error: BaseException | None) -> None:
+            from engine.publish import content_hash
+
+            differs = error is None and found is not None and draft_text is not None and (
+                content_hash(draft_text) != found[0].content_hash)
+            if differs:
+                self._say(f"{started}; the open draft has changes that are not published, so they are not in "
+                          "this run (Publish to include them)")
 
         self.bridge.create_run(flow_id, inputs, done)
 

@@ -459,7 +459,7 @@ class MainWindow(QMainWindow):
         flow = document.flow()
         inputs = self.ask_run_inputs(flow)
         if inputs is not None:
-            self.engine.start_run(flow.id, inputs)
+            self.engine.start_run(flow.id, inputs, document.text())
 
     def _run_inputs_dialog(self, flow: Flow) -> dict[str, Any] | None:
         from app.run_dialog import RunInputsDialog

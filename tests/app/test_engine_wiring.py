@@ -321,10 +321,13 @@ def test_a_run_of_an_older_version_is_drawn_on_its_own_graph(qtbot, engine_windo
     qtbot.waitUntil(lambda: path_on(draft_editor), timeout=5_000)
     assert window.tabs.count() == 1
 
-    # The draft changes: the v1 run now opens on v1's own graph.
+    # The draft changes: the v1 run now opens on v1's own graph, and a new run says the changes are not in it.
     document.rename_node("greet", "Greet warmly")
+    window.run_flow()
+    qtbot.waitUntil(lambda: "not published" in status_of(window), timeout=10_000)
     window.engine.select_run(run_id)
     qtbot.waitUntil(lambda: window.tabs.count() == 2, timeout=5_000)
+    assert window.tabs.currentIndex() == 1
     assert window.tabs.tabText(1) == "wait-then-greet v1 (published)"
     version_editor = window.tabs.editor_at(1)
     greet = version_editor.document.node("greet")
