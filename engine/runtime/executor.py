@@ -17,6 +17,7 @@ from engine.durations import parse_duration
 from engine.events import EventBase, EventStamper
 from engine.runtime.bodies import Park, StepCall, StepError, StepResult, StepServices, body_for
 from engine.runtime.context import RunContext
+from engine.runtime.fencing import JobFenced
 from engine.runtime.plan import FlowPlan
 from engine.runtime.scheduler import Scheduler
 from engine.templates import TemplateProblem
@@ -101,6 +102,8 @@ class RunExecutor:
         self.worker = worker
         self.result: Any = None
         self.top = _Scope(Scheduler(plan, plan.trigger_scope(ctx.trigger), ctx.trigger), ctx.state)
+        self.in_flight: str | None = None
+        """The top-level node whose step is running (a foreach node while its iterations run)."""
 
     # --- entry points ---------------------------------------------------------------------
 
@@ -113,11 +116,36 @@ class RunExecutor:
         self.emitter.emit(self.stamper.run_resumed(parked_node, self.worker))
         return self._guarded(parked_node)
 
-    def _guarded(self, resume_node: str | None) -> RunOutcome:
+    def recover(self, progress: dict[str, Any], idempotent: Callable[[str], bool]) -> RunOutcome:
+        """Continue a reclaimed run from its progress checkpoint: completed steps are not run again; the
+        step that was in flight runs again when `idempotent(node)`, else the run fails (`step_not_idempotent`)."""
+        self.restore(progress)
+        node = progress.get("in_flight")
+        if node is None or node in self.top.order:
+            return self._guarded(None)
+        if idempotent(node):
+            return self._guarded(node, resumed=False)
+        message = (f'node "{node}" ({self.plan.nodes[node].type}) was in progress when its worker was lost, and it '
+                   "is not idempotent: running it again could repeat its effect (a second POST, a second "
+                   "charge). The run is stopped here; you decide: check what the step did, then start the run "
+                   'again, or mark the node `"idempotent": true` if repeating it is safe')
+        self.emitter.emit(self.stamper.step_failed(node, node, message, error_type="step_not_idempotent"))
+        self.emitter.emit(self.stamper.run_failed(message, "step_not_idempotent", node))
+        return RunOutcome("failed")
+
+    def progress(self) -> dict[str, Any]:
+        """The checkpoint a reclaimed job continues from: the run so far and the top-level step in flight."""
+        snapshot = self.checkpoint(self.in_flight or "")
+        snapshot["in_flight"] = self.in_flight
+        return snapshot
+
+    def _guarded(self, resume_node: str | None, resumed: bool = True) -> RunOutcome:
         try:
             if resume_node is not None:
-                self._run_step(self.top, resume_node, resumed=True)
+                self._run_step(self.top, resume_node, resumed=resumed)
             self._run_scope(self.top)
+        except JobFenced:
+            raise
         except _Parked as parked:
             self.emitter.emit(self.stamper.run_parked(parked.node, parked.park.reason, parked.park.due_at))
             return RunOutcome("parked", park=parked.park, parked_node=parked.node)
@@ -172,6 +200,8 @@ class RunExecutor:
         step = node_id + scope.suffix
         spec = body_for(node.type)
         scope.scheduler.start(node_id)
+        if scope is self.top:
+            self.in_flight = node_id
         retry = node.retry
         max_attempts = retry.max_attempts if retry else 1
         base_delay = parse_duration(retry.base_delay) if retry else 0.0
@@ -197,7 +227,7 @@ class RunExecutor:
                     self.emitter.flush()
                     raise _Parked(node_id, outcome)
                 writes = self._iterate(scope, node_id, outcome) if outcome.items is not None else outcome.writes
-            except (_Parked, _Cancelled):
+            except (_Parked, _Cancelled, JobFenced):
                 raise
             except Exception as exc:
                 error_type = exc.error_type if isinstance(exc, StepError) else (
@@ -278,7 +308,7 @@ class RunExecutor:
             "state": self.ctx.state,
             "errors": self.ctx.errors,
             "scheduler": self.top.scheduler.snapshot(),
-            "order": self.top.order,
+            "order": list(self.top.order),
             "writes": self.top.writes,
             "result": self.result,
             "seq": self.stamper.last_seq,

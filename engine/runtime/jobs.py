@@ -52,3 +52,24 @@ def start_job(run_id: str, flow_id: str, version: int, trigger: str, inputs: dic
 def resume_job(run_id: str, park: str = "") -> Job:
     """A resume needs only the run id (and, from a decision, the park it is for): the checkpoint holds the rest."""
     return Job(run_id, "resume", park=park)
+
+
+ATTEMPT_FIELD = b"a"
+"""Set on a redelivered job message: which attempt it is (missing: 1)."""
+ORIGIN_FIELD = b"o"
+"""Set on a redelivered job message: the id of the job's first message (fences and resume claims use it)."""
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """Which attempt of which job a message is."""
+
+    origin: str
+    attempt: int
+
+
+def delivery_of(message_id: bytes | str, fields: dict[bytes, bytes]) -> Delivery:
+    mid = message_id.decode() if isinstance(message_id, bytes) else message_id
+    origin = fields.get(ORIGIN_FIELD)
+    attempt = fields.get(ATTEMPT_FIELD)
+    return Delivery(origin.decode() if origin else mid, int(attempt) if attempt else 1)

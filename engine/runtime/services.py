@@ -25,7 +25,10 @@ from engine.runtime.handles import EngineHandles
 from engine.runtime.jobs import encode_job, resume_job
 from engine.runtime.projection import BatchResult
 from engine.runtime.projector import Projector
+from engine.runtime.reaper import Reaper
+from engine.runtime.reclaim import Reclaimer, RecoveryThresholds
 from engine.runtime.transitions import TERMINAL
+from engine.runtime.watchdog import Watchdog
 from engine.runtime.worker import PlanCache, Worker, consumer_name, ensure_group
 from engine.store.db import init_db, make_engine
 from engine.transport.connection import RedisHandle, open_redis
@@ -43,7 +46,8 @@ class EngineServices:
     def __init__(self, config: EngineConfig, clock: Clock | None = None, workers: int = 2, *,
                  projector: bool = True, due_waker: bool = True, sleep: Callable[[float], None] = time.sleep,
                  budget_preflight: BudgetPreflight = no_budget_preflight, block_ms: int = 500,
-                 heartbeat_seconds: float = HEARTBEAT_SECONDS, scheduler: bool = True) -> None:
+                 heartbeat_seconds: float = HEARTBEAT_SECONDS, scheduler: bool = True,
+                 recovery: RecoveryThresholds | None = None, reaper: bool = True) -> None:
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self.worker_count = workers
@@ -54,6 +58,11 @@ class EngineServices:
         self.budget_preflight = budget_preflight
         self.block_ms = block_ms
         self.heartbeat_seconds = heartbeat_seconds
+        self.recovery = recovery or RecoveryThresholds()
+        """Watchdog and reaper thresholds (heartbeat timeout, pending idle time, retry cap)."""
+        self.run_reaper = reaper
+        self.reaper: Reaper | None = None
+        self.watchdog: Watchdog | None = None
         """Longest blocking stream read; bounds how long stop() waits for a worker."""
         self.keys = Keyspace(config.key_prefix)
         self.redis: RedisHandle | None = None
@@ -103,6 +112,12 @@ class EngineServices:
                                        block_ms=min(self.block_ms, 200))
             self._spawn("lockgate-projector", self.projector.run)
         self._spawn("lockgate-heartbeat", self._heartbeat_loop)
+        if self.run_reaper:
+            reclaimer = Reclaimer(self.redis.client(), self.keys, self.sql, self.clock, self.recovery)
+            self.reaper = Reaper(reclaimer)
+            self.watchdog = Watchdog(reclaimer)
+            self._spawn("lockgate-reaper", self.reaper.run)
+            self._spawn("lockgate-watchdog", self.watchdog.run)
         if self.run_due_waker:
             self.waker = DueWaker(DueSet(self.redis.client(), self.keys), self._resume_due, self.clock).start()
         return self
@@ -139,11 +154,20 @@ class EngineServices:
         client = self.redis.client() if self.redis else None
         while client is not None and not stop.wait(self.heartbeat_seconds):
             active = {run_id for worker in self.workers for run_id in list(worker.active)}
-            if active:
-                try:
-                    client.hset(self.keys.heartbeats, mapping={run_id: self.clock.now() for run_id in active})
-                except Exception:
-                    log.warning("heartbeat: Redis write failed; retrying next beat")
+            if not active and not any(worker.holding for worker in self.workers):
+                continue
+            try:
+                pipe = client.pipeline(transaction=False)
+                if active:
+                    pipe.hset(self.keys.heartbeats, mapping={run_id: self.clock.now() for run_id in active})
+                for worker in self.workers:
+                    held = worker.holding
+                    if held:
+                        # Claiming its own messages again resets their idle time, so the reaper leaves them.
+                        pipe.xclaim(self.keys.jobs, self.keys.jobs_group, worker.name, 0, list(held), justid=True)
+                pipe.execute()
+            except Exception:
+                log.warning("heartbeat: Redis write failed; retrying next beat")
 
     def _schedule_due(self, run_id: str, due_at: float | None) -> None:
         if due_at is not None and self.due is not None:

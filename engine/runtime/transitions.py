@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 RUN_TRANSITIONS: dict[str, frozenset[str]] = {
-    "queued": frozenset({"running", "cancelled", "failed"}),
+    "queued": frozenset({"running", "cancelled", "failed", "interrupted"}),
     "running": frozenset({"succeeded", "failed", "interrupted", "waiting", "cancelled"}),
     "waiting": frozenset({"running", "cancelled", "failed", "interrupted"}),
     "succeeded": frozenset(),

@@ -1,8 +1,10 @@
 """A worker: reads jobs from the consumer group, runs them with `RunExecutor`, reports through events.
 
 A job is acknowledged only once the run ended or parked (its events written in the same round
-trip); a worker that dies mid-run leaves the job pending in the group, with its delivery count
-(the fencing attempt) for the reaper.
+trip); a worker that dies mid-run leaves the job pending in the group for the reaper/watchdog
+(`reaper.py`, `watchdog.py`), which redeliver it as the next attempt. Every write for a job is fenced
+by its attempt (`fencing.py`), and every flush stores the run's progress, so the next attempt
+continues from the last completed step.
 """
 
 from __future__ import annotations
@@ -28,9 +30,12 @@ from engine.runtime.bodies import StepServices
 from engine.runtime.context import RunContext
 from engine.runtime.emitter import RedisEmitter
 from engine.runtime.executor import RunExecutor, RunOutcome
+from engine.runtime.fencing import CommandRecorder, FencedEmitter, FencedWriter, JobFence, JobFenced
+from engine.runtime.idempotency import step_is_idempotent
 from engine.runtime.inputs import secret_names
-from engine.runtime.jobs import BadJob, Job, decode_job
+from engine.runtime.jobs import ATTEMPT_FIELD, BadJob, Delivery, Job, decode_job, delivery_of
 from engine.runtime.plan import FlowPlan
+from engine.runtime.reclaim import running_entry
 from engine.transport.keys import Keyspace
 
 log = logging.getLogger("lockgate.worker")
@@ -81,6 +86,7 @@ class _Finished:
     emitter: RedisEmitter | None = None
     finish: Callable[[Any], None] | None = None
     due: float | None = None
+    fence: JobFence | None = None
 
 
 class Worker:
@@ -99,6 +105,9 @@ class Worker:
         self.block_ms = block_ms
         self.active: set[str] = set()
         """Runs this worker is executing now (the heartbeat thread reports them)."""
+        self.holding: tuple[bytes, ...] = ()
+        """Job messages of the batch in hand (the heartbeat thread keeps them from looking abandoned)."""
+        self.writer = FencedWriter(client, keys)
 
     def run(self, stop: threading.Event) -> None:
         ensure_group(self.client, self.keys.jobs, self.keys.jobs_group)
@@ -130,7 +139,11 @@ class Worker:
         how it ended (a run outcome, `dropped` or `bad_job`).
         """
         jobs: list[tuple[bytes, Job | None]] = []
+        deliveries: dict[bytes, Delivery] = {}
+        self.holding = tuple(message_id for message_id, _fields in entries)
         for message_id, fields in entries:
+            delivery = delivery_of(message_id, fields)
+            deliveries[message_id] = delivery if ATTEMPT_FIELD in fields else Delivery(delivery.origin, attempt)
             try:
                 jobs.append((message_id, decode_job(fields)))
             except BadJob as exc:
@@ -142,12 +155,19 @@ class Worker:
                 pipe.execute()
                 jobs.append((message_id, None))
         check = self.client.pipeline(transaction=False)
-        for _message_id, job in jobs:
+        now = self.clock.now()
+        for message_id, job in jobs:
             if job is not None:
+                delivery = deliveries[message_id]
+                check.hset(self.keys.heartbeats, job.run_id, now)
+                check.hset(self.keys.running_jobs, job.run_id,
+                           running_entry(message_id, delivery.origin, delivery.attempt, self.name))
                 check.exists(self.keys.run_cancel(job.run_id))
-        flags = iter(check.execute())
+        flags = iter(check.execute()[2::3])
         outcomes: list[str] = []
         finals: list[_Finished] = []
+        writes: list[tuple[int, int, _Finished]] = []
+        """(index in outcomes, index of the fenced write's reply, the job) per job written."""
         out = self.client.pipeline(transaction=False)
         for message_id, job in jobs:
             if job is None:
@@ -155,20 +175,41 @@ class Worker:
                 continue
             if next(flags):
                 self._ack(out, message_id)
+                out.hdel(self.keys.heartbeats, job.run_id)
+                out.hdel(self.keys.running_jobs, job.run_id)
                 outcomes.append("dropped")
                 continue
             self.active.add(job.run_id)
+            delivery = deliveries[message_id]
+            fence = JobFence(delivery.origin, delivery.attempt)
             try:
-                finished = self._execute(job, message_id, attempt, self.keys.run_cancel(job.run_id))
+                finished = self._execute(job, message_id, delivery, self.keys.run_cancel(job.run_id))
+            except JobFenced as exc:
+                log.warning("worker %s: %s", self.name, exc)
+                finished = _Finished(job.run_id, "fenced")
             except Exception as exc:  # e.g. the flow version cannot be read: fail the run, keep the worker
-                finished = self._unrunnable(job, message_id, attempt, exc)
+                finished = self._unrunnable(job, message_id, delivery.attempt, exc)
+            finished.fence = fence
             outcomes.append(finished.status)
             finals.append(finished)
+            if finished.emitter is None and finished.finish is None:
+                continue
+            recorder = CommandRecorder()
             if finished.emitter is not None:
-                finished.emitter.drain_into(out)
+                finished.emitter.drain_into(recorder)
             if finished.finish is not None:
-                finished.finish(out)
-        out.execute()
+                finished.finish(recorder)
+            writes.append((len(outcomes) - 1, len(out.command_stack), finished))
+            self.writer.write(fence, recorder, pipe=out)
+        replies = out.execute()
+        self.holding = ()
+        for outcome_index, reply_index, finished in writes:
+            if not replies[reply_index]:
+                assert finished.fence is not None
+                log.warning("worker %s: run %s: attempt %d of its job was reclaimed; this worker's result was "
+                            "refused (fenced)", self.name, finished.run_id, finished.fence.attempt)
+                outcomes[outcome_index] = "fenced"
+                finished.due = None
         for finished in finals:
             self.active.discard(finished.run_id)
             if finished.due is not None:
@@ -184,7 +225,7 @@ class Worker:
 
         def finish(pipe: Any) -> None:
             pipe.delete(self.keys.run_checkpoint(job.run_id), self.keys.run_secrets(job.run_id))
-            self._ack(pipe, message_id)
+            self._release(pipe, job.run_id, message_id)
 
         return _Finished(job.run_id, "failed", emitter, finish)
 
@@ -192,19 +233,39 @@ class Worker:
         pipe.xack(self.keys.jobs, self.keys.jobs_group, message_id)
         pipe.xdel(self.keys.jobs, message_id)
 
-    def _execute(self, job: Job, message_id: bytes, attempt: int, cancel_key: str) -> _Finished:
+    def _release(self, pipe: Any, run_id: str, message_id: bytes) -> None:
+        """The job is done with (ended, parked or dropped): ack it and forget its liveness and progress."""
+        pipe.delete(self.keys.run_progress(run_id))
+        pipe.hdel(self.keys.heartbeats, run_id)
+        pipe.hdel(self.keys.running_jobs, run_id)
+        self._ack(pipe, message_id)
+
+    def _dropped(self, run_id: str, message_id: bytes) -> _Finished:
+        return _Finished(run_id, "dropped", finish=lambda pipe: self._release(pipe, run_id, message_id))
+
+    def _execute(self, job: Job, message_id: bytes, delivery: Delivery, cancel_key: str) -> _Finished:
         checkpoint: dict[str, Any] | None = None
+        progress: dict[str, Any] | None = None
         admission = Admission("resume")
-        if job.action == "resume":
+        if delivery.attempt > 1:
+            # A redelivered job: continue from what the lost attempt flushed, if it flushed anything.
+            raw_progress = self.client.get(self.keys.run_progress(job.run_id))
+            progress = orjson.loads(raw_progress) if raw_progress else None
+        if progress is not None:
+            raw_park = self.client.get(self.keys.run_checkpoint(job.run_id))
+            checkpoint = orjson.loads(raw_park) if raw_park else None
+            job = Job(**progress["job"])
+        elif job.action == "resume":
             raw = self.client.get(self.keys.run_checkpoint(job.run_id))
             if raw is None:
                 log.error("worker %s: run %s has no checkpoint to resume from; job dropped", self.name, job.run_id)
-                return _Finished(job.run_id, "dropped", finish=lambda pipe: self._ack(pipe, message_id))
+                return self._dropped(job.run_id, message_id)
             checkpoint = orjson.loads(raw)
-            admission = admit_resume(self.client, self.keys, job, message_id, checkpoint, self.clock.now())
+            admission = admit_resume(self.client, self.keys, job, delivery.origin.encode(), checkpoint,
+                                     self.clock.now())
             if admission.action == "drop":
                 log.info("worker %s: run %s: resume dropped: %s", self.name, job.run_id, admission.reason)
-                return _Finished(job.run_id, "dropped", finish=lambda pipe: self._ack(pipe, message_id))
+                return self._dropped(job.run_id, message_id)
             job = Job(**checkpoint["job"])
         plan = self.plans.get(job.flow_id, job.version)
         inputs = dict(job.inputs)
@@ -213,9 +274,11 @@ class Worker:
             if secret_raw:
                 inputs.update(orjson.loads(secret_raw))
         ctx = RunContext(job.run_id, job.flow_id, job.version, job.trigger, inputs, secret_names(plan.flow))
-        stamper = EventStamper(job.run_id, self.clock, attempt=attempt,
-                               last_seq=checkpoint["seq"] if checkpoint else 0)
-        emitter = RedisEmitter(self.client, self.keys.events)
+        restored_from = progress or checkpoint
+        stamper = EventStamper(job.run_id, self.clock, attempt=delivery.attempt,
+                               last_seq=restored_from["seq"] if restored_from else 0)
+        emitter = FencedEmitter(self.client, self.keys, self.writer, JobFence(delivery.origin, delivery.attempt),
+                                job.run_id)
         last_check = [time.monotonic()]
 
         def cancel_requested() -> bool:
@@ -227,7 +290,12 @@ class Worker:
 
         executor = RunExecutor(plan, ctx, stamper, emitter, self.clock, cancel_requested=cancel_requested,
                                sleep=self.sleep, worker=self.name, services=StepServices(self.client, self.keys))
-        if checkpoint is not None:
+        emitter.progress = lambda: orjson.dumps({**executor.progress(), "job": asdict(job)}, default=ctx.plain)
+        if progress is not None:
+            log.warning("worker %s: run %s: attempt %d continues after step %s", self.name, job.run_id,
+                        delivery.attempt, progress.get("in_flight"))
+            outcome = executor.recover(progress, lambda node: step_is_idempotent(plan, node))
+        elif checkpoint is not None:
             executor.restore(checkpoint)
             if admission.action == "expire":
                 expire_parked(stamper, emitter, checkpoint, plan.flow.settings, self.name)
@@ -249,7 +317,6 @@ class Worker:
                 pipe.set(self.keys.run_checkpoint(job.run_id), orjson.dumps(sealed, default=ctx.plain))
             else:
                 pipe.delete(self.keys.run_checkpoint(job.run_id), self.keys.run_secrets(job.run_id), cancel_key)
-            pipe.hdel(self.keys.heartbeats, job.run_id)
-            self._ack(pipe, message_id)
+            self._release(pipe, job.run_id, message_id)
 
         return _Finished(job.run_id, outcome.status, emitter, finish, parked["wake_at"] if parked else None)

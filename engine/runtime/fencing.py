@@ -1,0 +1,135 @@
+"""Fencing: a worker's writes for a job go through only while the job's attempt is still its own.
+
+The reaper and the watchdog redeliver a reclaimed job as a new message carrying attempt N+1 and set
+the job's attempt key (`Keyspace.job_attempt`) to N+1 in the same script. Every write a worker makes
+for a job (its events, checkpoints, acks) is one Lua script call that first compares that key with
+the worker's attempt, so a zombie of attempt N (paused, partitioned, slow) changes nothing once its
+job was taken from it: the check and the writes are atomic on the Redis server.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from engine.runtime.emitter import EVENT_FIELD, RedisEmitter
+from engine.transport.keys import Keyspace
+
+_FENCED_WRITE = """
+local current = tonumber(redis.call('GET', KEYS[1]) or '1')
+if current ~= tonumber(ARGV[1]) then
+  return 0
+end
+local i = 2
+while i <= #ARGV do
+  local n = tonumber(ARGV[i])
+  redis.call(unpack(ARGV, i + 1, i + n))
+  i = i + n + 1
+end
+return 1
+"""
+
+
+class JobFenced(Exception):
+    """This worker's attempt of a job is no longer current: the job was reclaimed and redelivered."""
+
+
+@dataclass(frozen=True)
+class JobFence:
+    """Which job attempt a worker holds: the job's first message id and the attempt number."""
+
+    origin: str
+    attempt: int
+
+
+class CommandRecorder:
+    """Collects the commands of a job's write (the subset of the pipeline API workers use) as argv lists."""
+
+    def __init__(self) -> None:
+        self.commands: list[list[Any]] = []
+
+    def xadd(self, stream: str, fields: dict[Any, Any]) -> None:
+        argv: list[Any] = ["XADD", stream, "*"]
+        for name, value in fields.items():
+            argv += [name, value]
+        self.commands.append(argv)
+
+    def set(self, key: str, value: Any) -> None:
+        self.commands.append(["SET", key, value])
+
+    def delete(self, *keys: str) -> None:
+        if keys:
+            self.commands.append(["DEL", *keys])
+
+    def hdel(self, key: str, *fields: Any) -> None:
+        if fields:
+            self.commands.append(["HDEL", key, *fields])
+
+    def xack(self, stream: str, group: str, *ids: Any) -> None:
+        self.commands.append(["XACK", stream, group, *ids])
+
+    def xdel(self, stream: str, *ids: Any) -> None:
+        self.commands.append(["XDEL", stream, *ids])
+
+    def argv(self) -> list[Any]:
+        flat: list[Any] = []
+        for command in self.commands:
+            flat.append(len(command))
+            flat.extend(command)
+        return flat
+
+
+class FencedWriter:
+    """Runs a recorded write only while the fence's attempt is current (one script call)."""
+
+    def __init__(self, client: redis.Redis, keys: Keyspace) -> None:
+        self.keys = keys
+        self._script = client.register_script(_FENCED_WRITE)
+
+    def write(self, fence: JobFence, recorder: CommandRecorder, pipe: Any = None) -> Any:
+        """1 when written, 0 when fenced off; with `pipe`, the call is queued there and its reply comes
+        with the pipeline's results."""
+        return self._script(keys=[self.keys.job_attempt(fence.origin)], args=[fence.attempt, *recorder.argv()],
+                            client=pipe)
+
+
+class FencedEmitter(RedisEmitter):
+    """A run's emitter whose every flush is fenced and carries the run's progress checkpoint.
+
+    `progress()` returns the serialized context as of this flush (or None); it is stored under
+    `run_progress` in the same atomic write, so what the store knows of the run and what a next
+    attempt restores never disagree.
+    """
+
+    def __init__(self, client: redis.Redis, keys: Keyspace, writer: FencedWriter, fence: JobFence, run_id: str,
+                 progress: Callable[[], bytes | None] | None = None) -> None:
+        super().__init__(client, keys.events)
+        self.keys = keys
+        self.writer = writer
+        self.fence = fence
+        self.run_id = run_id
+        self.progress = progress
+        self._flush_lock = threading.Lock()
+
+    def flush(self, extra: Callable[[Any], None] | None = None) -> None:
+        with self._flush_lock:
+            recorder = CommandRecorder()
+            with self._lock:
+                pending, self._buffer = self._buffer, []
+            if not pending and extra is None:
+                return
+            for payload in pending:
+                recorder.xadd(self.stream, {EVENT_FIELD: payload})
+            snapshot = self.progress() if self.progress is not None else None
+            if snapshot is not None:
+                recorder.set(self.keys.run_progress(self.run_id), snapshot)
+            if extra is not None:
+                extra(recorder)
+            if not self.writer.write(self.fence, recorder):
+                raise JobFenced(f'run "{self.run_id}": attempt {self.fence.attempt} of job {self.fence.origin} was '
+                                "reclaimed and redelivered; this worker's events are refused")
+

@@ -1,0 +1,58 @@
+"""The reaper: job messages left pending by a dead consumer are claimed (`XAUTOCLAIM`) and redelivered.
+
+A message counts as abandoned when it stayed pending longer than `idle_timeout`: live workers refresh
+the idle time of every message they hold with each heartbeat, so only a dead (or frozen) consumer's
+messages age. Each claimed message goes through `Reclaimer` (next attempt, or dead letter past the cap).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import redis
+
+from engine.runtime.reclaim import RECLAIMER_CONSUMER, Reclaimed, Reclaimer
+from engine.runtime.worker import ensure_group
+
+log = logging.getLogger("lockgate.reaper")
+
+CLAIM_BATCH = 100
+
+
+class Reaper:
+    """Claims abandoned job messages; `tick()` is one pass, `run()` loops until `stop` is set."""
+
+    def __init__(self, reclaimer: Reclaimer) -> None:
+        self.reclaimer = reclaimer
+        self.client = reclaimer.client
+        self.keys = reclaimer.keys
+
+    def tick(self) -> list[Reclaimed]:
+        # Idle time is the Redis server's own measure of each pending entry, so no clock is compared here.
+        min_idle_ms = int(self.reclaimer.thresholds.idle_timeout * 1000)
+        handled: list[Reclaimed] = []
+        cursor: Any = "0-0"
+        while True:
+            reply: Any = self.client.xautoclaim(self.keys.jobs, self.keys.jobs_group, RECLAIMER_CONSUMER,
+                                                min_idle_time=min_idle_ms, start_id=cursor, count=CLAIM_BATCH)
+            cursor, entries = reply[0], reply[1]
+            for message_id, fields in entries:
+                if not fields:  # deleted from the stream while pending: nothing to redeliver
+                    self.client.xack(self.keys.jobs, self.keys.jobs_group, message_id)
+                    continue
+                why = f"its job stayed pending over {self.reclaimer.thresholds.idle_timeout:g}s (worker gone)"
+                handled.append(self.reclaimer.reclaim(message_id, fields, why))
+            if cursor in (b"0-0", "0-0"):
+                return handled
+
+    def run(self, stop: threading.Event) -> None:
+        ensure_group(self.client, self.keys.jobs, self.keys.jobs_group)
+        while not stop.wait(self.reclaimer.thresholds.tick):
+            try:
+                self.tick()
+            except redis.RedisError as exc:
+                log.warning("reaper: Redis failed (%s); retrying next tick", exc)
+            except Exception:
+                log.exception("reaper: pass failed; retrying next tick")

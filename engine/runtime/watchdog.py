@@ -1,0 +1,67 @@
+"""The watchdog: a running run whose worker heartbeat is older than `heartbeat_timeout` is an
+interrupted-candidate; its job message is claimed from the silent worker and reclaimed
+(`Reclaimer`: the next attempt continues it, or past the retry cap the run is interrupted).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import orjson
+import redis
+
+from engine.runtime.reclaim import RECLAIMER_CONSUMER, Reclaimed, Reclaimer
+
+log = logging.getLogger("lockgate.watchdog")
+
+
+class Watchdog:
+    """Checks heartbeats against the injected clock; `tick()` is one pass, `run()` loops until `stop`."""
+
+    def __init__(self, reclaimer: Reclaimer) -> None:
+        self.reclaimer = reclaimer
+        self.client = reclaimer.client
+        self.keys = reclaimer.keys
+
+    def stale_runs(self) -> dict[str, float]:
+        """Run id -> heartbeat age (seconds) of runs whose heartbeat is older than the threshold."""
+        now = self.reclaimer.clock.now()
+        limit = self.reclaimer.thresholds.heartbeat_timeout
+        beats: Any = self.client.hgetall(self.keys.heartbeats)
+        ages = {run_id.decode(): now - float(beat) for run_id, beat in beats.items()}
+        return {run_id: age for run_id, age in ages.items() if age > limit}
+
+    def tick(self) -> list[Reclaimed]:
+        stale = self.stale_runs()
+        if not stale:
+            return []
+        run_ids = list(stale)
+        entries: Any = self.client.hmget(self.keys.running_jobs, run_ids)
+        handled: list[Reclaimed] = []
+        for run_id, raw in zip(run_ids, entries, strict=True):
+            if raw is None:  # the job ended between the two reads, or left only its heartbeat behind
+                self.client.hdel(self.keys.heartbeats, run_id)
+                continue
+            message_id = orjson.loads(raw)["message"]
+            # The PEL idle guard (same threshold) skips a message whose worker refreshed it meanwhile.
+            min_idle_ms = int(self.reclaimer.thresholds.heartbeat_timeout * 1000)
+            claimed: Any = self.client.xclaim(self.keys.jobs, self.keys.jobs_group, RECLAIMER_CONSUMER,
+                                              min_idle_time=min_idle_ms, message_ids=[message_id])
+            for claimed_id, fields in claimed or []:
+                if not fields:
+                    continue
+                why = f"its worker's heartbeat is {stale[run_id]:.1f}s old (threshold " \
+                      f"{self.reclaimer.thresholds.heartbeat_timeout:g}s)"
+                handled.append(self.reclaimer.reclaim(claimed_id, fields, why))
+        return handled
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.wait(self.reclaimer.thresholds.tick):
+            try:
+                self.tick()
+            except redis.RedisError as exc:
+                log.warning("watchdog: Redis failed (%s); retrying next tick", exc)
+            except Exception:
+                log.exception("watchdog: pass failed; retrying next tick")
