@@ -136,3 +136,19 @@ def test_approvals_are_listed_and_decided_with_the_key(api: Api) -> None:
     unknown = api.http.post("/api/v1/approvals/nope/decision", json={"decision": "approve"}, headers=api.headers())
     assert unknown.status_code == 404
     assert api.services.wait_for_run(run_id, timeout=10)["result"] == "approved"
+
+
+def test_an_exhausted_budget_answers_402_and_starts_nothing(api: Api) -> None:
+    api.services.money.services.ledger.set_budget("empty", "0", "day")
+    api.publish(flow_doc("spend", [
+        {"id": "start", "type": "trigger.manual"},
+        {"id": "reserve", "type": "budget.reserve", "config": {"for": "model", "amount": 0.1, "budget": "empty"}},
+        {"id": "model", "type": "ai.model", "config": {"provider": "local", "model": "sim-small", "prompt": "hi",
+                                                        "output_key": "answer"}},
+        {"id": "done", "type": "terminal"},
+    ], [("start", "reserve"), ("reserve", "model"), ("model", "done")]))
+    answer = api.http.post("/api/v1/runs", json={"flow_id": "spend"}, headers=api.headers())
+    assert answer.status_code == 402, answer.text
+    assert answer.json()["error"]["code"] == "budget_exhausted"
+    assert 'budget "empty" is exhausted' in answer.json()["error"]["message"]
+    assert api.services.list_runs() == []
