@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import redis
+
+if TYPE_CHECKING:
+    import redis
 
 POLL_S = 0.25
 MAX_BURST = 500
