@@ -20,15 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
-
 from engine.catalog import EVENT_TYPES
-from engine.publish import UnknownFlowVersion, get_version
 from engine.runtime.create import RunRefused
 from engine.runtime.handles import EngineHandles
 from engine.runtime.inputs import InputError
 from engine.runtime.projection import BatchResult, LiveChange
-from engine.store.models import FlowRecord
+from engine.triggers.catalog_index import LatestFlows
 from engine.triggers.settings import count
 
 log = logging.getLogger("lockgate.event_triggers")
@@ -63,6 +60,7 @@ class EventTriggers:
         self._index: dict[str, list[EventTarget]] = {}
         self._index_at = -INDEX_TTL_SECONDS
         self._lock = threading.Lock()
+        self.latest = LatestFlows(handles.sql)
 
     def invalidate(self) -> None:
         with self._lock:
@@ -74,13 +72,7 @@ class EventTriggers:
             if now - self._index_at < INDEX_TTL_SECONDS:
                 return self._index
         index: dict[str, list[EventTarget]] = {}
-        with self.handles.sql.connect() as conn:
-            flow_ids = list(conn.execute(sa.select(FlowRecord.id)).scalars())
-        for flow_id in flow_ids:
-            try:
-                _, flow = get_version(self.handles.sql, flow_id)
-            except UnknownFlowVersion:
-                continue
+        for flow in self.latest.with_trigger("trigger.event"):
             for node in flow.nodes:
                 if node.type == "trigger.event":
                     index.setdefault(str(node.config.get("event_type")), []).append(

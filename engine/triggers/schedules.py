@@ -16,17 +16,15 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import sqlalchemy as sa
 from croniter import croniter
 
 from engine.clock import Clock
 from engine.durations import parse_duration
 from engine.flow import Flow, Node
-from engine.publish import UnknownFlowVersion, get_version
 from engine.runtime.create import RunRefused
 from engine.runtime.handles import EngineHandles
 from engine.runtime.inputs import InputError
-from engine.store.models import FlowRecord
+from engine.triggers.catalog_index import LatestFlows
 from engine.triggers.settings import count, record_last_fire, setting_of
 
 log = logging.getLogger("lockgate.schedules")
@@ -73,18 +71,11 @@ class Scheduler:
         self.handles = handles
         self.create_run = create_run
         self.clock = clock
+        self.latest = LatestFlows(handles.sql)
 
     def _schedules(self) -> list[tuple[Flow, Node]]:
-        with self.handles.sql.connect() as conn:
-            flow_ids = list(conn.execute(sa.select(FlowRecord.id)).scalars())
-        found: list[tuple[Flow, Node]] = []
-        for flow_id in flow_ids:
-            try:
-                _, flow = get_version(self.handles.sql, flow_id)
-            except UnknownFlowVersion:
-                continue
-            found.extend((flow, node) for node in flow.nodes if node.type == "trigger.schedule")
-        return found
+        return [(flow, node) for flow in self.latest.with_trigger("trigger.schedule")
+                for node in flow.nodes if node.type == "trigger.schedule"]
 
     def tick(self) -> list[Fired]:
         now = self.clock.now()
