@@ -1,0 +1,162 @@
+"""Recovery fixtures: a real HTTP server whose first call to /hold blocks, real worker processes, an engine
+(projector, reaper and watchdog with short thresholds) in the test process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.config import EngineConfig
+from engine.runtime.reclaim import RecoveryThresholds
+from engine.runtime.services import EngineServices
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST = RecoveryThresholds(heartbeat_timeout=1.0, idle_timeout=3.0, retry_cap=2, tick=0.1)
+
+
+class HoldingSite:
+    """Counts hits per path; the first hit of /hold waits until `release` is set (10 s at most)."""
+
+    def __init__(self) -> None:
+        self.hits: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self.release = threading.Event()
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._answer()
+
+            def do_POST(self) -> None:
+                self._answer()
+
+            def _answer(self) -> None:
+                path = self.path.split("?")[0]
+                length = int(self.headers.get("content-length") or 0)
+                if length:
+                    self.rfile.read(length)
+                with site.lock:
+                    site.hits[path] = site.hits.get(path, 0) + 1
+                    count = site.hits[path]
+                if path == "/hold" and count == 1:
+                    site.release.wait(10)
+                raw = json.dumps({"count": count}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                try:
+                    self.wfile.write(raw)
+                except OSError:  # the caller was killed meanwhile
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def count(self, path: str) -> int:
+        with self.lock:
+            return self.hits.get(path, 0)
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def holding_site() -> Iterator[HoldingSite]:
+    site = HoldingSite()
+    try:
+        yield site
+    finally:
+        site.close()
+
+
+class WorkerProcess:
+    """A `tests.recovery.worker_proc` child; its stderr goes to a file the test can read."""
+
+    def __init__(self, config: EngineConfig, log_path: Path) -> None:
+        self.log_path = log_path
+        self._log = log_path.open("wb")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.recovery.worker_proc", str(config.data_dir), str(config.redis_url),
+             str(config.db_url), config.key_prefix], stdout=subprocess.PIPE, stderr=self._log, cwd=ROOT, env=env)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line.strip() == b"ready", f"worker process did not start: {line!r}; log: {self.log()}"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def signal(self, signum: int) -> None:
+        os.kill(self.proc.pid, signum)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._log.close()
+
+
+@pytest.fixture
+def recovery_config(tmp_path: Path, redis_url: str, sqlite_url: str, key_prefix: str) -> EngineConfig:
+    return EngineConfig(data_dir=tmp_path / "data", redis_url=redis_url, db_url=sqlite_url, key_prefix=key_prefix)
+
+
+@pytest.fixture
+def spawn_worker(recovery_config: EngineConfig, tmp_path: Path) -> Iterator[Callable[[], WorkerProcess]]:
+    started: list[WorkerProcess] = []
+
+    def spawn() -> WorkerProcess:
+        worker = WorkerProcess(recovery_config, tmp_path / f"worker-{len(started)}.log")
+        started.append(worker)
+        return worker
+
+    try:
+        yield spawn
+    finally:
+        for worker in started:
+            worker.close()
+
+
+@pytest.fixture
+def supervisor(recovery_config: EngineConfig) -> Iterator[EngineServices]:
+    """The test process's engine: projector, reaper and watchdog with short thresholds, no workers."""
+    services = EngineServices(recovery_config, workers=0, scheduler=False, block_ms=100, recovery=FAST,
+                              heartbeat_seconds=0.2).start()
+    try:
+        yield services
+    finally:
+        services.stop()
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")

@@ -1,0 +1,98 @@
+"""Real worker processes killed (SIGKILL) or frozen (SIGSTOP) mid-step; the watchdog reclaims their job and a
+new worker process continues the run from its last completed step."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from typing import Any
+
+import sqlalchemy as sa
+
+from engine.flow import flow_from_data
+from engine.runtime.services import EngineServices
+from engine.store.models import AppliedEvent, DeadLetter
+from tests.engine.conftest import make_flow
+from tests.recovery.conftest import HoldingSite, WorkerProcess, wait_until
+
+T = {"id": "start", "type": "trigger.manual"}
+
+
+def _flow(flow_id: str, site: HoldingSite, method: str) -> dict[str, Any]:
+    return make_flow(flow_id, [
+        T,
+        {"id": "first", "type": "http.request", "config": {"method": "GET", "url": site.url + "/first"}},
+        {"id": "second", "type": "http.request", "config": {"method": method, "url": site.url + "/hold"}},
+        {"id": "done", "type": "terminal", "config": {"output": "{{ state.second.body.count }}"}},
+    ], [("start", "first"), ("first", "second"), ("second", "done")])
+
+
+def _start_run(engine: EngineServices, document: dict[str, Any]) -> str:
+    engine.publish_flow(flow_from_data(document))
+    return engine.create_run(document["id"], {}).run_id
+
+
+def _counts(engine: EngineServices) -> tuple[int, int]:
+    assert engine.sql is not None
+    with engine.sql.connect() as conn:
+        applied = conn.execute(sa.select(sa.func.count()).select_from(AppliedEvent)).scalar_one()
+        dead = conn.execute(sa.select(sa.func.count()).select_from(DeadLetter)).scalar_one()
+    return applied, dead
+
+
+def _kill_mid_step(supervisor: EngineServices, spawn_worker: Callable[[], WorkerProcess], site: HoldingSite,
+                   method: str) -> dict[str, Any]:
+    first = spawn_worker()
+    run_id = _start_run(supervisor, _flow(f"crash-{method.lower()}", site, method))
+    wait_until(lambda: site.count("/hold") == 1, what="the first worker to be inside the slow step")
+    first.signal(signal.SIGKILL)
+    first.proc.wait(5)
+    spawn_worker()
+    return supervisor.wait_for_run(run_id, timeout=20)
+
+
+def test_an_idempotent_step_in_flight_runs_again_and_earlier_steps_do_not(
+        supervisor: EngineServices, spawn_worker: Callable[[], WorkerProcess], holding_site: HoldingSite) -> None:
+    run = _kill_mid_step(supervisor, spawn_worker, holding_site, "GET")
+    assert run["status"] == "succeeded", run
+    assert run["result"] == 2  # the second call of /hold answered it
+    assert holding_site.count("/first") == 1
+    assert holding_site.count("/hold") == 2
+    statuses = {step["step"]: step["status"] for step in run["steps"]}
+    assert statuses == {"start": "succeeded", "first": "succeeded", "second": "succeeded", "done": "succeeded"}
+
+
+def test_a_non_idempotent_step_in_flight_fails_the_run_and_says_the_user_decides(
+        supervisor: EngineServices, spawn_worker: Callable[[], WorkerProcess], holding_site: HoldingSite) -> None:
+    run = _kill_mid_step(supervisor, spawn_worker, holding_site, "POST")
+    assert run["status"] == "failed", run
+    assert run["error_type"] == "step_not_idempotent"
+    assert "you decide" in run["error"] and '"second"' in run["error"]
+    assert holding_site.count("/hold") == 1  # never posted twice
+    assert holding_site.count("/first") == 1
+    second = next(step for step in run["steps"] if step["step"] == "second")
+    assert second["status"] == "failed" and second["error_type"] == "step_not_idempotent"
+
+
+def test_a_zombie_worker_cannot_complete_the_job_taken_from_it(
+        supervisor: EngineServices, spawn_worker: Callable[[], WorkerProcess], holding_site: HoldingSite) -> None:
+    zombie = spawn_worker()
+    run_id = _start_run(supervisor, _flow("zombie", holding_site, "GET"))
+    wait_until(lambda: holding_site.count("/hold") == 1, what="the first worker to be inside the slow step")
+    zombie.signal(signal.SIGSTOP)
+    spawn_worker()
+    run = supervisor.wait_for_run(run_id, timeout=20)
+    assert run["status"] == "succeeded" and run["result"] == 2, run
+    before = _counts(supervisor)
+
+    holding_site.release.set()  # the zombie's own call of /hold now answers (count 1)
+    zombie.signal(signal.SIGCONT)
+    wait_until(lambda: "fenced" in zombie.log(), what="the zombie to try to write its result")
+    client = supervisor._api().client
+    assert client.xlen(supervisor.keys.events) == 0  # the fenced write added no event
+    wait_until(lambda: zombie.proc.poll() is None and "fenced" in zombie.log(), what="the zombie to go on serving")
+    after_run = supervisor.get_run(run_id)
+    assert after_run is not None
+    assert (after_run["status"], after_run["result"]) == ("succeeded", 2)
+    assert after_run["steps"] == run["steps"]
+    assert _counts(supervisor) == before  # no event applied, none dead-lettered
