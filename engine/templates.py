@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -10,6 +12,22 @@ from jinja2 import StrictUndefined, TemplateSyntaxError, nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 _env = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
+
+
+def _plain_json(value: Any) -> Any:
+    # Run inputs are frozen (read-only mappings, tuples); `tojson` must still see them as JSON.
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, (tuple, set, frozenset)):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def _dumps(value: Any, **kwargs: Any) -> str:
+    return json.dumps(value, default=_plain_json, **kwargs)
+
+
+_env.policies["json.dumps_function"] = _dumps
 
 
 class TemplateProblem(ValueError):

@@ -113,3 +113,16 @@ def test_terminal_result_can_be_structured(any_db_engine: Engine) -> None:
     doc = make_flow("obj", [T, {"id": "done", "type": "terminal", "config": {"output": "{{ {'a': [1, 2]} }}"}}],
                     [("start", "done")])
     assert any_db_engine.run(doc)["result"] == {"a": [1, 2]}
+
+
+def test_frozen_object_inputs_render_through_tojson(engine: Engine, site: Site) -> None:
+    # Inputs are frozen read-only mappings; the triage example posts `{{ inputs.ticket | tojson }}`.
+    post = {"id": "post", "type": "http.request",
+            "config": {"method": "POST", "url": site.url + "/refunds", "body": "{{ inputs.ticket | tojson }}",
+                       "output_key": "posted"}}
+    doc = make_flow("tojson", [T, post, {"id": "done", "type": "terminal"}], [("start", "post"), ("post", "done")],
+                    {"ticket": {"type": "object", "required": True}})
+    run = engine.run(doc, {"ticket": {"id": 7, "tags": ["a", "b"], "customer": {"name": "Ada"}}})
+    assert run["status"] == "succeeded", run.get("error")
+    assert site.hits == {"/refunds": 1}
+    assert "\"customer\": {\"name\": \"Ada\"}" in str(run["state"]["posted"])
