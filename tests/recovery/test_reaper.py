@@ -1,0 +1,101 @@
+"""The reaper against a real Redis and SQLite: abandoned job messages are redelivered up to the retry cap, then
+dead-lettered and their run interrupted; a live worker's long job is left alone; stale attempts are fenced."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import redis
+
+from engine.config import EngineConfig
+from engine.flow import flow_from_data
+from engine.runtime.emitter import EVENT_FIELD
+from engine.runtime.fencing import CommandRecorder, FencedWriter, JobFence
+from engine.runtime.jobs import ATTEMPT_FIELD, ORIGIN_FIELD
+from engine.runtime.reclaim import RecoveryThresholds
+from engine.runtime.services import EngineServices
+from engine.transport.keys import Keyspace
+from tests.engine.conftest import make_flow
+from tests.recovery.conftest import HoldingSite, wait_until
+
+T = {"id": "start", "type": "trigger.manual"}
+DONE = {"id": "done", "type": "terminal", "config": {"output": "ok"}}
+
+
+def _read_as_dead_consumer(client: redis.Redis, keys: Keyspace) -> tuple[bytes, dict[bytes, bytes]]:
+    """Take one job message as a consumer that then dies (never acknowledges it)."""
+    def read() -> Any:
+        reply: Any = client.xreadgroup(keys.jobs_group, "dead-consumer", {keys.jobs: ">"}, count=1, block=50)
+        return reply[0][1][0] if reply else None
+
+    return wait_until(read, timeout=10, what="a job message")  # type: ignore[no-any-return]
+
+
+def test_a_job_lost_past_the_retry_cap_is_dead_lettered_and_its_run_interrupted(recovery_config: EngineConfig) -> None:
+    thresholds = RecoveryThresholds(heartbeat_timeout=5.0, idle_timeout=0.3, retry_cap=1, tick=0.05)
+    with EngineServices(recovery_config, workers=0, scheduler=False, block_ms=100, recovery=thresholds) as engine:
+        engine.publish_flow(flow_from_data(make_flow("lost", [T, DONE], [("start", "done")])))
+        run_id = engine.create_run("lost", {}).run_id
+        client, keys = engine._api().client, engine.keys
+
+        first_id, first = _read_as_dead_consumer(client, keys)
+        assert ATTEMPT_FIELD not in first
+        second_id, second = _read_as_dead_consumer(client, keys)  # the reaper's redelivery
+        assert second[ATTEMPT_FIELD] == b"2" and second[ORIGIN_FIELD] == first_id
+        assert second[b"j"] == first[b"j"]
+
+        run = engine.wait_for_run(run_id, timeout=10)
+        assert run["status"] == "interrupted" and run["error_type"] == "interrupted"
+        assert "retry cap 1" in run["error"] and keys.jobs_dead in run["error"]
+        dead = client.xrange(keys.jobs_dead)
+        assert len(dead) == 1
+        assert dead[0][1][b"j"] == first[b"j"] and dead[0][1][ORIGIN_FIELD] == first_id
+        assert client.xpending(keys.jobs, keys.jobs_group)["pending"] == 0
+        assert client.xlen(keys.jobs) == 0
+        assert int(client.get(keys.job_attempt(first_id.decode())) or 0) == 3  # any zombie of attempt 1 or 2 is fenced
+        del second_id
+
+
+def test_a_live_worker_holding_a_long_step_keeps_its_job(recovery_config: EngineConfig,
+                                                        holding_site: HoldingSite) -> None:
+    thresholds = RecoveryThresholds(heartbeat_timeout=1.0, idle_timeout=0.5, retry_cap=2, tick=0.05)
+    with EngineServices(recovery_config, workers=1, scheduler=False, block_ms=100, recovery=thresholds,
+                        heartbeat_seconds=0.1) as engine:
+        doc = make_flow("long", [T, {"id": "call", "type": "http.request",
+                                     "config": {"method": "POST", "url": holding_site.url + "/hold"}}, DONE],
+                        [("start", "call"), ("call", "done")])
+        engine.publish_flow(flow_from_data(doc))
+        run_id = engine.create_run("long", {}).run_id
+        wait_until(lambda: holding_site.count("/hold") == 1, what="the step to start")
+        timer = threading.Timer(2.5, holding_site.release.set)  # five idle thresholds, 2.5 heartbeat timeouts
+        timer.start()
+        try:
+            run = engine.wait_for_run(run_id, timeout=15)
+        finally:
+            timer.cancel()
+        assert run["status"] == "succeeded", run
+        assert holding_site.count("/hold") == 1
+        client = engine._api().client
+        assert client.xlen(engine.keys.jobs_dead) == 0
+        assert not list(client.scan_iter(match=f"{engine.keys.prefix}:job:*"))  # never reclaimed
+
+
+def test_a_write_of_a_stale_attempt_is_refused_whole(redis_url: str, key_prefix: str) -> None:
+    client = redis.Redis.from_url(redis_url, socket_timeout=5)
+    keys = Keyspace(key_prefix)
+    writer = FencedWriter(client, keys)
+
+    def write(attempt: int, marker: str) -> Any:
+        recorder = CommandRecorder()
+        recorder.xadd(keys.events, {EVENT_FIELD: marker})
+        recorder.set(keys.run_progress("r1"), marker)
+        return writer.write(JobFence("1-0", attempt), recorder)
+
+    assert write(1, "first") == 1  # no attempt key yet: attempt 1 is current
+    client.set(keys.job_attempt("1-0"), 2)
+    assert write(1, "zombie") == 0
+    assert client.get(keys.run_progress("r1")) == b"first"
+    assert [fields[EVENT_FIELD] for _id, fields in client.xrange(keys.events)] == [b"first"]
+    assert write(2, "second") == 1
+    assert client.get(keys.run_progress("r1")) == b"second"
