@@ -10,6 +10,7 @@ projector stays the only writer of run state.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,23 @@ class RecoveryThresholds:
     """Redeliveries of one job; the next loss moves it to the dead-letter stream and interrupts the run."""
     tick: float = 1.0
     """Seconds between reaper and watchdog passes."""
+
+    @classmethod
+    def from_env(cls) -> RecoveryThresholds:
+        """Defaults, overridden by `LOCKGATE_HEARTBEAT_TIMEOUT`, `LOCKGATE_JOB_IDLE_TIMEOUT` (seconds) and
+        `LOCKGATE_JOB_RETRY_CAP`."""
+        def number(name: str, default: float) -> float:
+            raw = os.environ.get(name)
+            if not raw:
+                return default
+            try:
+                return float(raw)
+            except ValueError:
+                raise ValueError(f"{name}={raw!r} is not a number of seconds; set it like {name}=15") from None
+
+        return cls(heartbeat_timeout=number("LOCKGATE_HEARTBEAT_TIMEOUT", cls.heartbeat_timeout),
+                   idle_timeout=number("LOCKGATE_JOB_IDLE_TIMEOUT", cls.idle_timeout),
+                   retry_cap=int(number("LOCKGATE_JOB_RETRY_CAP", cls.retry_cap)))
 
     def __post_init__(self) -> None:
         if self.heartbeat_timeout <= 0 or self.idle_timeout <= 0 or self.tick <= 0 or self.retry_cap < 0:

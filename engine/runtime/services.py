@@ -58,7 +58,7 @@ class EngineServices:
         self.budget_preflight = budget_preflight
         self.block_ms = block_ms
         self.heartbeat_seconds = heartbeat_seconds
-        self.recovery = recovery or RecoveryThresholds()
+        self.recovery = recovery or RecoveryThresholds.from_env()
         """Watchdog and reaper thresholds (heartbeat timeout, pending idle time, retry cap)."""
         self.run_reaper = reaper
         self.reaper: Reaper | None = None

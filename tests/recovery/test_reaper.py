@@ -29,7 +29,7 @@ def _read_as_dead_consumer(client: redis.Redis, keys: Keyspace) -> tuple[bytes, 
         reply: Any = client.xreadgroup(keys.jobs_group, "dead-consumer", {keys.jobs: ">"}, count=1, block=50)
         return reply[0][1][0] if reply else None
 
-    return wait_until(read, timeout=10, what="a job message")  # type: ignore[no-any-return]
+    return wait_until(read, timeout=10, what="a job message")  # type: ignore[no-any-return,unused-ignore]
 
 
 def test_a_job_lost_past_the_retry_cap_is_dead_lettered_and_its_run_interrupted(recovery_config: EngineConfig) -> None:
@@ -41,20 +41,19 @@ def test_a_job_lost_past_the_retry_cap_is_dead_lettered_and_its_run_interrupted(
 
         first_id, first = _read_as_dead_consumer(client, keys)
         assert ATTEMPT_FIELD not in first
-        second_id, second = _read_as_dead_consumer(client, keys)  # the reaper's redelivery
+        _second_id, second = _read_as_dead_consumer(client, keys)  # the reaper's redelivery
         assert second[ATTEMPT_FIELD] == b"2" and second[ORIGIN_FIELD] == first_id
         assert second[b"j"] == first[b"j"]
 
         run = engine.wait_for_run(run_id, timeout=10)
         assert run["status"] == "interrupted" and run["error_type"] == "interrupted"
         assert "retry cap 1" in run["error"] and keys.jobs_dead in run["error"]
-        dead = client.xrange(keys.jobs_dead)
+        dead: Any = client.xrange(keys.jobs_dead)
         assert len(dead) == 1
         assert dead[0][1][b"j"] == first[b"j"] and dead[0][1][ORIGIN_FIELD] == first_id
         assert client.xpending(keys.jobs, keys.jobs_group)["pending"] == 0
         assert client.xlen(keys.jobs) == 0
         assert int(client.get(keys.job_attempt(first_id.decode())) or 0) == 3  # any zombie of attempt 1 or 2 is fenced
-        del second_id
 
 
 def test_a_live_worker_holding_a_long_step_keeps_its_job(recovery_config: EngineConfig,
@@ -96,6 +95,7 @@ def test_a_write_of_a_stale_attempt_is_refused_whole(redis_url: str, key_prefix:
     client.set(keys.job_attempt("1-0"), 2)
     assert write(1, "zombie") == 0
     assert client.get(keys.run_progress("r1")) == b"first"
-    assert [fields[EVENT_FIELD] for _id, fields in client.xrange(keys.events)] == [b"first"]
+    events: Any = client.xrange(keys.events)
+    assert [fields[EVENT_FIELD] for _id, fields in events] == [b"first"]
     assert write(2, "second") == 1
     assert client.get(keys.run_progress("r1")) == b"second"
