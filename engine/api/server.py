@@ -175,8 +175,15 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("%s " + format, self.address_string(), *args)
 
     def _serve(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
+        try:
+            length = int(self.headers.get("content-length") or 0)
+        except ValueError:
+            self.close_connection = True  # the body's end is unknown, so the connection cannot be reused
+            self._send(400, {"error": {"code": "bad_request", "message": "Content-Length is not a number; send the "
+                                       "body's length in bytes"}})
+            return
         if length > MAX_BODY_BYTES:
+            self.close_connection = True  # the unread body would otherwise be taken for the next request
             self._send(413, {"error": {"code": "too_large", "message": f"bodies are limited to {MAX_BODY_BYTES} "
                                        "bytes; send less"}})
             return
