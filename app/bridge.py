@@ -195,43 +195,12 @@ class EngineBridge(QObject):
         self.request(lambda services: services.cancel_run(run_id), on_done)
 
     def list_runs(self, on_done: Done) -> None:
-        """The newest runs, each with its `cost_micros` (what its model calls were charged so far)."""
-
-        def read(services: Any) -> list[dict[str, Any]]:
-            import sqlalchemy as sa
-
-            from engine.store.models import Run
-
-            runs: list[dict[str, Any]] = services.list_runs(limit=RUNS_LISTED)
-            if runs:
-                with services.sql.connect() as conn:
-                    costs = dict(conn.execute(sa.select(Run.id, Run.cost_micros)
-                                              .where(Run.id.in_([run["id"] for run in runs]))).all())
-                for run in runs:
-                    run["cost_micros"] = costs.get(run["id"])
-            return runs
-
-        self.request(read, on_done)
+        """The newest runs, each with its `cost_micros`, current node and `waiting_on` (`engine.runtime.queries`)."""
+        self.request(lambda services: services.list_runs(limit=RUNS_LISTED), on_done)
 
     def get_run(self, run_id: str, on_done: Done) -> None:
         """A run with its steps, each step with `started_at` / `finished_at` (for the timeline)."""
-
-        def read(services: Any) -> dict[str, Any] | None:
-            import sqlalchemy as sa
-
-            from engine.store.models import Step
-
-            run: dict[str, Any] | None = services.get_run(run_id, with_steps=True)
-            if run is None:
-                return None
-            with services.sql.connect() as conn:
-                times = {row.step: (row.started_at, row.finished_at) for row in conn.execute(
-                    sa.select(Step.step, Step.started_at, Step.finished_at).where(Step.run_id == run_id))}
-            for step in run.get("steps", []):
-                step["started_at"], step["finished_at"] = times.get(step["step"], (None, None))
-            return run
-
-        self.request(read, on_done)
+        self.request(lambda services: services.get_run(run_id, with_steps=True), on_done)
 
     def money(self, on_done: Done) -> None:
         """`(budgets, holds)`: every budget from the ledger (live), and the newest holds from the store

@@ -8,8 +8,6 @@ live in the system keyring, or, when the machine has no keyring backend, in a
 from __future__ import annotations
 
 import json
-import os
-import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -17,25 +15,22 @@ from typing import Any, Literal
 from PySide6.QtCore import QSettings
 
 from engine.config import EngineConfig, default_data_dir
+from engine.secrets import (  # noqa: F401  (the app's names for them)
+    KEYRING_SERVICE,
+    SECRETS_FILE_NAME,
+    SecretStore,
+    approval_key_secret_name,
+    keyring_available,
+    mask_secret,
+    provider_secret_name,
+)
 
 ORGANIZATION = "Lockgate"
 APPLICATION = "Lockgate"
-KEYRING_SERVICE = "lockgate"
-SECRETS_FILE_NAME = "secrets.json"
 MAX_RECENT_FILES = 10
 
 ThemeMode = Literal["system", "light", "dark"]
 THEME_MODES: tuple[ThemeMode, ...] = ("system", "light", "dark")
-
-
-def mask_secret(secret: str) -> str:
-    """`sk-live-1234abcd` -> `sk-…abcd`: enough to recognise a key, never enough to use it."""
-    if not secret:
-        return ""
-    if len(secret) <= 8:
-        return "…" + secret[-2:]
-    prefix = secret[:3] if secret[2] == "-" else secret[:2]
-    return f"{prefix}…{secret[-4:]}"
 
 
 @dataclass
@@ -46,6 +41,8 @@ class ProviderSetting:
     base_url: str
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
     """model -> {"input": USD per 1M tokens, "output": USD per 1M tokens}."""
+    capacity: int = 4
+    """Calls the provider's connection pool may carry at once."""
 
 
 @dataclass
@@ -55,106 +52,6 @@ class BudgetSetting:
     name: str
     limit_usd: float
     period: Literal["day", "week", "month"] = "month"
-
-
-def keyring_available() -> bool:
-    """True when the system has a usable keyring backend (not the 'fail' or 'null' one)."""
-    try:
-        import keyring
-        from keyring.backends import fail
-
-        backend = keyring.get_keyring()
-    except Exception:
-        return False
-    if isinstance(backend, fail.Keyring):
-        return False
-    return float(getattr(backend, "priority", 0) or 0) > 0
-
-
-class SecretStore:
-    """Secrets by name: the system keyring where present, else a 0600 JSON file in the data folder."""
-
-    def __init__(self, data_dir: Path, use_keyring: bool | None = None) -> None:
-        self.data_dir = data_dir
-        self.uses_keyring = keyring_available() if use_keyring is None else use_keyring
-
-    @property
-    def file_path(self) -> Path:
-        return self.data_dir / SECRETS_FILE_NAME
-
-    @property
-    def where(self) -> str:
-        """A sentence for the Settings dialog saying where secrets go."""
-        if self.uses_keyring:
-            return "Secrets are stored in the system keyring."
-        return (
-            f"No system keyring is available: secrets are stored in {self.file_path} "
-            "(readable only by you, permissions 0600)."
-        )
-
-    def get(self, name: str) -> str | None:
-        if self.uses_keyring:
-            import keyring
-
-            return keyring.get_password(KEYRING_SERVICE, name)
-        return self._read_file().get(name)
-
-    def set(self, name: str, secret: str) -> None:
-        if self.uses_keyring:
-            import keyring
-
-            keyring.set_password(KEYRING_SERVICE, name, secret)
-            return
-        secrets = self._read_file()
-        secrets[name] = secret
-        self._write_file(secrets)
-
-    def delete(self, name: str) -> None:
-        if self.uses_keyring:
-            import keyring
-            from keyring.errors import PasswordDeleteError
-
-            try:
-                keyring.delete_password(KEYRING_SERVICE, name)
-            except PasswordDeleteError:
-                pass
-            return
-        secrets = self._read_file()
-        if secrets.pop(name, None) is not None:
-            self._write_file(secrets)
-
-    def masked(self, name: str) -> str:
-        """The secret as the UI may show it."""
-        return mask_secret(self.get(name) or "")
-
-    def _read_file(self) -> dict[str, str]:
-        try:
-            data = json.loads(self.file_path.read_text("utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            raise OSError(
-                f"secrets file {self.file_path} cannot be read ({exc}); fix or delete it and enter the keys again"
-            ) from None
-        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
-
-    def _write_file(self, secrets: dict[str, str]) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        temporary = self.file_path.with_suffix(".tmp")
-        # Created 0600 from the start so the secret is never briefly world-readable.
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, stat.S_IRUSR | stat.S_IWUSR)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            json.dump(secrets, handle, indent=2, sort_keys=True)
-        os.chmod(temporary, stat.S_IRUSR | stat.S_IWUSR)
-        os.replace(temporary, self.file_path)
-
-
-def provider_secret_name(provider: str) -> str:
-    return f"provider:{provider}:api_key"
-
-
-def approval_key_secret_name(key_name: str) -> str:
-    return f"approval-key:{key_name}"
 
 
 class AppSettings:

@@ -146,7 +146,8 @@ class SettingsDialog(QDialog):
         return page
 
     def _providers_tab(self) -> QWidget:
-        self.providers_table = _table(("Name", "Base URL", "API key", "Prices (USD per 1M tokens, JSON)"))
+        self.providers_table = _table(("Name", "Base URL", "API key", "Prices (USD per 1M tokens, JSON)",
+                                       "Pool (calls at once)"))
         self.providers_table.setObjectName("providersTable")
         for provider in self.settings.providers():
             self._add_provider_row(provider)
@@ -214,6 +215,7 @@ class SettingsDialog(QDialog):
         key_item.setToolTip("Type a new key to replace it; it is stored as a secret and shown masked")
         table.setItem(row, 2, key_item)
         table.setItem(row, 3, QTableWidgetItem(json.dumps(provider.prices) if provider and provider.prices else ""))
+        table.setItem(row, 4, QTableWidgetItem(str(provider.capacity if provider else ProviderSetting.capacity)))
         table.blockSignals(False)
 
     def _provider_item_changed(self, item: QTableWidgetItem) -> None:
@@ -346,8 +348,12 @@ class SettingsDialog(QDialog):
             base_url = _cell(self.providers_table, row, 1)
             if not base_url.startswith(("http://", "https://")):
                 raise SettingsError(f"provider {name!r}: base URL {base_url!r} must start with http:// or https://")
+            capacity_text = _cell(self.providers_table, row, 4) or str(ProviderSetting.capacity)
+            if not capacity_text.isdigit() or not 1 <= int(capacity_text) <= 10_000:
+                raise SettingsError(f"provider {name!r}: pool size {capacity_text!r} must be a whole number of calls "
+                                    "at once, 1 to 10000")
             providers.append(ProviderSetting(name, base_url, parse_price_table(_cell(self.providers_table, row, 3),
-                                                                               name)))
+                                                                               name), int(capacity_text)))
         budgets: list[BudgetSetting] = []
         for row in range(self.budgets_table.rowCount()):
             name = _cell(self.budgets_table, row, 0)
@@ -378,6 +384,18 @@ class SettingsDialog(QDialog):
         self.new_secrets.clear()
         self.deleted_secrets.clear()
         self.settings.sync()
+        self._write_providers_file(providers)
+
+    def _write_providers_file(self, providers: list[ProviderSetting]) -> None:
+        """The engine reads providers from the data folder's providers.json (keys by reference, never in it)."""
+        from app.provider_file import write_settings_providers
+        from engine.providers.config import ProviderConfigError
+
+        with_keys = {p.name for p in providers if self.store.get(provider_secret_name(p.name))}
+        try:
+            write_settings_providers(self.settings.data_dir, providers, with_keys)
+        except ProviderConfigError as exc:
+            raise SettingsError(f"providers not written for the engine: {exc}") from None
 
     def accept(self) -> None:
         try:

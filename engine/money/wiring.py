@@ -6,6 +6,7 @@ it); the `budget.reserve` and `ai.model` bodies read it with `current()`.
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from engine.money.run_state import RunMoneyState
 from engine.providers.model_call import ModelCaller
 from engine.providers.registry import ProviderRegistry, providers_in
 from engine.publish import get_version
+from engine.secrets import lookup_secret
 from engine.transport.keys import Keyspace
 
 
@@ -60,7 +62,8 @@ def build_money_services(client: redis.Redis, keys: Keyspace, sql: sa.Engine, cl
     `telemetry_client` should give up fast (`fail_soft_client`): telemetry must never hold a call up."""
     ledger = BudgetLedger(client, keys, clock)
     sink = RedisTelemetrySink(telemetry_client or client, keys, clock=clock)
-    registry = ProviderRegistry(providers_in(data_dir), telemetry=sink, clock=clock)
+    registry = ProviderRegistry(providers_in(data_dir), telemetry=sink, clock=clock,
+                                secrets=functools.partial(lookup_secret, data_dir))
     pools = {config.name: ProviderPool(client, keys, config, clock=clock) for config in registry.configs()}
     caller = ModelCaller(registry, pools, ledger, clock)
     return MoneyServices(client, keys, sql, clock, ledger, registry, pools, caller, RunMoneyState(client, keys))

@@ -27,6 +27,9 @@ class ConnectionConfig(BaseModel):
     name: str = Field(pattern=NAME_PATTERN)
     base_url: str = Field(min_length=1, description="up to and including /v1, e.g. http://127.0.0.1:8765/v1")
     api_key: str = ""
+    """The key in plain text in providers.json: works, but less safe than `api_key_ref`."""
+    api_key_ref: str = ""
+    """The name of a secret (`engine.secrets`: keyring or the data folder's 0600 file) holding the key."""
     capacity: int = Field(default=4, ge=1, le=10_000)
 
 
@@ -40,6 +43,8 @@ class ProviderConfig(BaseModel):
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     timeout_seconds: float = Field(default=60.0, gt=0)
     default_max_tokens: int = Field(default=1024, ge=1, description="max_tokens assumed for estimates when unset")
+    managed_by: str = ""
+    """Who wrote this entry and may rewrite it (the app's bundled simulator: `app-simulator`); empty: the user."""
 
     @model_validator(mode="after")
     def _unique_connection_names(self) -> ProviderConfig:

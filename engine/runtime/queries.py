@@ -30,6 +30,7 @@ def _run_data(row: Any) -> dict[str, Any]:
         "error_type": row["error_type"],
         "waiting_on": row["waiting_on"],
         "current_node": row["current_node"],
+        "cost_micros": row["cost_micros"],
         "created_at": _iso(row["created_at"]),
         "started_at": _iso(row["started_at"]),
         "finished_at": _iso(row["finished_at"]),
@@ -48,11 +49,13 @@ def _step_data(row: Any) -> dict[str, Any]:
         "output": row["output"],
         "error": row["error"],
         "error_type": row["error_type"],
+        "started_at": _iso(row["started_at"]),
+        "finished_at": _iso(row["finished_at"]),
     }
 
 
 def get_run(sql: sa.Engine, run_id: str, *, with_steps: bool = True) -> dict[str, Any] | None:
-    """A run with its steps (ordered by start) and step counts, or None."""
+    """A run with its steps (ordered by start, each with `started_at` / `finished_at`) and step counts, or None."""
     with sql.connect() as conn:
         row = conn.execute(sa.select(RUNS).where(RUNS.c.id == run_id)).mappings().first()
         if row is None:
@@ -72,7 +75,7 @@ def get_run(sql: sa.Engine, run_id: str, *, with_steps: bool = True) -> dict[str
 
 def list_runs(sql: sa.Engine, *, flow_id: str | None = None, status: str | None = None,
               limit: int = 50) -> list[dict[str, Any]]:
-    """Newest runs first."""
+    """Newest runs first, each with `cost_micros` (charged so far), `current_node` and `waiting_on`."""
     query = sa.select(RUNS).order_by(RUNS.c.created_at.desc(), RUNS.c.id).limit(limit)
     if flow_id:
         query = query.where(RUNS.c.flow_id == flow_id)
