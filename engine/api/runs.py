@@ -8,9 +8,11 @@
 from __future__ import annotations
 
 import math
+import threading
 import time
 from typing import Any
 
+from engine.api.callbacks import CallbackSender, register_callback
 from engine.api.errors import ApiError
 from engine.publish import UnknownFlowVersion
 from engine.runtime.create import RunRefused
@@ -45,6 +47,11 @@ def start_run(services: Any, body: dict[str, Any]) -> tuple[int, dict[str, Any]]
     if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
         raise ApiError(422, "bad_request", '"version" must be a published version number')
     wait = min(_number(body, "wait", DEFAULT_WAIT_SECONDS), MAX_WAIT_SECONDS)
+    callback_url = body.get("callback_url")
+    if callback_url is not None and (not isinstance(callback_url, str)
+                                     or not callback_url.startswith(("http://", "https://"))):
+        raise ApiError(422, "bad_request", '"callback_url" must be an http:// or https:// URL the engine can POST '
+                       "the run's execution.finished webhook to")
     try:
         created = services.create_run(flow_id, inputs, version=version, idempotency_key=key)
     except UnknownFlowVersion as exc:
@@ -58,7 +65,23 @@ def start_run(services: Any, body: dict[str, Any]) -> tuple[int, dict[str, Any]]
         if "disabled" in str(exc):
             raise ApiError(409, "flow_disabled", str(exc)) from None
         raise ApiError(409, reason or "run_refused", str(exc)) from None
-    return answer_for(services, created.run_id, wait, duplicate=created.duplicate)
+    secret = None
+    if callback_url is not None and not created.duplicate:
+        secret = register_callback(services._api(), created.run_id, callback_url)
+        _deliver_if_already_finished(services, created.run_id)
+    status, answer = answer_for(services, created.run_id, wait, duplicate=created.duplicate)
+    if secret is not None:
+        answer["callback"] = {"url": callback_url, "secret": secret}
+    return status, answer
+
+
+def _deliver_if_already_finished(services: Any, run_id: str) -> None:
+    """A run that ended before its callback was stored was passed over by the sender; push it from here."""
+    run = services.get_run(run_id, with_steps=False)
+    if run is not None and run["status"] in TERMINAL:
+        runtime = getattr(services, "triggers", None)
+        sender = runtime.callbacks if runtime is not None else CallbackSender(services._api())
+        threading.Thread(target=sender.deliver, args=(run_id,), name="lockgate-callback-late", daemon=True).start()
 
 
 def retry_after(waiting_on: dict[str, Any] | None, now: float) -> int:

@@ -215,6 +215,12 @@ class Keyspace:
         (`<flow_id>/<node_id>:disabled`, `...:loop_guard`). Incremented by `engine.triggers`."""
         return self._key("triggers", "counters")
 
+    def run_callback(self, run_id: str) -> str:
+        """Hash {url, secret} with TTL: where to push the run's `execution.finished` webhook. Written by
+        `POST /api/v1/runs` with `callback_url`; deleted by the one process that delivers it
+        (`engine.api.callbacks`)."""
+        return self._key("run", run_id, "callback")
+
     def run_event_chain(self, run_id: str) -> str:
         """String with TTL: how many event triggers in a row led to this run ("depth flow_id"). Written by
         `engine.triggers.events` when it starts a run; read when that run's own events fire triggers."""

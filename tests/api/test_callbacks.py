@@ -1,0 +1,105 @@
+"""The outgoing execution.finished webhook: pushed once, HMAC-signed, to a real HTTP receiver on 127.0.0.1."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import orjson
+import pytest
+
+from engine.triggers.settings import counters
+from engine.triggers.webhooks import signature_ok
+from tests.api.conftest import HELLO, QUEUED, Api
+
+
+class Receiver:
+    def __init__(self, status: int = 200) -> None:
+        self.posts: list[tuple[dict[str, str], bytes]] = []
+        self.status = status
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                receiver.posts.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(receiver.status)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/done"
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def wait_posts(self, count: int, timeout: float = 10.0) -> list[tuple[dict[str, str], bytes]]:
+        deadline = time.monotonic() + timeout
+        while len(self.posts) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)  # nothing more should come
+        return list(self.posts)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    server = Receiver()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+def test_a_parked_run_pushes_its_end_once_signed(api: Api, receiver: Receiver) -> None:
+    api.publish(QUEUED)
+    answer = api.http.post("/api/v1/runs", json={"flow_id": "later", "wait": 10, "callback_url": receiver.url},
+                           headers=api.headers())
+    assert answer.status_code == 202
+    secret = answer.json()["callback"]["secret"]
+    assert receiver.posts == []
+    api.clock.advance(3600)
+    assert api.services.waker is not None
+    api.services.waker.due.nudge()
+    posts = receiver.wait_posts(1)
+    assert len(posts) == 1
+    headers, body = posts[0]
+    assert headers["x-lockgate-event"] == "execution.finished"
+    assert signature_ok(body, secret, headers["x-hub-signature-256"])
+    assert not signature_ok(body, secret + "x", headers["x-hub-signature-256"])
+    data = orjson.loads(body)
+    assert (data["event"], data["run_id"], data["status"]) == ("execution.finished", answer.json()["run_id"],
+                                                               "succeeded")
+
+
+def test_a_run_ending_within_the_request_pushes_once_too(api: Api, receiver: Receiver) -> None:
+    api.publish(HELLO)
+    for _ in range(3):
+        answer = api.http.post("/api/v1/runs", json={"flow_id": "hello", "inputs": {"name": "Ada"},
+                                                     "callback_url": receiver.url}, headers=api.headers())
+        assert answer.status_code == 201
+    posts = receiver.wait_posts(3)
+    assert sorted(orjson.loads(body)["run_id"] for _, body in posts) == sorted(
+        run["id"] for run in api.services.list_runs(flow_id="hello"))
+
+
+def test_a_refused_callback_is_retried_then_counted(api: Api, receiver: Receiver) -> None:
+    receiver.status = 500
+    assert api.services.triggers is not None
+    api.services.triggers.callbacks.retry_delays = (0.05,)
+    api.publish(HELLO)
+    answer = api.http.post("/api/v1/runs", json={"flow_id": "hello", "inputs": {"name": "Ada"},
+                                                 "callback_url": receiver.url}, headers=api.headers())
+    assert answer.status_code == 201
+    assert api.services.handles is not None
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not counters(api.services.handles.client, api.services.keys):
+        time.sleep(0.02)
+    assert len(receiver.posts) == 2
+    assert counters(api.services.handles.client, api.services.keys) == {"callback_failed": 1}
+    bad = api.http.post("/api/v1/runs", json={"flow_id": "hello", "inputs": {"name": "Ada"},
+                                              "callback_url": "ftp://x"}, headers=api.headers())
+    assert bad.status_code == 422
