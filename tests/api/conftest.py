@@ -72,10 +72,9 @@ class Api:
         return {"Authorization": f"Bearer {self.key}"}
 
 
-@pytest.fixture
-def api(tmp_path: Path, redis_url: str, sqlite_url: str, key_prefix: str) -> Iterator[Api]:
+def _serve(tmp_path: Path, redis_url: str, db_url: str, key_prefix: str) -> Iterator[Api]:
     clock = ManualClock()
-    config = EngineConfig(data_dir=tmp_path / "data", redis_url=redis_url, db_url=sqlite_url, key_prefix=key_prefix)
+    config = EngineConfig(data_dir=tmp_path / "data", redis_url=redis_url, db_url=db_url, key_prefix=key_prefix)
     services = EngineServices(config, clock=clock, workers=2, block_ms=100, scheduler=False).start()
     server = ApiServer(services, "127.0.0.1", 0).start()
     assert services.sql is not None
@@ -86,3 +85,15 @@ def api(tmp_path: Path, redis_url: str, sqlite_url: str, key_prefix: str) -> Ite
     finally:
         server.stop()
         services.stop()
+
+
+@pytest.fixture
+def api(tmp_path: Path, redis_url: str, sqlite_url: str, key_prefix: str) -> Iterator[Api]:
+    """The API on SQLite."""
+    yield from _serve(tmp_path, redis_url, sqlite_url, key_prefix)
+
+
+@pytest.fixture
+def any_db_api(tmp_path: Path, redis_url: str, db_url: str, key_prefix: str) -> Iterator[Api]:
+    """The API on SQLite, and again on PostgreSQL where one answers."""
+    yield from _serve(tmp_path, redis_url, db_url, key_prefix)

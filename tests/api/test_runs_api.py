@@ -26,7 +26,8 @@ def test_every_api_route_needs_a_valid_key(api: Api) -> None:
     assert api.services.list_runs() == []
 
 
-def test_a_run_finishing_within_wait_answers_201_and_a_repeat_200(api: Api) -> None:
+def test_a_run_finishing_within_wait_answers_201_and_a_repeat_200(any_db_api: Api) -> None:
+    api = any_db_api
     api.publish(HELLO)
     body = {"flow_id": "hello", "inputs": {"name": "Ada"}, "idempotency_key": "order-1", "wait": 10}
     first = api.http.post("/api/v1/runs", json=body, headers=api.headers())
@@ -47,7 +48,8 @@ def test_a_run_finishing_within_wait_answers_201_and_a_repeat_200(api: Api) -> N
     assert api.http.get("/api/v1/runs", params={"status": "failed"}, headers=api.headers()).json()["runs"] == []
 
 
-def test_a_parking_run_answers_202_waiting_with_retry_after(api: Api) -> None:
+def test_a_parking_run_answers_202_waiting_with_retry_after(any_db_api: Api) -> None:
+    api = any_db_api
     api.publish(QUEUED)
     answer = api.http.post("/api/v1/runs", json={"flow_id": "later", "wait": 10}, headers=api.headers())
     assert answer.status_code == 202, answer.text
