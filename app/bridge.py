@@ -97,6 +97,8 @@ class EngineBridge(QObject):
             # Known to stop() even if the app quits before the GUI hears that the start finished.
             self._started_services = services
             try:
+                # First: it writes the `local` provider's URL into providers.json, which the engine reads at start.
+                self.simulator = SimulatorProcess(self.config.data_dir).start()
                 services.start()
                 if self.budgets:
                     ledger = _ledger(services)
@@ -106,7 +108,6 @@ class EngineBridge(QObject):
                     self.subscriber = LiveSubscriber(services.redis.client(socket_timeout=10), services.keys.live,
                                                      self._batch_from_projector.emit).start()
                     self.engine_process = EngineProcess(self.config, services.redis.url, self.workers).start()
-                self.simulator = SimulatorProcess(self.config.data_dir).start()
             except BaseException:
                 self._stop_parts(services)  # what did start must not outlive a failed start
                 raise
@@ -132,7 +133,8 @@ class EngineBridge(QObject):
             self._set_state("running", f"Engine running ({where}, {self.config.sql_url.split(':')[0]})")
             if self.simulator is not None and self.simulator.wanted:
                 how = "already running, reused" if self.simulator.reused else "started"
-                self.log_message.emit(f"Provider simulator for the demo's `local` provider: {how}")
+                self.log_message.emit(f"Provider simulator for the demo's `local` provider: {how} at "
+                                      f"{self.simulator.url}")
             self.runs_changed.emit()
             self.approvals_changed.emit()
             self.holds_changed.emit()

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from engine.config import EngineConfig
@@ -22,7 +23,7 @@ LOG_NAME = "engine-worker.log"
 SIMULATOR_LOG_NAME = "provider-sim.log"
 SIMULATOR_HOST = "127.0.0.1"
 SIMULATOR_PORT = 8765
-"""Where the engine's default `local` provider (no providers.json in the data folder) expects the simulator."""
+"""The simulator's port when it is free (the engine's default `local` provider, with no providers.json, expects it)."""
 
 
 _PR_SET_PDEATHSIG = 1
@@ -40,35 +41,83 @@ def port_answers(host: str, port: int) -> bool:
         return probe.connect_ex((host, port)) == 0
 
 
+SIMULATOR_START_S = 10.0
+SIMULATOR_OWNER = "lockgate-sim"
+"""`owned_by` of every model the bundled simulator lists at /v1/models: how a reused port is recognised."""
+
+
+def is_our_simulator(host: str, port: int) -> bool:
+    """True when what answers on `port` is the bundled provider simulator (its /v1/models says so)."""
+    import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}/v1/models", timeout=1.0) as answer:
+            body = json.loads(answer.read())
+    except (OSError, ValueError):
+        return False
+    models = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(models, list) or not models:
+        return False
+    return all(isinstance(m, dict) and m.get("owned_by") == SIMULATOR_OWNER for m in models)
+
+
+def free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
 class SimulatorProcess:
     """The bundled provider simulator (`lockgate provider-sim`), so the demo's model calls work offline.
 
-    Started only when the data folder has no providers.json (the engine then uses the simulator) and
-    nothing answers on its port yet (another Lockgate may already run one; it is reused).
+    Started when the data folder's providers.json is missing or its `local` entry is the one the app
+    wrote for the simulator. It takes the preferred port when that is free, reuses what answers there
+    when that is our simulator, and otherwise listens on a free port; the URL it ends up on is written
+    into the `local` entry of providers.json (so the engine, in any process, calls it there).
     """
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, preferred_port: int = SIMULATOR_PORT) -> None:
         self.data_dir = data_dir
+        self.preferred_port = preferred_port
         self.process: subprocess.Popen[bytes] | None = None
         self.reused = False
-
-    @property
-    def wanted(self) -> bool:
-        return not (self.data_dir / "providers.json").exists()
+        self.url = ""
+        self.wanted = False
 
     def start(self) -> SimulatorProcess:
+        from app.provider_file import simulator_entry_wanted, write_simulator_provider
+        from engine.providers.config import simulator_provider
+
+        self.wanted = simulator_entry_wanted(self.data_dir)
         if not self.wanted:
             return self
-        if port_answers(SIMULATOR_HOST, SIMULATOR_PORT):
-            self.reused = True
-            return self
+        port = self.preferred_port
+        if port_answers(SIMULATOR_HOST, port):
+            if is_our_simulator(SIMULATOR_HOST, port):
+                self.reused = True
+            else:
+                port = free_port(SIMULATOR_HOST)
+        if not self.reused:
+            self._spawn(port)
+        self.url = f"http://{SIMULATOR_HOST}:{port}/v1"
+        write_simulator_provider(self.data_dir, simulator_provider(self.url))
+        return self
+
+    def _spawn(self, port: int) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with open(self.data_dir / SIMULATOR_LOG_NAME, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "app", "provider-sim", "--host", SIMULATOR_HOST, "--port", str(SIMULATOR_PORT)],
+                [sys.executable, "-m", "app", "provider-sim", "--host", SIMULATOR_HOST, "--port", str(port)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_app,
             )
-        return self
+        # The engine may call it as soon as its first run starts: be sure it listens before saying so.
+        deadline = time.monotonic() + SIMULATOR_START_S
+        while not is_our_simulator(SIMULATOR_HOST, port):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the provider simulator did not start on {SIMULATOR_HOST}:{port}; "
+                                   f"see {self.data_dir / SIMULATOR_LOG_NAME}")
+            time.sleep(0.05)
 
     def stop(self) -> None:
         _terminate(self.process)

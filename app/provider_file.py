@@ -67,9 +67,10 @@ def write_simulator_provider(data_dir: Path, provider: ProviderConfig) -> Path:
 
 
 def simulator_entry_wanted(data_dir: Path, name: str = "local") -> bool:
-    """True when the app may run its simulator for `name`: no providers.json yet, or the app wrote that entry.
+    """True when the app may run its simulator for `name`: no providers.json yet, the app wrote that entry, or
+    the file has no `name` and the app wrote all of it (Settings providers beside the demo's `local`).
 
-    A providers.json the user wrote without `name`, or with `name` of their own, is left alone."""
+    A providers.json written by hand without `name`, or any file with a `name` of the user's, is left alone."""
     path = data_dir / PROVIDERS_FILE
     if not path.exists():
         return True
@@ -78,4 +79,6 @@ def simulator_entry_wanted(data_dir: Path, name: str = "local") -> bool:
     except ValueError:
         return False  # the engine will say what is wrong with the file; do not overwrite it
     entry = next((p for p in providers if p.name == name), None)
-    return entry is not None and entry.managed_by == SIMULATOR_MANAGER
+    if entry is None:
+        return all(p.managed_by for p in providers)
+    return entry.managed_by == SIMULATOR_MANAGER

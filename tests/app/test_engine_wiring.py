@@ -10,14 +10,16 @@ import pytest
 from PySide6.QtWidgets import QMessageBox, QTableWidget
 
 from app.bridge import EngineBridge
-from app.engine_process import SIMULATOR_HOST, SIMULATOR_PORT, port_answers
+from app.engine_process import SIMULATOR_HOST, is_our_simulator
 from app.examples import example_bytes
+from app.provider_file import SIMULATOR_MANAGER
 from app.settings import AppSettings, BudgetSetting
 from app.window import MainWindow
 from canvas.document import FlowDocument
 from canvas.editor import FlowEditor
 from engine.config import EngineConfig
 from engine.flow import load_flow_text
+from engine.providers.registry import providers_in
 from engine.runtime.queries import get_run
 from engine.store.db import make_engine
 from tests.app.cells import cell
@@ -112,9 +114,14 @@ def test_publish_then_run_with_inputs(qtbot, engine_window: MainWindow) -> None:
     qtbot.waitUntil(lambda: applied == [1], timeout=5_000)
     window.engine.refresh_money()
     qtbot.waitUntil(lambda: [b.name for b in window.holds.budgets] == ["default", "ops"], timeout=5_000)
-    # The demo's `local` provider (no providers.json in the data folder) has its simulator running.
-    qtbot.waitUntil(lambda: port_answers(SIMULATOR_HOST, SIMULATOR_PORT), timeout=10_000)
-    assert window.bridge is not None and window.bridge.simulator is not None
+    # The demo's `local` provider (no providers.json in the data folder) has its simulator running, and
+    # providers.json says where (8765 when that was free or already ours, else a free port).
+    simulator = window.bridge.simulator
+    assert simulator is not None and simulator.url
+    port = int(simulator.url.rsplit(":", 1)[1].split("/")[0])
+    assert is_our_simulator(SIMULATOR_HOST, port)
+    local = next(p for p in providers_in(window.bridge.config.data_dir) if p.name == "local")
+    assert local.connections[0].base_url == simulator.url and local.managed_by == SIMULATOR_MANAGER
 
 
 def test_publish_refused_by_the_engine_lists_problems(qtbot, engine_window: MainWindow) -> None:
