@@ -30,6 +30,7 @@ CALLBACK_TTL_SECONDS = 7 * 24 * 3600
 RETRY_DELAYS_SECONDS = (0.5, 2.0, 5.0)
 TIMEOUT_SECONDS = 10.0
 EVENT_NAME = "execution.finished"
+MAX_CHECK_BATCH = 500
 
 
 def register_callback(handles: EngineHandles, run_id: str, url: str) -> str:
@@ -64,13 +65,31 @@ class CallbackSender:
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
             try:
-                run_id = self.pending.get(timeout=0.2)
+                run_ids = [self.pending.get(timeout=0.2)]
             except queue.Empty:
                 continue
+            while len(run_ids) < MAX_CHECK_BATCH:
+                try:
+                    run_ids.append(self.pending.get_nowait())
+                except queue.Empty:
+                    break
             try:
-                self.deliver(run_id, stop)
+                waiting = self._with_callback(run_ids)
             except Exception:
-                log.exception("execution.finished for run %s failed; continuing", run_id)
+                log.exception("execution.finished: could not look up callbacks of %d runs; continuing", len(run_ids))
+                continue
+            for run_id in waiting:
+                try:
+                    self.deliver(run_id, stop)
+                except Exception:
+                    log.exception("execution.finished for run %s failed; continuing", run_id)
+
+    def _with_callback(self, run_ids: list[str]) -> list[str]:
+        """The runs among `run_ids` that have a callback, in one round trip (most runs have none)."""
+        pipe = self.handles.client.pipeline(transaction=False)
+        for run_id in run_ids:
+            pipe.exists(self.handles.keys.run_callback(run_id))
+        return [run_id for run_id, found in zip(run_ids, pipe.execute(), strict=True) if found]
 
     def _claim(self, run_id: str) -> dict[str, str] | None:
         key = self.handles.keys.run_callback(run_id)
