@@ -23,13 +23,17 @@ def _handles(engine: MoneyEngine) -> EngineHandles:
     return engine.services.handles
 
 
-def _next_park_count(engine: MoneyEngine, run_id: str, parks: int) -> dict[str, Any]:
-    """Wait until the run has parked `parks` times on pool capacity (or ended)."""
+def _next_park_count(engine: MoneyEngine, run_id: str, parks: int, after_due: float = 0.0) -> dict[str, Any]:
+    """Wait until the run has parked `parks` times on pool capacity (or ended).
+
+    The pool-wait count lives in Redis at once, the stored run follows through the projector: until that
+    catches up, the store still shows the previous park, so the park is new only once its due time is later."""
     deadline = time.monotonic() + 10
     while True:
         run = engine.services.get_run(run_id)
         assert run is not None
-        if run["status"] == "waiting" and engine.money.state.progress(run_id, "model").pool_waits == parks:
+        if (run["status"] == "waiting" and engine.money.state.progress(run_id, "model").pool_waits == parks
+                and (run["waiting_on"] or {}).get("due_at", 0.0) > after_due):
             return run
         if run["status"] in ("failed", "succeeded") or time.monotonic() > deadline:
             return run
@@ -39,12 +43,14 @@ def test_pool_wait_retries_at_most_max_pool_waits_then_fails(money_engine: Money
     engine = money_engine
     engine.publish(model_flow("waits", {"model": "sim-fault-429", "pool_wait": True, "max_pool_waits": 3}))
     run_id = engine.start("waits")
+    last_due = 0.0
     for wait in range(1, 4):
-        run = _next_park_count(engine, run_id, wait)
+        run = _next_park_count(engine, run_id, wait, after_due=last_due)
         assert run["status"] == "waiting", run
         assert run["waiting_on"]["reason"] == "pool_capacity"
         assert engine.money.ledger.budget("default").held_micros == 0  # its hold went back while waiting
-        engine.advance(run["waiting_on"]["due_at"] - engine.clock.now() + 1)
+        last_due = run["waiting_on"]["due_at"]
+        engine.advance(last_due - engine.clock.now() + 1)
     run = engine.wait(run_id)
     assert run["status"] == "failed" and run["error_type"] == "rate_limited"
     assert "gave up after 3 pool waits" in run["error"]
