@@ -104,6 +104,8 @@ class RunExecutor:
         self.top = _Scope(Scheduler(plan, plan.trigger_scope(ctx.trigger), ctx.trigger), ctx.state)
         self.in_flight: str | None = None
         """The top-level node whose step is running (a foreach node while its iterations run)."""
+        self.in_flight_resumed = False
+        """Whether that step is a parked step resuming (it runs again as a resume after a crash)."""
 
     # --- entry points ---------------------------------------------------------------------
 
@@ -124,7 +126,7 @@ class RunExecutor:
         if node is None or node in self.top.order:
             return self._guarded(None)
         if idempotent(node):
-            return self._guarded(node, resumed=False)
+            return self._guarded(node, resumed=bool(progress.get("in_flight_resumed")))
         message = (f'node "{node}" ({self.plan.nodes[node].type}) was in progress when its worker was lost, and it '
                    "is not idempotent: running it again could repeat its effect (a second POST, a second "
                    "charge). The run is stopped here; you decide: check what the step did, then start the run "
@@ -137,6 +139,7 @@ class RunExecutor:
         """The checkpoint a reclaimed job continues from: the run so far and the top-level step in flight."""
         snapshot = self.checkpoint(self.in_flight or "")
         snapshot["in_flight"] = self.in_flight
+        snapshot["in_flight_resumed"] = self.in_flight_resumed
         return snapshot
 
     def _guarded(self, resume_node: str | None, resumed: bool = True) -> RunOutcome:
@@ -201,7 +204,7 @@ class RunExecutor:
         spec = body_for(node.type)
         scope.scheduler.start(node_id)
         if scope is self.top:
-            self.in_flight = node_id
+            self.in_flight, self.in_flight_resumed = node_id, resumed
         retry = node.retry
         max_attempts = retry.max_attempts if retry else 1
         base_delay = parse_duration(retry.base_delay) if retry else 0.0

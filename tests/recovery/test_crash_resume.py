@@ -96,3 +96,24 @@ def test_a_zombie_worker_cannot_complete_the_job_taken_from_it(
     assert (after_run["status"], after_run["result"]) == ("succeeded", 2)
     assert after_run["steps"] == run["steps"]
     assert _counts(supervisor) == before  # no event applied, none dead-lettered
+
+
+def test_a_run_killed_after_resuming_from_a_park_continues_after_it(
+        supervisor: EngineServices, spawn_worker: Callable[[], WorkerProcess], holding_site: HoldingSite) -> None:
+    document = make_flow("parked-crash", [
+        T,
+        {"id": "pause", "type": "queue", "config": {"delay": "1s"}},
+        {"id": "call", "type": "http.request", "config": {"method": "GET", "url": holding_site.url + "/hold"}},
+        {"id": "done", "type": "terminal", "config": {"output": "{{ state.call.body.count }}"}},
+    ], [("start", "pause"), ("pause", "call"), ("call", "done")])
+    first = spawn_worker()
+    run_id = _start_run(supervisor, document)
+    wait_until(lambda: holding_site.count("/hold") == 1, what="the resumed run to be inside its slow step")
+    first.signal(signal.SIGKILL)
+    first.proc.wait(5)
+    spawn_worker()
+    run = supervisor.wait_for_run(run_id, timeout=20)
+    assert run["status"] == "succeeded" and run["result"] == 2, run
+    assert holding_site.count("/hold") == 2
+    statuses = {step["step"]: step["status"] for step in run["steps"]}
+    assert statuses == {"start": "succeeded", "pause": "succeeded", "call": "succeeded", "done": "succeeded"}
