@@ -44,6 +44,7 @@ class EngineBridge(QObject):
     live_changes = Signal(list)
     """Projector changes (dicts of `LiveChange`), delivered on the GUI thread, one list per batch."""
     _batch_from_projector = Signal(list)
+    _live_ready = Signal()
 
     def __init__(self, config: EngineConfig, budgets: Iterable[BudgetSetting] = (), workers: int = 2,
                  parent: QObject | None = None, out_of_process: bool = True) -> None:
@@ -65,6 +66,7 @@ class EngineBridge(QObject):
         self.unavailable_reason = ""
         # Emitted from the projector's thread; the queued connection lands it on the GUI thread.
         self._batch_from_projector.connect(self._deliver_batch)
+        self._live_ready.connect(self._take_live)
 
     @property
     def available(self) -> bool:
@@ -106,7 +108,7 @@ class EngineBridge(QObject):
                         ledger.set_budget(budget.name, budget.limit_usd, budget.period)
                 if self.out_of_process:
                     self.subscriber = LiveSubscriber(services.redis.client(socket_timeout=10), services.keys.live,
-                                                     self._batch_from_projector.emit).start()
+                                                     self._live_ready.emit).start()
                     self.engine_process = EngineProcess(self.config, services.redis.url, self.workers).start()
             except BaseException:
                 self._stop_parts(services)  # what did start must not outlive a failed start
@@ -309,11 +311,19 @@ class EngineBridge(QObject):
         if result.changes:
             self._batch_from_projector.emit([change.to_data() for change in result.changes])
 
+    def _take_live(self) -> None:
+        subscriber = self.subscriber
+        changes = subscriber.take() if subscriber is not None else []
+        if changes:
+            self._deliver_batch(changes)
+
     def _deliver_batch(self, changes: list[dict[str, Any]]) -> None:
+        # Runs whose rows need the store (new ones, ended ones) are the controller's call: live changes
+        # already say where every run is, so a list of runs per batch would be SQL for nothing.
         self.live_changes.emit(changes)
-        for change in changes:
+        latest = {str(change["run_id"]): change for change in changes}
+        for change in latest.values():
             self.run_updated.emit(change)
-        self.runs_changed.emit()
         # Holds and budgets move with steps (reserve, model call, run end); the panel refresh is coalesced.
         self.holds_changed.emit()
 

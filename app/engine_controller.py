@@ -17,7 +17,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QDialog, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout
 
 from app.bridge import EngineBridge
-from app.live import LiveState, run_path, run_row, waiting_text
+from app.live import LiveState, row_at_place, row_of_place, run_path, run_row, waiting_text
 from app.panels.rows import ApprovalRow, BudgetRow, HoldRow, local_time
 
 if TYPE_CHECKING:
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from canvas.document import FlowDocument
 
 REFRESH_DELAY_MS = 150
+LIVE_RUNS_REFRESH_MS = 1000
+"""While live changes stream in, the full list of runs (cost, finish time) is read at most this often."""
 COUNTDOWN_MS = 1000
 APPROVAL_EVENTS = frozenset({"approval_requested", "approval_decided", "approval_expired", "run_parked",
                              "run_resumed", "run_succeeded", "run_failed", "run_cancelled"})
@@ -51,6 +53,8 @@ class EngineController(QObject):
         self.selected_run: str | None = None
         self.clock: Callable[[], float] = time.time
         self._runs_timer = self._single_shot(self.refresh_runs)
+        self._live_runs_timer = self._single_shot(self.refresh_runs)
+        self._live_runs_timer.setInterval(LIVE_RUNS_REFRESH_MS)
         self._money_timer = self._single_shot(self.refresh_money)
         self._approvals_timer = self._single_shot(self.refresh_approvals)
         self.actor = getpass.getuser()
@@ -225,10 +229,29 @@ class EngineController(QObject):
         if any(change.get("event") in APPROVAL_EVENTS for change in changes):
             self._approvals_timer.start()
         applied = [change for change in changes if self.live.apply_change(change)]
+        self._update_run_rows(applied)
         if self.live_on and applied:
-            self._live_timer.start()
+            if not self._live_timer.isActive():  # a throttle: a steady stream must still repaint
+                self._live_timer.start()
             if self.selected_run and any(change["run_id"] == self.selected_run for change in applied):
                 self.select_run(self.selected_run, focus=False)
+
+    def _update_run_rows(self, applied: list[dict[str, Any]]) -> None:
+        """Move rows in place from the live changes (new runs get a row at once); the stored list (cost,
+        start and finish times) is read within a second, by a timer later changes do not restart, so a
+        steady stream still refreshes without a query per batch."""
+        if not applied:
+            return
+        rows = self.window.runs.rows
+        seen_at = datetime.now(UTC)
+        moved = []
+        for run_id in dict.fromkeys(str(change["run_id"]) for change in applied):
+            place = self.live.runs[run_id]
+            row = rows.get(run_id)
+            moved.append(row_of_place(place, seen_at) if row is None else row_at_place(row, place))
+        self.window.runs.update_runs(moved)
+        if not self._live_runs_timer.isActive():
+            self._live_runs_timer.start()
 
     def _tick(self) -> None:
         # Countdowns move even when no event arrives.

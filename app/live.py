@@ -6,7 +6,7 @@ asks for per-node counts of one flow and the path of one selected run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -114,6 +114,26 @@ def run_row(run: dict[str, Any]) -> RunRow:
         started_at=_moment(run.get("started_at") or run.get("created_at")), finished_at=_moment(run.get("finished_at")),
         cost_usd=cost / 1_000_000 if isinstance(cost, int) else None,
         current_node=run.get("current_node") or (waiting or {}).get("node"),
+        waiting_reason=REASON_TEXT.get(str((waiting or {}).get("reason")), (waiting or {}).get("reason")),
+        waiting_until=datetime.fromtimestamp(due_at, UTC) if isinstance(due_at, int | float) else None,
+    )
+
+
+def row_of_place(place: RunPlace, seen_at: datetime) -> RunRow:
+    """A row for a run first heard of on the live channel; `seen_at` stands in for its start until the
+    next list of runs brings the stored one."""
+    return row_at_place(RunRow(place.run_id, place.flow_id, place.version, place.status, seen_at, None, None),
+                        place)
+
+
+def row_at_place(row: RunRow, place: RunPlace) -> RunRow:
+    """`row` moved to where the live channel last saw its run (status, node, what it waits on).
+
+    Cost and finish time are not in live changes: the next list of runs brings them."""
+    waiting = place.waiting_on if place.status == "waiting" else None
+    due_at = (waiting or {}).get("due_at")
+    return replace(
+        row, status=place.status, current_node=place.node or row.current_node,
         waiting_reason=REASON_TEXT.get(str((waiting or {}).get("reason")), (waiting or {}).get("reason")),
         waiting_until=datetime.fromtimestamp(due_at, UTC) if isinstance(due_at, int | float) else None,
     )

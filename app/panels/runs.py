@@ -96,7 +96,12 @@ class RunsPanel(QWidget):
         self._fill()
 
     def update_run(self, run: RunRow) -> None:
-        self.rows[run.run_id] = run
+        self.update_runs([run])
+
+    def update_runs(self, runs: list[RunRow]) -> None:
+        """Change rows in place (live changes); only the rows that changed are redrawn."""
+        for run in runs:
+            self.rows[run.run_id] = run
         self._fill()
 
     def visible_runs(self) -> list[RunRow]:
@@ -118,7 +123,7 @@ class RunsPanel(QWidget):
         keep = self._selected_id
         runs = self.visible_runs()
         self.table.selectionModel().blockSignals(True)
-        self.model.set_rows(runs)
+        self.model.update_rows(runs, key=_run_id)
         if keep is not None:
             for row, run in enumerate(runs):
                 if run.run_id == keep:
@@ -139,3 +144,7 @@ class RunsPanel(QWidget):
             run = self.model.rows[rows[0].row()]
             self._selected_id = run.run_id
             self.run_selected.emit(run.run_id)
+
+
+def _run_id(run: RunRow) -> str:
+    return run.run_id

@@ -28,6 +28,26 @@ class RowsModel(QAbstractTableModel, Generic[Row]):
         self.rows = list(rows)
         self.endResetModel()
 
+    def update_rows(self, rows: list[Row], key: Callable[[Row], object]) -> None:
+        """Show `rows`, telling the view only what changed: the changed cells' rows, or the rows new on top.
+
+        A reset makes the view drop and re-measure everything (and its selection); while live changes
+        arrive many times a second that is the GUI thread's biggest cost in the table."""
+        old_keys = [key(row) for row in self.rows]
+        new_keys = [key(row) for row in rows]
+        added = len(new_keys) - len(old_keys)
+        if added < 0 or new_keys[added:] != old_keys:
+            self.set_rows(rows)
+            return
+        if added:
+            self.beginInsertRows(QModelIndex(), 0, added - 1)
+            self.rows = list(rows[:added]) + self.rows
+            self.endInsertRows()
+        changed = [i for i in range(added, len(rows)) if rows[i] != self.rows[i]]
+        self.rows = list(rows)
+        if changed:
+            self.dataChanged.emit(self.index(changed[0], 0), self.index(changed[-1], len(self.columns) - 1))
+
     def rowCount(self, parent: Index = QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
 
