@@ -1,7 +1,9 @@
 """Event triggers: a run of each flow whose `trigger.event` matches an event the engine applied.
 
 Event names come from the projector's applied changes (`run_succeeded` -> `run.succeeded`, and so on
-for run and approval events). The run's inputs: `{"event": {...}}` when the flow declares an input
+for run events); `approval.decided` / `approval.expired` (a timeout) and `budget.exhausted` (a
+`budget.reserve` step refused for an empty budget) are told apart by reading the approval or step
+row, only when some flow listens to them. The run's inputs: `{"event": {...}}` when the flow declares an input
 named `event` (type object), else none.
 
 Loop guard: a run started by an event trigger never fires its own flow's event triggers (a flow
@@ -18,13 +20,16 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+
+import sqlalchemy as sa
 
 from engine.catalog import EVENT_TYPES
 from engine.runtime.create import RunRefused
 from engine.runtime.handles import EngineHandles
 from engine.runtime.inputs import InputError
 from engine.runtime.projection import BatchResult, LiveChange
+from engine.store.models import Approval, Step
 from engine.triggers.catalog_index import LatestFlows
 from engine.triggers.settings import count
 
@@ -32,6 +37,16 @@ log = logging.getLogger("lockgate.event_triggers")
 MAX_EVENT_CHAIN = 5
 CHAIN_TTL_SECONDS = 7 * 24 * 3600
 INDEX_TTL_SECONDS = 2.0
+STEPS = cast(sa.Table, Step.__table__)
+APPROVALS = cast(sa.Table, Approval.__table__)
+
+
+def _may_match(internal: str, index: dict[str, list[EventTarget]]) -> bool:
+    if internal == "step_failed":
+        return "budget.exhausted" in index
+    if internal == "approval_decided":
+        return "approval.decided" in index or "approval.expired" in index
+    return public_event_type(internal) in index
 
 
 def public_event_type(internal: str) -> str | None:
@@ -54,7 +69,7 @@ class EventTriggers:
     def __init__(self, handles: EngineHandles, create_run: Callable[..., Any]) -> None:
         self.handles = handles
         self.create_run = create_run
-        self.pending: queue.Queue[tuple[str, LiveChange]] = queue.Queue()
+        self.pending: queue.Queue[LiveChange] = queue.Queue()
         self.started: list[str] = []
         """Run ids this process started from events (for tests and the log)."""
         self._index: dict[str, list[EventTarget]] = {}
@@ -86,20 +101,44 @@ class EventTriggers:
         if not index:
             return
         for change in result.changes:
-            name = public_event_type(change.event)
-            if name is not None and name in index:
-                self.pending.put((name, change))
+            if _may_match(change.event, index):
+                self.pending.put(change)
 
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
             try:
-                name, change = self.pending.get(timeout=0.2)
+                change = self.pending.get(timeout=0.2)
             except queue.Empty:
                 continue
             try:
-                self.fire(name, change)
+                for name, details in self.derive(change):
+                    self.fire(name, change, details)
             except Exception:
-                log.exception("event trigger for %s of run %s failed; continuing", name, change.run_id)
+                log.exception("event trigger for %s of run %s failed; continuing", change.event, change.run_id)
+
+    def derive(self, change: LiveChange) -> list[tuple[str, dict[str, Any]]]:
+        """The public events `change` stands for, with their details (a step row or approval row read when
+        the applied event alone cannot tell: a budget refusal, a timed-out approval)."""
+        if change.event == "step_failed" and change.step is not None:
+            with self.handles.sql.connect() as conn:
+                row = conn.execute(sa.select(STEPS.c.error_type, STEPS.c.error)
+                                   .where(STEPS.c.run_id == change.run_id, STEPS.c.step == change.step)).first()
+            if row is not None and row.error_type == "budget_exhausted":
+                return [("budget.exhausted", {"error": row.error})]
+            return []
+        if change.event == "approval_decided":
+            with self.handles.sql.connect() as conn:
+                approval = conn.execute(
+                    sa.select(APPROVALS.c.id, APPROVALS.c.status, APPROVALS.c.decided_by)
+                    .where(APPROVALS.c.run_id == change.run_id, APPROVALS.c.node_id == change.node,
+                           APPROVALS.c.status != "pending")
+                    .order_by(APPROVALS.c.decided_at.desc()).limit(1)).first()
+            if approval is None:
+                return []
+            details = {"approval_id": approval.id, "decision": approval.status, "decided_by": approval.decided_by}
+            return [("approval.expired" if approval.status == "expired" else "approval.decided", details)]
+        name = public_event_type(change.event)
+        return [(name, {})] if name is not None else []
 
     def _chain_depth(self, run_id: str) -> int:
         """How many event-started runs led to `run_id` (0: it was not started by an event)."""
@@ -108,12 +147,12 @@ class EventTriggers:
             return 0
         return int((raw.decode() if isinstance(raw, bytes) else str(raw)).split(" ", 1)[0])
 
-    def fire(self, name: str, change: LiveChange) -> list[str]:
-        """Start the runs `change` triggers; returns their ids."""
+    def fire(self, name: str, change: LiveChange, details: dict[str, Any] | None = None) -> list[str]:
+        """Start the runs event `name` (from `change`) triggers; returns their ids."""
         depth = self._chain_depth(change.run_id)
         client, keys = self.handles.client, self.handles.keys
         started: list[str] = []
-        payload = {"type": name, **change.to_data()}
+        payload = {"type": name, **change.to_data(), **(details or {})}
         for target in self._targets().get(name, []):
             label = f"{target.flow_id}/{target.node_id}"
             if depth and (target.flow_id == change.flow_id or depth >= MAX_EVENT_CHAIN):

@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from engine.approvals.decide import decide
+from engine.approvals.pending import list_pending
 from engine.triggers.events import MAX_EVENT_CHAIN
 from engine.triggers.settings import counters
-from tests.api.conftest import Api, flow_doc
+from tests.api.conftest import APPROVAL, Api, flow_doc
 
 SOURCE = flow_doc("source", [{"id": "start", "type": "trigger.manual"}, {"id": "done", "type": "terminal"}],
                   [("start", "done")])
@@ -70,3 +72,81 @@ def test_a_disabled_flow_event_trigger_starts_nothing_and_is_counted(api: Api) -
         time.sleep(0.05)
     assert counters(api.services.handles.client, api.services.keys) == {"follow/on:disabled": 1}
     assert api.services.list_runs(flow_id="follow") == []
+
+
+def _listening(flow_id: str, event_type: str) -> dict[str, Any]:
+    return flow_doc(flow_id, [
+        {"id": "on", "type": "trigger.event", "config": {"event_type": event_type}},
+        {"id": "done", "type": "terminal", "config": {"output": "{{ inputs.event.type }}"}},
+    ], [("on", "done")], {"event": {"type": "object"}})
+
+
+def _one_run(api: Api, flow_id: str, timeout: float = 10.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    runs: list[dict[str, Any]] = []
+    while time.monotonic() < deadline and not (runs and runs[0]["status"] == "succeeded"):
+        runs = api.services.list_runs(flow_id=flow_id)
+        time.sleep(0.05)
+    time.sleep(0.3)
+    runs = api.services.list_runs(flow_id=flow_id)
+    assert len(runs) == 1, runs
+    full = api.services.get_run(runs[0]["id"])
+    assert full is not None
+    return full
+
+
+def test_approval_decided_and_expired_are_told_apart(api: Api) -> None:
+    api.publish(APPROVAL)
+    api.publish(_listening("on-decided", "approval.decided"))
+    api.publish(_listening("on-expired", "approval.expired"))
+    decided_run = api.services.create_run("ask", {}).run_id
+    expiring_run = api.services.create_run("ask", {}).run_id
+    for run_id in (decided_run, expiring_run):
+        api.services.wait_for_run(run_id, timeout=10, statuses=frozenset({"waiting"}))
+    assert api.services.handles is not None
+    deadline = time.monotonic() + 10
+    pending: list[Any] = []
+    while len(pending) < 2 and time.monotonic() < deadline:
+        pending = list_pending(api.services.handles)
+        time.sleep(0.02)
+    approval_id = next(item.id for item in pending if item.run_id == decided_run)
+    assert decide(api.services.handles, approval_id, "approve", "user:ada").accepted
+    decided = _one_run(api, "on-decided")
+    assert decided["inputs"]["event"]["decision"] == "approved"
+    assert decided["inputs"]["event"]["decided_by"] == "user:ada"
+    assert decided["inputs"]["event"]["run_id"] == decided_run
+
+    api.clock.advance(2 * 3600)
+    assert api.services.waker is not None
+    api.services.waker.due.nudge()
+    assert api.services.wait_for_run(expiring_run, timeout=10)["status"] in ("succeeded", "failed")
+    expired = _one_run(api, "on-expired")
+    assert expired["inputs"]["event"]["run_id"] == expiring_run
+    assert expired["inputs"]["event"]["decision"] == "expired"
+    assert len(api.services.list_runs(flow_id="on-decided")) == 1
+
+
+def test_a_budget_reserve_refused_for_an_empty_budget_fires_budget_exhausted(api: Api) -> None:
+    ledger = api.services.money.services.ledger
+    ledger.set_budget("team", "1", "day")
+    api.publish(flow_doc("spend-later", [
+        {"id": "start", "type": "trigger.manual"},
+        {"id": "wait", "type": "queue", "config": {"delay": "1m"}},
+        {"id": "reserve", "type": "budget.reserve", "config": {"for": "model", "amount": 0.1, "budget": "team"}},
+        {"id": "model", "type": "ai.model", "config": {"provider": "local", "model": "sim-small", "prompt": "hi",
+                                                        "output_key": "answer"}},
+        {"id": "done", "type": "terminal"},
+    ], [("start", "wait"), ("wait", "reserve"), ("reserve", "model"), ("model", "done")]))
+    api.publish(_listening("on-budget", "budget.exhausted"))
+    run_id = api.services.create_run("spend-later", {}).run_id
+    api.services.wait_for_run(run_id, timeout=10, statuses=frozenset({"waiting"}))
+    ledger.set_budget("team", "0", "day")
+    api.clock.advance(120)
+    assert api.services.waker is not None
+    api.services.waker.due.nudge()
+    failed = api.services.wait_for_run(run_id, timeout=10)
+    assert failed["status"] == "failed"
+    notified = _one_run(api, "on-budget")
+    assert notified["result"] == "budget.exhausted"
+    assert notified["inputs"]["event"]["run_id"] == run_id
+    assert 'budget' in notified["inputs"]["event"]["error"]
