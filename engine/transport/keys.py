@@ -199,9 +199,15 @@ class Keyspace:
 
     @property
     def trigger_settings(self) -> str:
-        """Hash "flow_id/node_id" -> JSON {enabled, token, last_fire, enabled_at} of webhook and schedule
-        triggers. Written by `engine.triggers.settings` (CLI, API, scheduler's last fire time)."""
+        """Hash "flow_id/node_id" -> JSON {enabled, token, enabled_at} of webhook and schedule triggers.
+        Written by `engine.triggers.settings` on enable/disable (CLI, API)."""
         return self._key("triggers", "settings")
+
+    @property
+    def schedule_last_fire(self) -> str:
+        """Hash "flow_id/node_id" -> epoch seconds of the last fire time a scheduler started. Written by
+        `engine.triggers.schedules` (a key of its own, so a tick never overwrites an enable/disable)."""
+        return self._key("triggers", "schedule", "last_fire")
 
     @property
     def webhook_tokens(self) -> str:

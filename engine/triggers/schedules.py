@@ -85,7 +85,8 @@ class Scheduler:
             setting = setting_of(client, keys, flow.id, node.id, node.type)
             if not setting.enabled:
                 continue
-            after = setting.last_fire or setting.enabled_at or now
+            # The later of the last fire and the last enabling: times while it was disabled never fire.
+            after = max((t for t in (setting.last_fire, setting.enabled_at) if t is not None), default=now)
             fire = latest_fire_time(node.config, after, now)
             if fire is None:
                 continue

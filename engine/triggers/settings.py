@@ -60,9 +60,13 @@ def switched_triggers(flow: Flow, trigger_type: str | None = None) -> list[tuple
 
 
 def setting_of(client: redis.Redis, keys: Keyspace, flow_id: str, node_id: str, node_type: str) -> TriggerSetting:
-    data = _stored(client, keys, flow_id, node_id)
+    pipe = client.pipeline(transaction=False)
+    pipe.hget(keys.trigger_settings, field_name(flow_id, node_id))
+    pipe.hget(keys.schedule_last_fire, field_name(flow_id, node_id))
+    raw, last_fire = pipe.execute()
+    data = orjson.loads(raw) if raw else {}
     return TriggerSetting(flow_id, node_id, node_type, bool(data.get("enabled", False)), data.get("token"),
-                          data.get("last_fire"), data.get("enabled_at"))
+                          float(last_fire) if last_fire else None, data.get("enabled_at"))
 
 
 def settings_of(client: redis.Redis, keys: Keyspace, flow: Flow,
@@ -94,10 +98,7 @@ def set_enabled(client: redis.Redis, keys: Keyspace, flow: Flow, trigger_type: s
 
 
 def record_last_fire(client: redis.Redis, keys: Keyspace, flow_id: str, node_id: str, fire_time: float) -> None:
-    data = _stored(client, keys, flow_id, node_id)
-    if (data.get("last_fire") or 0) < fire_time:
-        data["last_fire"] = fire_time
-        _write(client, keys, flow_id, node_id, data)
+    client.hset(keys.schedule_last_fire, field_name(flow_id, node_id), repr(fire_time))
 
 
 def webhook_target(client: redis.Redis, keys: Keyspace, token: str) -> tuple[str, str] | None:

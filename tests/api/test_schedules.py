@@ -100,3 +100,21 @@ def test_cron_fire_times_follow_the_timezone() -> None:
     assert latest_fire_time(config, exactly - 60, exactly) == exactly
     assert latest_fire_time({"every": "10m"}, 1000.0, 1599.0) is None
     assert latest_fire_time({"every": "10m"}, 1000.0, 2800.0) == 2800.0
+
+
+def test_times_while_disabled_never_fire_after_enabling_again(api: Api) -> None:
+    api.publish(EVERY)
+    _enable(api)
+    scheduler = _scheduler(api)
+    api.clock.advance(600)
+    assert [f.outcome for f in scheduler.tick()] == ["started"]
+    assert api.services.sql is not None and api.services.handles is not None
+    _, flow = get_version(api.services.sql, "tick")
+    set_enabled(api.services.handles.client, api.services.keys, flow, "trigger.schedule", False, api.clock.now())
+    api.clock.advance(3600)
+    assert scheduler.tick() == []
+    _enable(api)
+    assert scheduler.tick() == []
+    api.clock.advance(600)
+    assert [f.outcome for f in scheduler.tick()] == ["started"]
+    assert len(api.services.list_runs(flow_id="tick")) == 2
