@@ -14,6 +14,7 @@ from typing import Any
 
 from engine.api.callbacks import CallbackSender, register_callback
 from engine.api.errors import ApiError
+from engine.api.run_watch import POLL_SECONDS, RunWatch
 from engine.publish import UnknownFlowVersion
 from engine.runtime.create import RunRefused
 from engine.runtime.inputs import InputError
@@ -23,7 +24,6 @@ DEFAULT_WAIT_SECONDS = 10.0
 MAX_WAIT_SECONDS = 60.0
 RETRY_WHILE_RUNNING_SECONDS = 1
 RETRY_APPROVAL_SECONDS = 30
-POLL_SECONDS = 0.02
 
 
 def _number(body: dict[str, Any], name: str, default: float) -> float:
@@ -33,7 +33,7 @@ def _number(body: dict[str, Any], name: str, default: float) -> float:
     return float(value)
 
 
-def start_run(services: Any, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def start_run(services: Any, body: dict[str, Any], watch: RunWatch | None = None) -> tuple[int, dict[str, Any]]:
     flow_id = body.get("flow_id", body.get("flow"))
     if not isinstance(flow_id, str) or not flow_id:
         raise ApiError(422, "bad_request", 'the body needs "flow_id": the id of a published flow')
@@ -69,7 +69,7 @@ def start_run(services: Any, body: dict[str, Any]) -> tuple[int, dict[str, Any]]
     if callback_url is not None and not created.duplicate:
         secret = register_callback(services._api(), created.run_id, callback_url)
         _deliver_if_already_finished(services, created.run_id)
-    status, answer = answer_for(services, created.run_id, wait, duplicate=created.duplicate)
+    status, answer = answer_for(services, created.run_id, wait, duplicate=created.duplicate, watch=watch)
     if secret is not None:
         answer["callback"] = {"url": callback_url, "secret": secret}
     return status, answer
@@ -91,20 +91,24 @@ def retry_after(waiting_on: dict[str, Any] | None, now: float) -> int:
     return max(1, math.ceil(float(due_at) - now))
 
 
-def answer_for(services: Any, run_id: str, wait: float, *, duplicate: bool = False) -> tuple[int, dict[str, Any]]:
+def answer_for(services: Any, run_id: str, wait: float, *, duplicate: bool = False,
+               watch: RunWatch | None = None) -> tuple[int, dict[str, Any]]:
     deadline = time.monotonic() + wait
-    while True:
-        run = services.get_run(run_id, with_steps=False) or {"id": run_id, "status": "queued"}
-        status = run["status"]
-        if status in TERMINAL:
-            full = services.get_run(run_id) or run
-            return (200 if duplicate else 201), {"run_id": run_id, "duplicate": duplicate, **full}
-        if status == "waiting":
-            waiting = run.get("waiting_on") or {}
-            return 202, {"run_id": run_id, "status": "waiting", "duplicate": duplicate,
-                         "waiting_on": {"node": waiting.get("node"), "reason": waiting.get("reason")},
-                         "retry_after_seconds": retry_after(waiting, services.clock.now())}
-        if time.monotonic() >= deadline:
-            return 202, {"run_id": run_id, "status": status, "duplicate": duplicate,
-                         "retry_after_seconds": RETRY_WHILE_RUNNING_SECONDS}
-        time.sleep(POLL_SECONDS)
+    with (watch or RunWatch()).watching(run_id) as changed:
+        while True:
+            changed.clear()
+            run = services.get_run(run_id, with_steps=False) or {"id": run_id, "status": "queued"}
+            status = run["status"]
+            if status in TERMINAL:
+                full = services.get_run(run_id) or run
+                return (200 if duplicate else 201), {"run_id": run_id, "duplicate": duplicate, **full}
+            if status == "waiting":
+                waiting = run.get("waiting_on") or {}
+                return 202, {"run_id": run_id, "status": "waiting", "duplicate": duplicate,
+                             "waiting_on": {"node": waiting.get("node"), "reason": waiting.get("reason")},
+                             "retry_after_seconds": retry_after(waiting, services.clock.now())}
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return 202, {"run_id": run_id, "status": status, "duplicate": duplicate,
+                             "retry_after_seconds": RETRY_WHILE_RUNNING_SECONDS}
+            changed.wait(min(left, POLL_SECONDS))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import orjson
 
 from engine.api.errors import ApiError
+from engine.api.run_watch import RunWatch
 from engine.api.runs import start_run
 from engine.approvals.decide import decide_with_key
 from engine.approvals.keys import check_key
@@ -41,6 +43,7 @@ class Request:
         self.body = body
         self.params = params
         self.key = ""
+        self.watch: RunWatch | None = None
 
     def json(self) -> dict[str, Any]:
         try:
@@ -53,7 +56,7 @@ class Request:
 
 
 def _runs_create(services: Any, request: Request) -> Answer:
-    return start_run(services, request.json())
+    return start_run(services, request.json(), request.watch)
 
 
 def _runs_list(services: Any, request: Request) -> Answer:
@@ -136,7 +139,8 @@ def _authenticate(services: Any, request: Request) -> None:
     request.key = key.strip()
 
 
-def dispatch(services: Any, method: str, target: str, headers: dict[str, str], body: bytes) -> Answer:
+def dispatch(services: Any, method: str, target: str, headers: dict[str, str], body: bytes,
+             watch: RunWatch | None = None) -> Answer:
     """The answer to one request: (status, JSON-able body)."""
     parts = urlsplit(target)
     lower = {name.lower(): value for name, value in headers.items()}
@@ -145,7 +149,8 @@ def dispatch(services: Any, method: str, target: str, headers: dict[str, str], b
         if webhook is not None:
             if method != "POST":
                 raise ApiError(405, "method_not_allowed", "webhooks take POST only")
-            answer = handle_webhook(services._api(), services.create_run, webhook.group(1), headers, body)
+            answer = handle_webhook(services._api(), services.create_run, webhook.group(1), headers, body,
+                                    getattr(services, "latest_versions", None))
             return answer.status, answer.body
         allowed_methods = []
         for route_method, pattern, handler in ROUTES:
@@ -155,6 +160,7 @@ def dispatch(services: Any, method: str, target: str, headers: dict[str, str], b
             allowed_methods.append(route_method)
             if route_method == method:
                 request = Request(method, parts.path, parse_qs(parts.query), lower, body, match.groups())
+                request.watch = watch
                 _authenticate(services, request)
                 return handler(services, request)
         if allowed_methods:
@@ -170,6 +176,12 @@ def dispatch(services: Any, method: str, target: str, headers: dict[str, str], b
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in separate writes; with Nagle on, the body waits for the client's delayed
+        # ACK (about 40 ms on Linux) on every keep-alive answer.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.address_string(), *args)
@@ -188,7 +200,8 @@ class _Handler(BaseHTTPRequestHandler):
                                        "bytes; send less"}})
             return
         body = self.rfile.read(length) if length else b""
-        status, data = dispatch(self.server.services, self.command, self.path, dict(self.headers.items()), body)
+        status, data = dispatch(self.server.services, self.command, self.path, dict(self.headers.items()), body,
+                                self.server.watch)
         self._send(status, data)
 
     def _send(self, status: int, data: Any) -> None:
@@ -210,6 +223,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     services: Any
+    watch: RunWatch
 
 
 class ApiServer:
@@ -218,6 +232,9 @@ class ApiServer:
     def __init__(self, services: Any, host: str = "127.0.0.1", port: int = 0) -> None:
         self.server = _Server((host, port), _Handler)
         self.server.services = services
+        self.server.watch = RunWatch()
+        self.services = services
+        services.batch_listeners.append(self.server.watch.on_batch)
         self.thread: threading.Thread | None = None
 
     @property
@@ -232,6 +249,8 @@ class ApiServer:
         return self
 
     def stop(self) -> None:
+        if self.server.watch.on_batch in self.services.batch_listeners:
+            self.services.batch_listeners.remove(self.server.watch.on_batch)
         self.server.shutdown()
         self.server.server_close()
         if self.thread is not None:

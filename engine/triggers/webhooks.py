@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from engine.publish import UnknownFlowVersion, get_version
-from engine.runtime.create import RunRefused
+from engine.runtime.create import LatestVersions, RunRefused
 from engine.runtime.handles import EngineHandles
 from engine.runtime.inputs import InputError
 from engine.templates import TemplateProblem, render
@@ -66,8 +66,8 @@ def dedupe_key(template: str | None, headers: dict[str, str], body: bytes, data:
 
 
 def handle_webhook(handles: EngineHandles, create_run: Any, token: str, headers: dict[str, str],
-                   body: bytes) -> WebhookAnswer:
-    """Answer one webhook delivery; `create_run` is `EngineServices.create_run`."""
+                   body: bytes, latest: LatestVersions | None = None) -> WebhookAnswer:
+    """Answer one webhook delivery; `create_run` is `EngineServices.create_run`, `latest` its version cache."""
     lower = {name.lower(): value for name, value in headers.items()}
     target = webhook_target(handles.client, handles.keys, token)
     if target is None:
@@ -85,7 +85,7 @@ def handle_webhook(handles: EngineHandles, create_run: Any, token: str, headers:
                       "keyed by the webhook token; sign the exact bytes sent")
     flow_id, node_id = target
     try:
-        published, flow = get_version(handles.sql, flow_id)
+        published, flow = latest.resolve(handles.sql, flow_id) if latest else get_version(handles.sql, flow_id)
     except UnknownFlowVersion as exc:
         return _error(404, "unknown_flow", str(exc))
     setting = setting_of(handles.client, handles.keys, flow_id, node_id, "trigger.webhook")
