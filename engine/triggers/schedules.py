@@ -87,7 +87,13 @@ class Scheduler:
                 continue
             # The later of the last fire and the last enabling: times while it was disabled never fire.
             after = max((t for t in (setting.last_fire, setting.enabled_at) if t is not None), default=now)
-            fire = latest_fire_time(node.config, after, now)
+            try:
+                fire = latest_fire_time(node.config, after, now)
+            except Exception as exc:  # publish validates schedules; one bad one must not stop the others
+                count(client, keys, f"{flow.id}/{node.id}:bad_schedule")
+                log.warning('schedule "%s" of flow "%s" cannot be computed (%s); fix it and publish again',
+                            node.id, flow.id, exc)
+                continue
             if fire is None:
                 continue
             fired.append(self._fire(flow, node, fire))
