@@ -24,6 +24,10 @@ DEFAULT_WAIT_SECONDS = 10.0
 MAX_WAIT_SECONDS = 60.0
 RETRY_WHILE_RUNNING_SECONDS = 1
 RETRY_APPROVAL_SECONDS = 30
+RESERVED_KEY_PREFIXES = ("webhook:", "schedule:", "event:")
+"""Idempotency keys of trigger-started runs; a caller's key must not collide with them."""
+DISABLED_PHRASE = "is disabled, so its triggers start nothing"
+"""How `create_run` says a flow is disabled."""
 
 
 def _number(body: dict[str, Any], name: str, default: float) -> float:
@@ -43,6 +47,9 @@ def start_run(services: Any, body: dict[str, Any], watch: RunWatch | None = None
     key = body.get("idempotency_key")
     if key is not None and (not isinstance(key, str) or not key or len(key) > 200):
         raise ApiError(422, "bad_request", '"idempotency_key" must be a non-empty string of at most 200 characters')
+    if key is not None and key.startswith(RESERVED_KEY_PREFIXES):
+        raise ApiError(422, "bad_request", f'"idempotency_key" may not start with {", ".join(RESERVED_KEY_PREFIXES)}: '
+                       "the engine's triggers use those; pick another key")
     version = body.get("version")
     if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
         raise ApiError(422, "bad_request", '"version" must be a published version number')
@@ -62,7 +69,7 @@ def start_run(services: Any, body: dict[str, Any], watch: RunWatch | None = None
         reason = getattr(exc, "reason", None)
         if reason == "budget_exhausted":
             raise ApiError(402, "budget_exhausted", str(exc)) from None
-        if "disabled" in str(exc):
+        if DISABLED_PHRASE in str(exc):
             raise ApiError(409, "flow_disabled", str(exc)) from None
         raise ApiError(409, reason or "run_refused", str(exc)) from None
     secret = None

@@ -98,6 +98,9 @@ def test_errors_name_the_problem_with_their_status(api: Api) -> None:
     assert no_route.status_code == 404
     wrong_method = api.http.delete("/api/v1/runs", headers=headers)
     assert wrong_method.status_code == 405
+    reserved = api.http.post("/api/v1/runs", json={"flow_id": "hello", "inputs": {"name": "x"},
+                                                   "idempotency_key": "webhook:tickets:hook:1"}, headers=headers)
+    assert (reserved.status_code, reserved.json()["error"]["code"]) == (422, "bad_request")
     bad_status = api.http.get("/api/v1/runs", params={"status": "sleeping"}, headers=headers)
     assert bad_status.status_code == 422
     assert api.services.list_runs() == []
