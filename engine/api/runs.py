@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.api.callbacks import CallbackSender, register_callback
 from engine.api.errors import ApiError
@@ -19,6 +19,9 @@ from engine.publish import UnknownFlowVersion
 from engine.runtime.create import RunRefused
 from engine.runtime.inputs import InputError
 from engine.runtime.transitions import TERMINAL
+
+if TYPE_CHECKING:
+    from engine.runtime.services import EngineServices
 
 DEFAULT_WAIT_SECONDS = 10.0
 MAX_WAIT_SECONDS = 60.0
@@ -37,7 +40,8 @@ def _number(body: dict[str, Any], name: str, default: float) -> float:
     return float(value)
 
 
-def start_run(services: Any, body: dict[str, Any], watch: RunWatch | None = None) -> tuple[int, dict[str, Any]]:
+def start_run(services: EngineServices, body: dict[str, Any],
+              watch: RunWatch | None = None) -> tuple[int, dict[str, Any]]:
     flow_id = body.get("flow_id", body.get("flow"))
     if not isinstance(flow_id, str) or not flow_id:
         raise ApiError(422, "bad_request", 'the body needs "flow_id": the id of a published flow')
@@ -82,11 +86,11 @@ def start_run(services: Any, body: dict[str, Any], watch: RunWatch | None = None
     return status, answer
 
 
-def _deliver_if_already_finished(services: Any, run_id: str) -> None:
+def _deliver_if_already_finished(services: EngineServices, run_id: str) -> None:
     """A run that ended before its callback was stored was passed over by the sender; push it from here."""
     run = services.get_run(run_id, with_steps=False)
     if run is not None and run["status"] in TERMINAL:
-        runtime = getattr(services, "triggers", None)
+        runtime = services.triggers
         sender = runtime.callbacks if runtime is not None else CallbackSender(services._api())
         threading.Thread(target=sender.deliver, args=(run_id,), name="lockgate-callback-late", daemon=True).start()
 
@@ -98,7 +102,7 @@ def retry_after(waiting_on: dict[str, Any] | None, now: float) -> int:
     return max(1, math.ceil(float(due_at) - now))
 
 
-def answer_for(services: Any, run_id: str, wait: float, *, duplicate: bool = False,
+def answer_for(services: EngineServices, run_id: str, wait: float, *, duplicate: bool = False,
                watch: RunWatch | None = None) -> tuple[int, dict[str, Any]]:
     deadline = time.monotonic() + wait
     with (watch or RunWatch()).watching(run_id) as changed:

@@ -12,7 +12,7 @@ import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 import orjson
@@ -26,6 +26,9 @@ from engine.approvals.pending import list_pending
 from engine.publish import list_versions
 from engine.store.models import RUN_STATUSES as RUN_STATUS_FILTERS
 from engine.triggers.webhooks import handle_webhook
+
+if TYPE_CHECKING:
+    from engine.runtime.services import EngineServices
 
 log = logging.getLogger("lockgate.api")
 MAX_BODY_BYTES = 1 << 20
@@ -55,11 +58,11 @@ class Request:
         return data
 
 
-def _runs_create(services: Any, request: Request) -> Answer:
+def _runs_create(services: EngineServices, request: Request) -> Answer:
     return start_run(services, request.json(), request.watch)
 
 
-def _runs_list(services: Any, request: Request) -> Answer:
+def _runs_list(services: EngineServices, request: Request) -> Answer:
     status = request.query.get("status", [None])[0]
     if status is not None and status not in RUN_STATUS_FILTERS:
         raise ApiError(422, "bad_request", f'unknown status "{status}"; use one of {", ".join(RUN_STATUS_FILTERS)}')
@@ -71,14 +74,14 @@ def _runs_list(services: Any, request: Request) -> Answer:
     return 200, {"runs": services.list_runs(status=status, flow_id=flow_id, limit=max(1, min(limit, 500)))}
 
 
-def _run_get(services: Any, request: Request) -> Answer:
+def _run_get(services: EngineServices, request: Request) -> Answer:
     run = services.get_run(request.params[0])
     if run is None:
         raise ApiError(404, "unknown_run", f'run "{request.params[0]}" does not exist; list runs with GET /api/v1/runs')
     return 200, run
 
 
-def _run_cancel(services: Any, request: Request) -> Answer:
+def _run_cancel(services: EngineServices, request: Request) -> Answer:
     try:
         status = services.cancel_run(request.params[0], "cancelled through the HTTP API")
     except LookupError as exc:
@@ -86,11 +89,11 @@ def _run_cancel(services: Any, request: Request) -> Answer:
     return 200, {"run_id": request.params[0], "status": status}
 
 
-def _approvals_list(services: Any, request: Request) -> Answer:
+def _approvals_list(services: EngineServices, request: Request) -> Answer:
     return 200, {"approvals": [item.to_data() for item in list_pending(services._api())]}
 
 
-def _approval_decide(services: Any, request: Request) -> Answer:
+def _approval_decide(services: EngineServices, request: Request) -> Answer:
     body = request.json()
     decision = body.get("decision")
     comment = body.get("comment")
@@ -105,7 +108,7 @@ def _approval_decide(services: Any, request: Request) -> Answer:
     raise ApiError(status, result.reason or "refused", result.message)
 
 
-def _flow_versions(services: Any, request: Request) -> Answer:
+def _flow_versions(services: EngineServices, request: Request) -> Answer:
     versions = list_versions(services._api().sql, request.params[0])
     if not versions:
         raise ApiError(404, "unknown_flow", f'flow "{request.params[0]}" is not published; publish it first')
@@ -126,7 +129,7 @@ ROUTES: list[tuple[str, re.Pattern[str], Route]] = [
 WEBHOOK_PATH = re.compile(r"^/webhooks/([A-Za-z0-9_-]+)$")
 
 
-def _authenticate(services: Any, request: Request) -> None:
+def _authenticate(services: EngineServices, request: Request) -> None:
     header = request.headers.get("authorization", "")
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
@@ -139,7 +142,7 @@ def _authenticate(services: Any, request: Request) -> None:
     request.key = key.strip()
 
 
-def dispatch(services: Any, method: str, target: str, headers: dict[str, str], body: bytes,
+def dispatch(services: EngineServices, method: str, target: str, headers: dict[str, str], body: bytes,
              watch: RunWatch | None = None) -> Answer:
     """The answer to one request: (status, JSON-able body)."""
     parts = urlsplit(target)
@@ -150,7 +153,7 @@ def dispatch(services: Any, method: str, target: str, headers: dict[str, str], b
             if method != "POST":
                 raise ApiError(405, "method_not_allowed", "webhooks take POST only")
             answer = handle_webhook(services._api(), services.create_run, webhook.group(1), headers, body,
-                                    getattr(services, "latest_versions", None))
+                                    services.latest_versions)
             return answer.status, answer.body
         allowed_methods = []
         for route_method, pattern, handler in ROUTES:
@@ -222,14 +225,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    services: Any
+    services: EngineServices
     watch: RunWatch
 
 
 class ApiServer:
     """The HTTP API of started `EngineServices`; `start()` serves in a thread, `stop()` closes."""
 
-    def __init__(self, services: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, services: EngineServices, host: str = "127.0.0.1", port: int = 0) -> None:
         self.server = _Server((host, port), _Handler)
         self.server.services = services
         self.server.watch = RunWatch()
