@@ -31,7 +31,7 @@ from engine.runtime.inputs import InputError
 from engine.runtime.projection import BatchResult, LiveChange
 from engine.store.models import Approval, Step
 from engine.triggers.catalog_index import LatestFlows
-from engine.triggers.settings import count
+from engine.triggers.settings import count, trigger_idempotency_key
 
 log = logging.getLogger("lockgate.event_triggers")
 MAX_EVENT_CHAIN = 5
@@ -165,7 +165,7 @@ class EventTriggers:
                 log.warning('event trigger "%s" matched %s of run %s but flow "%s" is disabled: no run started',
                             label, name, change.run_id, target.flow_id)
                 continue
-            key = f"event:{change.run_id}:{change.seq}:{label}"
+            key = trigger_idempotency_key("event", change.run_id, str(change.seq), label)
             try:
                 created = self.create_run(target.flow_id, {"event": payload} if target.wants_event_input else {},
                                           trigger=target.node_id, idempotency_key=key)

@@ -25,7 +25,7 @@ from engine.runtime.create import RunRefused
 from engine.runtime.handles import EngineHandles
 from engine.runtime.inputs import InputError
 from engine.triggers.catalog_index import LatestFlows
-from engine.triggers.settings import count, record_last_fire, setting_of
+from engine.triggers.settings import count, record_last_fire, setting_of, trigger_idempotency_key
 
 log = logging.getLogger("lockgate.schedules")
 TICK_SECONDS = 1.0
@@ -106,7 +106,7 @@ class Scheduler:
             log.warning('schedule "%s" of flow "%s" fired at %s but the flow is disabled: no run started',
                         node.id, flow.id, datetime.fromtimestamp(fire, UTC).isoformat())
             return Fired(flow.id, node.id, fire, None, "disabled")
-        key = f"schedule:{flow.id}:{node.id}:{fire:.0f}"
+        key = trigger_idempotency_key("schedule", flow.id, node.id, f"{fire:.0f}")
         try:
             created = self.create_run(flow.id, {}, trigger=node.id, idempotency_key=key)
         except (RunRefused, InputError) as exc:

@@ -7,6 +7,7 @@ Event and manual triggers follow the flow's own `enabled` flag only.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,18 @@ class TriggerSetting:
 
     def to_data(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+MAX_KEY_CHARS = 200
+"""Idempotency keys are stored in a 255-character column; longer ones are kept as a hash."""
+
+
+def trigger_idempotency_key(*parts: str) -> str:
+    """`part:part:...`, or its prefix and a SHA-256 of the rest when that would be too long for the column."""
+    key = ":".join(parts)
+    if len(key) <= MAX_KEY_CHARS:
+        return key
+    return f"{parts[0]}:sha256:{hashlib.sha256(key.encode()).hexdigest()}"
 
 
 def field_name(flow_id: str, node_id: str) -> str:

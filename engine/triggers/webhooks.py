@@ -21,7 +21,7 @@ from engine.runtime.create import LatestVersions, RunRefused
 from engine.runtime.handles import EngineHandles
 from engine.runtime.inputs import InputError
 from engine.templates import TemplateProblem, render
-from engine.triggers.settings import count, setting_of, webhook_target
+from engine.triggers.settings import count, setting_of, trigger_idempotency_key, webhook_target
 
 log = logging.getLogger("lockgate.webhooks")
 SIGNATURE_HEADER = "x-hub-signature-256"
@@ -113,7 +113,7 @@ def handle_webhook(handles: EngineHandles, create_run: Any, token: str, headers:
         return _error(422, "bad_dedupe_key", f'the dedupe_key template of "{node_id}" failed on this request: '
                       f"{exc}")
     inputs = {name: value for name, value in data.items() if name in flow.inputs}
-    idempotency = f"webhook:{flow_id}:{node_id}:{dedupe}" if dedupe else None
+    idempotency = trigger_idempotency_key("webhook", flow_id, node_id, dedupe) if dedupe else None
     try:
         created = create_run(flow_id, inputs, trigger=node_id, idempotency_key=idempotency)
     except InputError as exc:

@@ -129,3 +129,16 @@ def test_the_dedupe_key_template_reads_the_request(api: Api) -> None:
     assert api.services.handles is not None and api.services.sql is not None
     shown = settings_of(api.services.handles.client, api.services.keys, get_version(api.services.sql, "orders")[1])
     assert shown[0].enabled and shown[0].token == token
+
+
+def test_a_long_delivery_id_dedupes_within_the_key_column(any_db_api: Api) -> None:
+    api = any_db_api
+    api.publish(TICKETS)
+    token = _enable(api)
+    long_id = "d" * 400
+    status, data = _post(api, token, BODY, delivery=long_id)
+    assert status == 202, data
+    status, again = _post(api, token, BODY, delivery=long_id)
+    assert (status, again["run_id"]) == (200, data["run_id"])
+    status, other = _post(api, token, BODY, delivery=long_id + "x")
+    assert status == 202 and other["run_id"] != data["run_id"]
