@@ -47,12 +47,15 @@ def existing_providers(data_dir: Path) -> list[ProviderConfig]:
 def write_settings_providers(data_dir: Path, settings: list[ProviderSetting], keys_present: set[str]) -> Path:
     """Write the dialog's providers (and the app's simulator entry, unless replaced) to providers.json.
 
-    `keys_present`: names of providers whose API key is stored as a secret."""
+    `keys_present`: names of providers whose API key is stored as a secret. With no providers and no
+    file yet nothing is written (the engine's default, the simulator as `local`, stays in force)."""
+    path = data_dir / PROVIDERS_FILE
+    if not settings and not path.exists():
+        return path
     chosen = [provider_config(s, s.name in keys_present) for s in settings]
     named = {p.name for p in chosen}
     # Entries written by hand (no managed_by) and the simulator's stay unless Settings names them.
     kept = [p for p in existing_providers(data_dir) if p.managed_by != SETTINGS_MANAGER and p.name not in named]
-    path = data_dir / PROVIDERS_FILE
     save_providers(path, [*kept, *chosen])
     return path
 

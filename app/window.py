@@ -516,7 +516,8 @@ class MainWindow(QMainWindow):
 
         if SettingsDialog(self.settings, self, bridge=self.bridge).exec() != QDialog.DialogCode.Accepted:
             return
-        self.log.append("Settings saved; data folder, Redis and database changes apply at the next start")
+        self.log.append("Settings saved; data folder, Redis, database and provider changes apply at the next start "
+                        "(providers are written to providers.json in the data folder)")
         if self.bridge is not None and self.bridge.available:
             budgets = self.settings.budgets()
 

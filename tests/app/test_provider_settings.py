@@ -136,6 +136,12 @@ def test_a_plaintext_key_in_providers_json_still_works(keyed_simulator: Provider
         registry.close()
 
 
+def test_no_settings_providers_leave_the_engine_default_alone(tmp_path: Path) -> None:
+    write_settings_providers(tmp_path, [], set())
+    assert not (tmp_path / PROVIDERS_FILE).exists()
+    assert [p.name for p in providers_in(tmp_path)] == ["local"]
+
+
 def test_settings_rewrite_their_entries_and_keep_hand_written_ones(tmp_path: Path) -> None:
     hand_written = simulator_provider("http://127.0.0.1:9/v1", name="mine", api_key="sk-by-hand")
     (tmp_path / PROVIDERS_FILE).write_text(json.dumps(
