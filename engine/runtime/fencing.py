@@ -113,6 +113,7 @@ class FencedEmitter(RedisEmitter):
         self.fence = fence
         self.run_id = run_id
         self.progress = progress
+        self.after_flush: Callable[[], None] | None = None
         self._flush_lock = threading.Lock()
 
     def flush(self, extra: Callable[[Any], None] | None = None) -> None:
@@ -132,4 +133,6 @@ class FencedEmitter(RedisEmitter):
             if not self.writer.write(self.fence, recorder):
                 raise JobFenced(f'run "{self.run_id}": attempt {self.fence.attempt} of job {self.fence.origin} was '
                                 "reclaimed and redelivered; this worker's events are refused")
+            if self.after_flush is not None:
+                self.after_flush()
 

@@ -291,6 +291,9 @@ class Worker:
         executor = RunExecutor(plan, ctx, stamper, emitter, self.clock, cancel_requested=cancel_requested,
                                sleep=self.sleep, worker=self.name, services=StepServices(self.client, self.keys))
         emitter.progress = lambda: orjson.dumps({**executor.progress(), "job": asdict(job)}, default=ctx.plain)
+        # A flush precedes every slow step (blocking body, retry wait), so the next boundary always checks the
+        # cancel flag: a cancel sent while the step ran is never skipped by the check interval.
+        emitter.after_flush = lambda: last_check.__setitem__(0, float("-inf"))
         if progress is not None:
             log.warning("worker %s: run %s: attempt %d continues after step %s", self.name, job.run_id,
                         delivery.attempt, progress.get("in_flight"))
