@@ -19,6 +19,9 @@ from engine.runtime.worker import ensure_group
 log = logging.getLogger("lockgate.reaper")
 
 CLAIM_BATCH = 100
+FORGET_CONSUMER_AFTER_SECONDS = 3600.0
+"""A consumer with nothing pending and no read for this long is removed from the group (each worker process
+has its own consumer names, so dead processes would otherwise accumulate there)."""
 
 
 class Reaper:
@@ -45,7 +48,21 @@ class Reaper:
                 why = f"its job stayed pending over {self.reclaimer.thresholds.idle_timeout:g}s (worker gone)"
                 handled.append(self.reclaimer.reclaim(message_id, fields, why))
             if cursor in (b"0-0", "0-0"):
+                self.forget_idle_consumers()
                 return handled
+
+    def forget_idle_consumers(self) -> list[str]:
+        """Remove consumers of the jobs group with no pending message that have not read for an hour; a live one
+        removed by mistake loses nothing (its next read creates it again)."""
+        consumers: Any = self.client.xinfo_consumers(self.keys.jobs, self.keys.jobs_group)
+        forgotten = []
+        for consumer in consumers:
+            name = consumer["name"].decode() if isinstance(consumer["name"], bytes) else consumer["name"]
+            if consumer["pending"] == 0 and consumer.get("inactive", consumer["idle"]) > \
+                    FORGET_CONSUMER_AFTER_SECONDS * 1000:
+                self.client.xgroup_delconsumer(self.keys.jobs, self.keys.jobs_group, name)
+                forgotten.append(name)
+        return forgotten
 
     def run(self, stop: threading.Event) -> None:
         ensure_group(self.client, self.keys.jobs, self.keys.jobs_group)

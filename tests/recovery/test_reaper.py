@@ -99,3 +99,29 @@ def test_a_write_of_a_stale_attempt_is_refused_whole(redis_url: str, key_prefix:
     assert [fields[EVENT_FIELD] for _id, fields in events] == [b"first"]
     assert write(2, "second") == 1
     assert client.get(keys.run_progress("r1")) == b"second"
+
+
+def test_consumers_long_gone_with_nothing_pending_leave_the_group(redis_url: str, key_prefix: str, sqlite_url: str,
+                                                                  monkeypatch: Any) -> None:
+    import sqlalchemy as sa
+
+    from engine.clock import SystemClock
+    from engine.runtime import reaper as reaper_module
+    from engine.runtime.reclaim import Reclaimer
+    from engine.runtime.worker import ensure_group
+
+    client = redis.Redis.from_url(redis_url, socket_timeout=5)
+    keys = Keyspace(key_prefix)
+    ensure_group(client, keys.jobs, keys.jobs_group)
+    done_id = client.xadd(keys.jobs, {"j": b"{}"})
+    client.xreadgroup(keys.jobs_group, "gone", {keys.jobs: ">"}, count=1)
+    client.xack(keys.jobs, keys.jobs_group, done_id)  # finished its job, then its process went away
+    client.xadd(keys.jobs, {"j": b"{}"})
+    client.xreadgroup(keys.jobs_group, "holding", {keys.jobs: ">"}, count=1)
+    reaper = reaper_module.Reaper(Reclaimer(client, keys, sa.create_engine(sqlite_url), SystemClock(),
+                                            RecoveryThresholds(idle_timeout=60)))
+    assert reaper.forget_idle_consumers() == []  # both read just now
+    monkeypatch.setattr(reaper_module, "FORGET_CONSUMER_AFTER_SECONDS", 0.2)
+    wait_until(lambda: reaper.forget_idle_consumers() == ["gone"], timeout=5, what="the idle consumer to go")
+    consumers: Any = client.xinfo_consumers(keys.jobs, keys.jobs_group)
+    assert [c["name"] for c in consumers] == [b"holding"]  # its pending message keeps it
