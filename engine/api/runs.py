@@ -96,10 +96,14 @@ def _deliver_if_already_finished(services: EngineServices, run_id: str) -> None:
 
 
 def retry_after(waiting_on: dict[str, Any] | None, now: float) -> int:
-    due_at = (waiting_on or {}).get("due_at")
-    if due_at is None:
-        return RETRY_APPROVAL_SECONDS
-    return max(1, math.ceil(float(due_at) - now))
+    """Seconds until asking again is worthwhile: the park's due time, but at most 30 s for an approval, since a
+    person may decide long before it times out."""
+    waiting = waiting_on or {}
+    due_at = waiting.get("due_at")
+    until_due = max(1, math.ceil(float(due_at) - now)) if due_at is not None else RETRY_APPROVAL_SECONDS
+    if "approval" in str(waiting.get("reason", "")):
+        return min(until_due, RETRY_APPROVAL_SECONDS)
+    return until_due
 
 
 def answer_for(services: EngineServices, run_id: str, wait: float, *, duplicate: bool = False,

@@ -121,6 +121,7 @@ def test_approvals_are_listed_and_decided_with_the_key(api: Api) -> None:
     started = api.http.post("/api/v1/runs", json={"flow_id": "ask", "wait": 10}, headers=api.headers())
     assert started.status_code == 202
     assert started.json()["waiting_on"] == {"node": "ok", "reason": "approval"}
+    assert started.json()["retry_after_seconds"] == 30  # not the hour to its timeout: a person may decide sooner
     run_id = started.json()["run_id"]
     deadline = time.monotonic() + 10
     pending: list[dict[str, object]] = []
