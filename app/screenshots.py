@@ -61,7 +61,7 @@ def render(folder: Path) -> list[Path]:
             editor.view.fit_selection_or_all()
             editor.view.flow_scene.select_nodes(["classify"])
             window.properties.show_node("classify")
-            _wait_for(lambda: False, 0.5)
+            _pause(0.5)
             editor.view.flush_live()
             for _ in range(5):
                 QApplication.processEvents()
@@ -86,10 +86,23 @@ def _approval_pending(window: MainWindow) -> bool:
 
 
 def _wait_for(condition: Callable[[], bool], seconds: float = 60.0) -> None:
+    """Process events until `condition` holds; a shot of the wrong moment is worse than none, so time out loudly."""
     from PySide6.QtWidgets import QApplication
 
     deadline = time.monotonic() + seconds
-    while not condition() and time.monotonic() < deadline:
+    while not condition():
+        if time.monotonic() > deadline:
+            name = getattr(condition, "func", condition).__name__
+            raise TimeoutError(f"screenshot: {name} did not happen in {seconds:.0f} s")
+        QApplication.processEvents()
+        time.sleep(0.02)
+
+
+def _pause(seconds: float) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
         QApplication.processEvents()
         time.sleep(0.02)
 
