@@ -1,4 +1,4 @@
-"""The repository's own rules, enforced by the suite: layer contracts, ruff, and the validation benchmark running."""
+"""The repository's own rules, enforced by the suite: layer contracts, ruff, mypy, the validation benchmark."""
 
 from __future__ import annotations
 
@@ -26,6 +26,12 @@ def test_layer_contracts_hold() -> None:
 def test_ruff_is_clean() -> None:
     result = run(str(BIN / "ruff"), "check", ".", "--output-format", "concise", "--no-cache")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_is_clean(tmp_path: Path) -> None:
+    result = run(str(BIN / "mypy"), "--cache-dir", str(tmp_path / "mypy-cache"), "engine", "canvas", "app")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Success: no issues found" in result.stdout
 
 
 def test_validation_benchmark_runs_and_prints_json() -> None:
