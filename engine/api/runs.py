@@ -64,7 +64,8 @@ def start_run(services: EngineServices, body: dict[str, Any],
         raise ApiError(422, "bad_request", '"callback_url" must be an http:// or https:// URL the engine can POST '
                        "the run's execution.finished webhook to")
     try:
-        created = services.create_run(flow_id, inputs, version=version, idempotency_key=key)
+        created = services.create_run(flow_id, inputs, version=version, idempotency_key=key,
+                                      mode="async" if wait == 0 else "sync")
     except UnknownFlowVersion as exc:
         raise ApiError(404, "unknown_flow", str(exc)) from None
     except InputError as exc:

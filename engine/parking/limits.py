@@ -1,7 +1,8 @@
 """How long a run may wait: `max_wait` from its first park, `suspended_step_timeout` per suspended step.
 
 A `queue` delay and an approval timeout are bounded by `max_delay` at publish, so they are exempt
-from the suspended-step limit; every park is bounded by `max_wait` (72h from the first park).
+from the suspended-step limit; every park is bounded by `max_wait` (72h from the first park, or
+for a run created in async mode from its acceptance: its time queued counts as waiting too).
 """
 
 from __future__ import annotations
@@ -32,17 +33,29 @@ class WaitLimits:
                    parse_duration(settings.suspended_step_timeout or DEFAULT_SUSPENDED_STEP_TIMEOUT))
 
 
+def max_wait_start(first_parked_at: float, accepted_at: float | None) -> float:
+    """Where `max_wait` counts from: acceptance for an async run, else the first park."""
+    return accepted_at if accepted_at is not None else first_parked_at
+
+
+def queued_expired(accepted_at: float | None, now: float, limits: WaitLimits) -> bool:
+    """True when an async run still queued at `now` has used up its `max_wait` before starting."""
+    return accepted_at is not None and now >= accepted_at + limits.max_wait
+
+
 def park_record(previous: dict[str, Any] | None, reason: str, due_at: float | None, now: float,
-                limits: WaitLimits) -> dict[str, Any]:
+                limits: WaitLimits, accepted_at: float | None = None) -> dict[str, Any]:
     """Fields sealed into a parked run's checkpoint: when it parked, when it wakes and why.
 
-    `first_parked_at` carries over from the previous checkpoint, so `max_wait` counts all parks.
+    `first_parked_at` carries over from the previous checkpoint, so `max_wait` counts all parks;
+    `accepted_at` (async runs only) moves the start of `max_wait` back to the run's acceptance.
     The wake is the earliest of the park's own due time and the limits; on a tie the park's own
     due time wins (a queue due exactly at the deadline still resumes).
     """
     first = previous.get("first_parked_at") if previous else None
     first_parked_at = float(first) if first is not None else now
-    candidates: list[tuple[float, int, WakeKind]] = [(first_parked_at + limits.max_wait, 1, "parked_expired")]
+    deadline = max_wait_start(first_parked_at, accepted_at) + limits.max_wait
+    candidates: list[tuple[float, int, WakeKind]] = [(deadline, 1, "parked_expired")]
     if due_at is not None:
         candidates.append((due_at, 0, "due"))
     if reason not in OWN_TIMER_REASONS:
@@ -62,5 +75,13 @@ def expiry_message(checkpoint: dict[str, Any], limits_text: str) -> str:
     if checkpoint.get("wake_kind") == "suspended_step_timeout":
         return (f'node "{node}" stayed suspended past suspended_step_timeout ({limits_text}); the run failed. '
                 "Raise settings.suspended_step_timeout or make the step finish sooner")
-    return (f'the run waited past max_wait ({limits_text}) counted from its first park, at node "{node}"; '
+    job = checkpoint.get("job") or {}
+    start = "its acceptance (async run)" if job.get("accepted_at") is not None else "its first park"
+    return (f'the run waited past max_wait ({limits_text}) counted from {start}, at node "{node}"; '
             "it failed with parked_expired. Shorten the flow's waits or raise settings.max_wait")
+
+
+def queued_expiry_message(limits_text: str, trigger: str) -> str:
+    return (f"the async run stayed queued past max_wait ({limits_text}) counted from its acceptance, before "
+            f'its trigger node "{trigger}" started; it failed with parked_expired. Run more workers, start '
+            "the engine sooner, or raise settings.max_wait")

@@ -18,7 +18,14 @@ import redis
 from engine.durations import format_duration
 from engine.events import EventStamper
 from engine.flow import FlowSettings
-from engine.parking.limits import WaitLimits, expiry_message, park_record, park_token
+from engine.parking.limits import (
+    WaitLimits,
+    expiry_message,
+    park_record,
+    park_token,
+    queued_expired,
+    queued_expiry_message,
+)
 from engine.runtime.bodies import Park
 from engine.runtime.executor import Emitter
 from engine.runtime.jobs import Job
@@ -59,9 +66,12 @@ def admit_resume(client: redis.Redis, keys: Keyspace, job: Job, message_id: byte
 
 
 def seal_park(client: redis.Redis, keys: Keyspace, previous: dict[str, Any] | None, park: Park, now: float,
-              settings: FlowSettings) -> dict[str, Any]:
-    """The park fields for the new checkpoint; an approval decided before its park was sealed wakes at once."""
-    record = park_record(previous, park.reason, park.due_at, now, WaitLimits.of(settings))
+              settings: FlowSettings, accepted_at: float | None = None) -> dict[str, Any]:
+    """The park fields for the new checkpoint; an approval decided before its park was sealed wakes at once.
+
+    `accepted_at` is set for a run created in async mode: its `max_wait` counts from then.
+    """
+    record = park_record(previous, park.reason, park.due_at, now, WaitLimits.of(settings), accepted_at)
     approval_id = park.detail.get("approval_id")
     if approval_id and client.exists(keys.approval_decision(str(approval_id))):
         record.update(wake_at=now, wake_kind="due")
@@ -80,3 +90,15 @@ def expire_parked(stamper: EventStamper, emitter: Emitter, checkpoint: dict[str,
     emitter.emit(stamper.step_failed(node, node, message, error_type=kind))
     emitter.emit(stamper.run_failed(message, kind, node))
     log.info("run %s: %s", stamper.run_id, message)
+
+
+def expire_queued(stamper: EventStamper, emitter: Emitter, accepted_at: float | None, now: float,
+                  settings: FlowSettings, trigger: str) -> bool:
+    """Fail an async run that stayed queued past `max_wait` from its acceptance; True when it did."""
+    limits = WaitLimits.of(settings)
+    if not queued_expired(accepted_at, now, limits):
+        return False
+    message = queued_expiry_message(format_duration(limits.max_wait), trigger)
+    emitter.emit(stamper.run_failed(message, "parked_expired"))
+    log.info("run %s: %s", stamper.run_id, message)
+    return True

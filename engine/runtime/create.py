@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import orjson
 import sqlalchemy as sa
@@ -34,6 +34,9 @@ LATEST_VERSION_TTL_SECONDS = 1.0
 RUNS = cast(sa.Table, Run.__table__)
 _INSERT_RUN = sa.insert(RUNS)
 CANCEL_FLAG_TTL_SECONDS = 7 * 24 * 3600
+
+RunMode = Literal["sync", "async"]
+"""`async`: the caller does not wait (API `wait: 0`); its `max_wait` counts from acceptance, queued time included."""
 
 BudgetPreflight = Callable[[Flow, dict[str, Any]], None]
 """Raises to refuse a run before it exists (the money issue replaces the no-op)."""
@@ -106,8 +109,14 @@ def _existing_run(handles: EngineHandles, key: str) -> CreatedRun | None:
 def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | None = None, *,
                version: int | None = None, trigger: str | None = None, idempotency_key: str | None = None,
                budget_preflight: BudgetPreflight = no_budget_preflight,
-               latest: LatestVersions | None = None) -> CreatedRun:
-    """Create a queued run of a published flow and enqueue its job; raises RunRefused / InputError."""
+               latest: LatestVersions | None = None, mode: RunMode = "sync") -> CreatedRun:
+    """Create a queued run of a published flow and enqueue its job; raises RunRefused / InputError.
+
+    `mode="async"` records the acceptance time (the run's `created_at`) on its job, and so in its
+    checkpoints, so that its `max_wait` counts from acceptance rather than from its first park.
+    """
+    if mode not in ("sync", "async"):
+        raise ValueError(f'create_run mode must be "sync" or "async" (got {mode!r})')
     if idempotency_key:
         found = _existing_run(handles, idempotency_key)
         if found is not None:
@@ -129,7 +138,8 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
         if found is not None:
             return found
     shown = redacted_inputs(flow, resolved)
-    now = datetime.fromtimestamp(handles.clock.now(), UTC)
+    accepted_at = handles.clock.now()
+    now = datetime.fromtimestamp(accepted_at, UTC)
     try:
         with sqlite_writer(handles.sql), handles.sql.begin() as conn:
             conn.execute(_INSERT_RUN, {
@@ -147,7 +157,8 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
     if secrets:
         pipe.set(handles.keys.run_secrets(run_id), orjson.dumps(secrets))
     pipe.xadd(handles.keys.jobs, encode_job(start_job(run_id, flow.id, published.version, trigger_id, shown,
-                                                      bool(secrets))))
+                                                      bool(secrets),
+                                                      accepted_at if mode == "async" else None)))
     pipe.execute()
     return CreatedRun(run_id, flow.id, published.version, "queued")
 

@@ -22,6 +22,8 @@ class Job:
     has_secrets: bool = False
     park: str = ""
     """resume only: the park it resumes (`engine.parking.limits.park_token`); empty for a due-time resume."""
+    accepted_at: float | None = None
+    """Set for a run created in async mode (its acceptance time): its `max_wait` counts from then."""
 
 
 class BadJob(ValueError):
@@ -45,8 +47,8 @@ def decode_job(fields: dict[bytes, bytes]) -> Job:
 
 
 def start_job(run_id: str, flow_id: str, version: int, trigger: str, inputs: dict[str, Any],
-              has_secrets: bool) -> Job:
-    return Job(run_id, "start", flow_id, version, trigger, inputs, has_secrets)
+              has_secrets: bool, accepted_at: float | None = None) -> Job:
+    return Job(run_id, "start", flow_id, version, trigger, inputs, has_secrets, accepted_at=accepted_at)
 
 
 def resume_job(run_id: str, park: str = "") -> Job:

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 
 from engine.clock import Clock
 from engine.events import EventStamper
-from engine.parking.resume import Admission, admit_resume, expire_parked, seal_park
+from engine.parking.resume import Admission, admit_resume, expire_parked, expire_queued, seal_park
 from engine.publish import get_version
 from engine.runtime.bodies import StepServices
 from engine.runtime.context import RunContext
@@ -305,11 +305,13 @@ class Worker:
                 outcome = RunOutcome("failed")
             else:
                 outcome = executor.resume(checkpoint["parked_node"])
+        elif expire_queued(stamper, emitter, job.accepted_at, self.clock.now(), plan.flow.settings, job.trigger):
+            outcome = RunOutcome("failed")
         else:
             outcome = executor.start(job.inputs)
 
-        parked = seal_park(self.client, self.keys, checkpoint, outcome.park, self.clock.now(), plan.flow.settings) \
-            if outcome.status == "parked" and outcome.park is not None else None
+        parked = seal_park(self.client, self.keys, checkpoint, outcome.park, self.clock.now(), plan.flow.settings,
+                           job.accepted_at) if outcome.status == "parked" and outcome.park is not None else None
 
         def finish(pipe: Any) -> None:
             if outcome.status == "parked":
