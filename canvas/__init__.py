@@ -25,7 +25,8 @@ Public API (the app embeds these):
   `set_zoom(level)`, `set_snap_to_grid(bool)`, `open_quick_add()`,
   `add_node_at(type, scene_point)`, `actions_by_name` (QActions for menus);
   live mode: `set_live_counts({id: (running, waiting, reason)})`,
-  `set_run_path(nodes_in_order, current_node, waiting_text)`, `clear_live()`.
+  `set_run_path(nodes_in_order, current_node, waiting_text)`, `clear_live()`;
+  notices (e.g. a disabled trigger): `set_node_notices({id: (label, tooltip)})`, `node_notice(id)`.
 - `canvas.bindings.BINDINGS` — the hotkey table (also importable from
   `canvas.view`); `canvas.live.LiveOverlay` draws the live-mode state.
 - `canvas.palette.NodePalette(QWidget)` — signal `activated(type_name)`;

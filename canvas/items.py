@@ -123,6 +123,8 @@ class NodeItem(QGraphicsRectItem):
         self.height = node_height(0)
         self.diagnostics: list[Diagnostic] = []
         self.live = LiveState()
+        self.notice: tuple[str, str] = ("", "")
+        """(short label drawn as a pill above the node, tooltip line), e.g. a disabled trigger; ("", "") for none."""
         self.port_items: list[PortItem] = []
         self.input_item: PortItem | None = None
         self._title = ""
@@ -191,7 +193,16 @@ class NodeItem(QGraphicsRectItem):
             lines.append(f"<span style='color:{colour.name()}'>● {_escape(diagnostic.message)}</span>")
         if self.live.waiting_text:
             lines.append(_escape(self.live.waiting_text))
+        if self.notice[1]:
+            lines.append(f"<span style='color:{current_theme().warning.name()}'>⏸ {_escape(self.notice[1])}</span>")
         self.setToolTip("<br>".join(lines))
+
+    def set_notice(self, label: str, tooltip: str) -> None:
+        """Show (or with empty texts, remove) the node's notice pill and tooltip line."""
+        if (label, tooltip) != self.notice:
+            self.notice = (label, tooltip)
+            self._refresh_tooltip()
+            self.update()
 
     def refresh_live(self) -> None:
         self._refresh_tooltip()
@@ -262,6 +273,19 @@ class NodeItem(QGraphicsRectItem):
         self._paint_badge(painter, theme)
         if not self.live.is_empty():
             self._paint_live(painter, theme)
+        if self.notice[0]:
+            self._paint_notice(painter, theme)
+
+    def _paint_notice(self, painter: QPainter, theme: Any) -> None:
+        painter.setFont(BADGE_FONT)
+        width = QFontMetricsF(BADGE_FONT).horizontalAdvance(self.notice[0]) + 14
+        # Right-aligned above the node, so it never covers the live counts drawn from the left.
+        pill = QRectF(NODE_WIDTH - width - 14, -OVERLAY_ABOVE + 2, width, 16)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(theme.warning)
+        painter.drawRoundedRect(pill, 8, 8)
+        painter.setPen(QColor("#1d2330"))
+        painter.drawText(pill, Qt.AlignmentFlag.AlignCenter, self.notice[0])
 
     def _paint_body(self, painter: QPainter, theme: Any, accent: QColor, selected: bool, rect: QRectF) -> None:
         if self.live.current or self.live.on_path:

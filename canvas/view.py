@@ -302,6 +302,15 @@ class FlowView(QGraphicsView):
         """Highlight one run: the nodes it passed, the edges between them, and where it is now."""
         self.live.set_run_path(nodes_in_order, current_node, waiting_text)
 
+    def set_node_notices(self, notices: dict[str, tuple[str, str]]) -> None:
+        """Per node: (short label drawn above it, tooltip line), e.g. a disabled trigger; others lose theirs."""
+        for node_id, item in self.flow_scene.node_items.items():
+            item.set_notice(*notices.get(node_id, ("", "")))
+
+    def node_notice(self, node_id: str) -> tuple[str, str]:
+        item = self.flow_scene.node_items.get(node_id)
+        return item.notice if item is not None else ("", "")
+
     def clear_live(self) -> None:
         self.live.clear()
 

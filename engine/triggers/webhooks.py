@@ -94,6 +94,8 @@ def handle_webhook(handles: EngineHandles, create_run: Any, token: str, headers:
         return _error(409, "flow_disabled", f'flow "{flow_id}" (version {published.version}) is disabled, so '
                       "this webhook starts nothing; enable the flow and publish it again")
     if not setting.enabled:
+        # Counted like a disabled flow's hit, so the app can say where a delivery went unanswered.
+        count(handles.client, handles.keys, f"{flow_id}/{node_id}:disabled")
         return _error(409, "webhook_disabled", f'the webhook "{node_id}" of flow "{flow_id}" is disabled; '
                       f"enable it with `lockgate webhooks enable {flow_id}`")
     node = next((n for n in flow.nodes if n.id == node_id and n.type == "trigger.webhook"), None)

@@ -97,7 +97,7 @@ def test_disabled_webhook_and_disabled_flow_answer_409_and_start_nothing(api: Ap
     status, data = _post(api, token, BODY)
     assert status == 409
     assert data["error"]["code"] == "flow_disabled"  # type: ignore[index]
-    assert counters(api.services.handles.client, api.services.keys) == {"tickets/hook:disabled": 1}
+    assert counters(api.services.handles.client, api.services.keys) == {"tickets/hook:disabled": 2}
     assert api.services.list_runs() == []
 
 
