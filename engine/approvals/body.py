@@ -29,13 +29,18 @@ def _message(call: StepCall) -> str:
         raise StepError(f'node "{call.node.id}" (approval): message: {exc}', "template_error") from None
 
 
-@register_body("approval")
+def _approval_given(call: StepCall) -> dict[str, Any]:
+    return {"message": _message(call), "timeout": call.config["timeout"],
+            "approvers": call.config.get("approvers", "any")}
+
+
+@register_body("approval", prepare=_approval_given)
 def approval_body(call: StepCall) -> StepResult | Park:
     approval_id = approval_id_for(call.ctx.run_id, call.node.id)
     if not call.resumed:
-        timeout_at = call.clock.now() + parse_duration(call.config["timeout"])
-        approvers: Any = call.config.get("approvers", "any")
-        message = call.ctx.redact(_message(call))
+        timeout_at = call.clock.now() + parse_duration(call.given["timeout"])
+        approvers: Any = call.given["approvers"]
+        message = call.ctx.redact(call.given["message"])
         call.emit(lambda stamper: stamper.approval_requested(call.node.id, approval_id, timeout_at, approvers,
                                                              message))
         return Park("approval", due_at=timeout_at, detail={"approval_id": approval_id})

@@ -69,7 +69,8 @@ def run_summary(run: dict[str, Any]) -> dict[str, Any]:
         "result": run["result"], "error": run["error"], "error_type": run["error_type"],
         "waiting_on": run["waiting_on"], "created_at": run["created_at"], "finished_at": run["finished_at"],
         "steps": [{"step": s["step"], "node": s["node"], "type": s["type"], "status": s["status"],
-                   "attempts": s["attempts"], "duration_ms": s["duration_ms"], "error": s["error"]}
+                   "attempts": s["attempts"], "duration_ms": s["duration_ms"], "error": s["error"],
+                   "given": s.get("given"), "output": s.get("output")}
                   for s in run.get("steps", [])],
     }
 

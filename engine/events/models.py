@@ -45,7 +45,9 @@ class StepStarted(EventBase):
     step: str = Field(description="step key: node id, or node id[index] inside a foreach")
     node_type: str
     step_attempt: int = 1
-    given: dict[str, Any] = Field(default_factory=dict, description="rendered config the body got, redacted")
+    given: dict[str, Any] = Field(default_factory=dict, description=(
+        "what the step was given: its config rendered against the run state at that moment, secrets "
+        "redacted, strings over 4096 characters cut with a `… [truncated N of M chars]` marker"))
 
 
 class StepCompleted(EventBase):

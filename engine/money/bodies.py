@@ -125,14 +125,19 @@ def reserve_body(call: StepCall) -> StepResult:
     return StepResult(ports=("out",))
 
 
-def _request(call: StepCall, config: ModelConfig) -> ChatRequest:
+def _model_given(call: StepCall) -> dict[str, Any]:
+    config = ModelConfig.model_validate(call.config)
     names = call.names()
     try:
         prompt = render(config.prompt, names)
         system = render(config.system, names) if config.system else None
     except TemplateProblem as exc:
         raise StepError(f'node "{call.node.id}" (ai.model): prompt: {exc}', "template_error") from None
-    return ChatRequest.from_prompt(config.model, prompt, system, config.max_tokens)
+    return {"model": config.model, "system": system, "prompt": prompt, "max_tokens": config.max_tokens}
+
+
+def _request(call: StepCall, config: ModelConfig) -> ChatRequest:
+    return ChatRequest.from_prompt(config.model, call.given["prompt"], call.given["system"], config.max_tokens)
 
 
 def _max_wait_seconds(services: MoneyServices, call: StepCall) -> float:
@@ -158,7 +163,7 @@ def _hold_ref(services: MoneyServices, call: StepCall, plan: HoldPlan | None,
     return HoldRef(plan.budget, plan.amount_usd, plan.hold_id, plan.ttl_seconds)
 
 
-@register_body("ai.model", blocking=True)
+@register_body("ai.model", blocking=True, prepare=_model_given)
 def model_body(call: StepCall) -> StepResult | Park:
     config = ModelConfig.model_validate(call.config)
     services = _services(call)

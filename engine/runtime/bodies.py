@@ -63,6 +63,11 @@ class StepCall:
     """Redis and its keyspace, given by the worker."""
     emit: Callable[[Callable[[EventStamper], EventBase]], None] = lambda make: None
     """Emit an event of this run in sequence (hold events): `call.emit(lambda s: s.hold_placed(...))`."""
+    given: dict[str, Any] = field(default_factory=dict)
+    """The config as this attempt rendered it (unredacted): the type's `prepare` fills it before the body
+    runs, and the body reads its rendered values from here instead of rendering again."""
+    items: list[Any] | None = None
+    """foreach only: the items its `prepare` evaluated."""
 
     @property
     def config(self) -> dict[str, Any]:
@@ -81,6 +86,8 @@ class StepError(Exception):
 
 
 Body = Callable[[StepCall], StepResult | Park]
+Prepare = Callable[[StepCall], dict[str, Any]]
+"""Renders a node's config against the run state of this moment: what the step is given."""
 
 
 @dataclass(frozen=True)
@@ -88,16 +95,20 @@ class BodySpec:
     body: Body
     blocking: bool = False
     """True for bodies that wait on I/O: buffered events are flushed before they run (live progress)."""
+    prepare: Prepare | None = None
+    """None: the step is given its config as written (no templates in it)."""
 
 
 _REGISTRY: dict[str, BodySpec] = {}
 
 
-def register_body(type_name: str, *, blocking: bool = False) -> Callable[[Body], Body]:
-    """Decorator: register `fn` as the body of node type `type_name` (replacing any earlier one)."""
+def register_body(type_name: str, *, blocking: bool = False,
+                  prepare: Prepare | None = None) -> Callable[[Body], Body]:
+    """Decorator: register `fn` as the body of node type `type_name` (replacing any earlier one); `prepare`
+    renders what the step is given (recorded in `step_started.given`, read by the body as `call.given`)."""
 
     def decorate(fn: Body) -> Body:
-        _REGISTRY[type_name] = BodySpec(fn, blocking)
+        _REGISTRY[type_name] = BodySpec(fn, blocking, prepare)
         return fn
 
     return decorate

@@ -24,23 +24,43 @@ def trigger_body(call: StepCall) -> StepResult:
     return StepResult(ports=("out",))
 
 
-@register_body("set")
+def _set_given(call: StepCall) -> dict[str, Any]:
+    return {"values": {key: _value(call, source, f"values.{key}") for key, source in call.config["values"].items()}}
+
+
+@register_body("set", prepare=_set_given)
 def set_body(call: StepCall) -> StepResult:
-    writes = {key: _value(call, source, f"values.{key}") for key, source in call.config["values"].items()}
-    return StepResult(ports=("out",), writes=writes)
+    return StepResult(ports=("out",), writes=dict(call.given["values"]))
 
 
-@register_body("router")
-def router_body(call: StepCall) -> StepResult:
+def _router_given(call: StepCall) -> dict[str, Any]:
+    """Every branch's condition result, in order. Until one matches, a condition that cannot be evaluated
+    fails the step; after the match it is only recorded (the route is already decided)."""
     names = call.names()
+    branches: list[dict[str, Any]] = []
+    matched = False
     for index, branch in enumerate(call.config["branches"]):
         try:
-            if truthy(branch["when"], names):
-                return StepResult(ports=(branch["port"],))
+            result = truthy(branch["when"], names)
         except TemplateProblem as exc:
-            raise StepError(f'node "{call.node.id}" (router): branches[{index}].when: {exc}',
-                            "template_error") from None
-    return StepResult(ports=("default",))
+            if not matched:
+                raise StepError(f'node "{call.node.id}" (router): branches[{index}].when: {exc}',
+                                "template_error") from None
+            branches.append({"port": branch["port"], "result": None, "error": str(exc)})
+            continue
+        branches.append({"port": branch["port"], "result": result})
+        matched = matched or result
+    return {"branches": branches}
+
+
+@register_body("router", prepare=_router_given)
+def router_body(call: StepCall) -> StepResult:
+    chosen = next((branch["port"] for branch in call.given["branches"] if branch["result"]), "default")
+    return StepResult(ports=(chosen,))
+
+
+def _join_given(call: StepCall) -> dict[str, Any]:
+    return {"reduce": dict(call.config.get("reduce", {})), "branches": len(call.branch_writes)}
 
 
 def _reduce(reducer: str, values: list[Any]) -> Any:
@@ -60,7 +80,7 @@ def _reduce(reducer: str, values: list[Any]) -> Any:
     return values[-1]
 
 
-@register_body("join")
+@register_body("join", prepare=_join_given)
 def join_body(call: StepCall) -> StepResult:
     writes: dict[str, Any] = {}
     for key, reducer in call.config.get("reduce", {}).items():
@@ -70,8 +90,7 @@ def join_body(call: StepCall) -> StepResult:
     return StepResult(ports=("out",), writes=writes)
 
 
-@register_body("foreach")
-def foreach_body(call: StepCall) -> StepResult:
+def _foreach_given(call: StepCall) -> dict[str, Any]:
     items = _value(call, call.config["items"], "items")
     if isinstance(items, dict):
         items = list(items.items())
@@ -79,21 +98,34 @@ def foreach_body(call: StepCall) -> StepResult:
         raise StepError(
             f'node "{call.node.id}" (foreach): items gave {type(items).__name__}, not a list; '
             "make the template evaluate to a list", "template_error")
-    return StepResult(items=items)
+    call.items = items
+    return {"items_count": len(items), "concurrency": int(call.config.get("concurrency", 4))}
 
 
-@register_body("terminal")
-def terminal_body(call: StepCall) -> StepResult:
+@register_body("foreach", prepare=_foreach_given)
+def foreach_body(call: StepCall) -> StepResult:
+    return StepResult(items=call.items or [])
+
+
+def _terminal_given(call: StepCall) -> dict[str, Any]:
     source = call.config.get("output")
-    result = _value(call, source, "output") if source else None
-    return StepResult(ports=(), result=result)
+    return {"output": _value(call, source, "output") if source else None}
 
 
-@register_body("queue")
+@register_body("terminal", prepare=_terminal_given)
+def terminal_body(call: StepCall) -> StepResult:
+    return StepResult(ports=(), result=call.given["output"])
+
+
+def _queue_given(call: StepCall) -> dict[str, Any]:
+    return {"delay": call.config["delay"], "delay_seconds": parse_duration(call.config["delay"])}
+
+
+@register_body("queue", prepare=_queue_given)
 def queue_body(call: StepCall) -> StepResult | Park:
     if call.resumed:
         return StepResult(ports=("default",))
-    return Park("queue_delay", due_at=call.clock.now() + parse_duration(call.config["delay"]))
+    return Park("queue_delay", due_at=call.clock.now() + call.given["delay_seconds"])
 
 
 import engine.approvals.body  # noqa: E402  (registers approval)

@@ -18,6 +18,7 @@ from engine.events import EventBase, EventStamper
 from engine.runtime.bodies import Park, StepCall, StepError, StepResult, StepServices, body_for
 from engine.runtime.context import RunContext
 from engine.runtime.fencing import JobFenced
+from engine.runtime.given import shown_given
 from engine.runtime.plan import FlowPlan
 from engine.runtime.scheduler import Scheduler
 from engine.templates import TemplateProblem
@@ -215,11 +216,16 @@ class RunExecutor:
         if self.plan.kinds[node_id] == "join":
             call.branch_writes = self._branch_writes(scope, node_id)
         for attempt in range(1, max_attempts + 1):
-            self.emitter.emit(self.stamper.step_started(node_id, step, node.type, attempt))
             began = time.perf_counter()
+            started = False
             try:
                 if spec is None:
                     raise StepError(f'node "{node_id}": no body is registered for type "{node.type}"', "no_body")
+                # Rendered once per attempt, against the state of this moment; the body reads call.given.
+                call.given = spec.prepare(call) if spec.prepare is not None else dict(node.config)
+                self.emitter.emit(self.stamper.step_started(node_id, step, node.type, attempt,
+                                                            shown_given(self.ctx, call.given)))
+                started = True
                 if spec.blocking:
                     self.emitter.flush()
                 outcome = spec.body(call)
@@ -233,6 +239,8 @@ class RunExecutor:
             except (_Parked, _Cancelled, JobFenced):
                 raise
             except Exception as exc:
+                if not started:  # it failed rendering what it is given: the record still shows it started
+                    self.emitter.emit(self.stamper.step_started(node_id, step, node.type, attempt))
                 error_type = exc.error_type if isinstance(exc, StepError) else (
                     "template_error" if isinstance(exc, TemplateProblem) else "exception")
                 message = str(exc) if isinstance(exc, StepError | _StepFailed) else (

@@ -27,14 +27,22 @@ def _render(call: StepCall, source: str, where: str) -> str:
         raise StepError(f'node "{call.node.id}" (http.request): {where}: {exc}', "template_error") from None
 
 
-@register_body("http.request", blocking=True)
-def http_request_body(call: StepCall) -> StepResult:
+def _http_given(call: StepCall) -> dict[str, Any]:
     config = call.config
-    method = config["method"]
-    url = _render(call, config["url"], "url")
-    headers = {key: _render(call, value, f"headers.{key}") for key, value in config.get("headers", {}).items()}
-    body = _render(call, config["body"], "body") if config.get("body") is not None else None
-    timeout = parse_duration(config.get("timeout", "30s"))
+    return {
+        "method": config["method"],
+        "url": _render(call, config["url"], "url"),
+        "headers": {key: _render(call, value, f"headers.{key}") for key, value in config.get("headers", {}).items()},
+        "body": _render(call, config["body"], "body") if config.get("body") is not None else None,
+        "timeout": config.get("timeout", "30s"),
+    }
+
+
+@register_body("http.request", blocking=True, prepare=_http_given)
+def http_request_body(call: StepCall) -> StepResult:
+    config, given = call.config, call.given
+    method, url, headers, body = given["method"], given["url"], given["headers"], given["body"]
+    timeout = parse_duration(given["timeout"])
     shown_url = call.ctx.redact(url)
     try:
         response = _shared_client().request(method, url, headers=headers, content=body, timeout=timeout)

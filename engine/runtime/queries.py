@@ -46,6 +46,7 @@ def _step_data(row: Any) -> dict[str, Any]:
         "attempts": row["attempts"],
         "duration_ms": row["duration_ms"],
         "ports": row["ports"],
+        "given": row["input"],
         "output": row["output"],
         "error": row["error"],
         "error_type": row["error_type"],
