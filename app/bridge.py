@@ -305,6 +305,31 @@ class EngineBridge(QObject):
 
         self.request(send, on_done)
 
+    def trigger_status(self, flow_id: str, on_done: Done) -> None:
+        """`app.trigger_rows.TriggerStatus` of the flow's latest published version (settings, counters, runs)."""
+
+        def read(services: Any) -> Any:
+            from app.trigger_rows import read_trigger_status
+
+            return read_trigger_status(services, flow_id)
+
+        self.request(read, on_done)
+
+    def set_trigger_enabled(self, flow_id: str, node_id: str, trigger_type: str, enabled: bool,
+                            on_done: Done) -> None:
+        """Enable or disable one webhook/schedule trigger of the latest published version
+        (`engine.triggers.settings.set_enabled`; a webhook gets its token on first enable)."""
+
+        def write(services: Any) -> Any:
+            from engine.publish import get_version
+            from engine.triggers.settings import set_enabled
+
+            _published, flow = get_version(services.sql, flow_id)
+            return set_enabled(services.handles.client, services.keys, flow, trigger_type, enabled,
+                               services.clock.now(), node_id=node_id)
+
+        self.request(write, on_done)
+
     # ----- live channel ------------------------------------------------------------------
 
     def _on_projector_batch(self, result: Any) -> None:

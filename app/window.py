@@ -41,7 +41,9 @@ from app.panels.log import LogPanel
 from app.panels.problems import ProblemsPanel
 from app.panels.properties import PropertiesPanel
 from app.panels.runs import RunsPanel
+from app.panels.triggers import TriggersPanel
 from app.settings import AppSettings, ThemeMode
+from app.trigger_watch import TriggerWatch
 from engine import __version__
 from engine.flow import Flow, FlowLoadError
 from engine.validation import has_errors
@@ -95,8 +97,11 @@ class MainWindow(QMainWindow):
         self.palette_widget.activated.connect(self._add_from_palette)
         self.problems.counts_changed.connect(self._problem_counts_changed)
         self.engine: EngineController | None = None
+        self.trigger_watch: TriggerWatch | None = None
         if bridge is not None:
             self.engine = EngineController(self, bridge)
+            self.trigger_watch = TriggerWatch(self, bridge)
+            self.engine.published.connect(lambda _flow_id, _version: self._refresh_triggers())
             bridge.log_message.connect(self.log.append)
             bridge.state_changed.connect(self._engine_state_changed)
             self._engine_state_changed(bridge.state)
@@ -127,6 +132,7 @@ class MainWindow(QMainWindow):
         self.runs = RunsPanel(self)
         self.approvals = ApprovalsPanel(self)
         self.holds = HoldsPanel(self)
+        self.triggers = TriggersPanel(self)
         self.log = LogPanel(self)
         left, right, bottom = (Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.RightDockWidgetArea,
                                Qt.DockWidgetArea.BottomDockWidgetArea)
@@ -135,11 +141,12 @@ class MainWindow(QMainWindow):
             "Properties": self._dock("Properties", self.properties, right),
             "Problems": self._dock("Problems", self.problems, bottom),
             "Runs": self._dock("Runs", self.runs, bottom),
+            "Triggers": self._dock("Triggers", self.triggers, bottom),
             "Approvals": self._dock("Approvals", self.approvals, bottom),
             "Holds & budgets": self._dock("Holds & budgets", self.holds, bottom),
             "Log": self._dock("Log", self.log, bottom),
         }
-        for name in ("Runs", "Approvals", "Holds & budgets", "Log"):
+        for name in ("Runs", "Triggers", "Approvals", "Holds & budgets", "Log"):
             self.tabifyDockWidget(self.docks["Problems"], self.docks[name])
         self.docks["Problems"].raise_()
         self.setCorner(Qt.Corner.BottomLeftCorner, left)
@@ -164,6 +171,7 @@ class MainWindow(QMainWindow):
             "run": self.run_flow,
             "live": self.toggle_live,
             "versions": self.show_versions,
+            "triggers": self.show_triggers,
             "theme_system": lambda: self.set_theme("system"),
             "theme_light": lambda: self.set_theme("light"),
             "theme_dark": lambda: self.set_theme("dark"),
@@ -527,6 +535,16 @@ class MainWindow(QMainWindow):
                     self.engine.refresh_money()
 
             self.bridge.apply_budgets(budgets, applied)
+
+    def show_triggers(self) -> None:
+        """Bring the Triggers dock forward and read the current flow's triggers now."""
+        self.docks["Triggers"].show()
+        self.docks["Triggers"].raise_()
+        self._refresh_triggers()
+
+    def _refresh_triggers(self) -> None:
+        if self.trigger_watch is not None:
+            self.trigger_watch.refresh()
 
     def show_hint(self, text: str) -> None:
         self.hint_label.setText(text)

@@ -1,0 +1,147 @@
+"""The Triggers panel: one row per trigger node of the current flow's published version, with enable/disable,
+the webhook URL (token masked, copy button), the next and last schedule fire, and what each trigger started
+or refused."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.panels.empty_state import EmptyStateStack
+from app.panels.rows import local_time
+from app.trigger_rows import TriggerRow, mask_token
+
+COLUMNS = ("Trigger", "Type", "State", "", "Where / next fire", "", "Last fire", "Fired", "Started nothing",
+           "Refused", "Loop-guarded")
+TOGGLE_COLUMN, WHERE_COLUMN, COPY_COLUMN = 3, 4, 5
+HEADER_TIPS = {
+    "Fired": "Runs this trigger started",
+    "Started nothing": "Fires or deliveries that started no run because the flow or the trigger was disabled",
+    "Refused": "Fires whose run was refused (inputs a schedule cannot give, a budget) or a schedule that "
+               "cannot be computed",
+    "Loop-guarded": "Event fires stopped by the loop guard (a run's own events, or a chain of more than 5 flows)",
+}
+
+
+def _time(epoch: float | None) -> str:
+    return local_time(datetime.fromtimestamp(epoch, UTC)) if epoch is not None else ""
+
+
+class TriggersPanel(QWidget):
+    enable_requested = Signal(str, str, bool)
+    """(node id, trigger type, enable?) from a row's button."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.rows: list[TriggerRow] = []
+        self.caption = QLabel(self)
+        self.caption.setObjectName("triggersCaption")
+        self.caption.setWordWrap(True)
+        self.refusals = QLabel(self)
+        self.refusals.setObjectName("webhookRefusals")
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setObjectName("triggersTable")
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        for column, name in enumerate(COLUMNS):
+            title_item = self.table.horizontalHeaderItem(column)
+            if title_item is not None and name in HEADER_TIPS:
+                title_item.setToolTip(HEADER_TIPS[name])
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.table.setShowGrid(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(WHERE_COLUMN, QHeaderView.ResizeMode.Stretch)
+        content = QWidget(self)
+        inner = QVBoxLayout(content)
+        inner.setContentsMargins(6, 4, 6, 4)
+        inner.addWidget(self.caption)
+        inner.addWidget(self.table, 1)
+        inner.addWidget(self.refusals)
+        self.stack = EmptyStateStack(content, self)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.stack)
+        self.set_unavailable("The engine is not running, so triggers cannot be read.")
+
+    def set_unavailable(self, reason: str) -> None:
+        self.rows = []
+        self.table.setRowCount(0)
+        self.stack.show_message(reason)
+
+    def set_triggers(self, flow_id: str, version: int, flow_enabled: bool, rows: list[TriggerRow],
+                     refusals: dict[str, int]) -> None:
+        self.rows = rows
+        state = "enabled" if flow_enabled else "disabled: none of its triggers starts a run"
+        self.caption.setText(f"{flow_id} v{version} (published), flow {state}. Webhooks and schedules start "
+                             "disabled until you enable them here.")
+        self.refusals.setText("Webhook deliveries refused before reaching a flow (all flows): "
+                              f"unsigned {refusals.get('webhook_unsigned', 0)}, "
+                              f"mis-signed {refusals.get('webhook_bad_signature', 0)}, "
+                              f"unknown token {refusals.get('webhook_unknown_token', 0)}")
+        self.table.setRowCount(len(rows))
+        for index, row in enumerate(rows):
+            self._fill(index, row)
+        if not rows:
+            self.stack.show_message(f"{flow_id} v{version} has no trigger nodes; add a trigger (manual, webhook, "
+                                    "schedule or event) and publish again.")
+        else:
+            self.stack.show_content()
+
+    def _fill(self, index: int, row: TriggerRow) -> None:
+        where = ""
+        if row.type == "trigger.webhook":
+            where = (f"{row.url.removesuffix(row.token)}{mask_token(row.token)}" if row.token
+                     else "no URL yet: enable it to get one")
+        elif row.type == "trigger.schedule":
+            where = f"next {_time(row.next_fire)}" if row.next_fire is not None else "no fire while disabled"
+        cells = {0: row.title, 1: row.kind, 2: row.state, WHERE_COLUMN: where, 6: _time(row.last_fire),
+                 7: str(row.fired), 8: str(row.disabled_hits), 9: str(row.refused), 10: str(row.loop_guarded)}
+        for column, text in cells.items():
+            item = QTableWidgetItem(text)
+            if column == 2 and not row.enabled:
+                item.setToolTip(row.notice()[1])
+            self.table.setItem(index, column, item)
+        toggle: QWidget = QLabel("", self.table)
+        if row.switchable and row.state != "flow disabled":
+            on = row.state == "enabled"
+            button = QPushButton("Disable" if on else "Enable", self.table)
+            button.setObjectName(f"toggle_{row.node_id}")
+            button.setToolTip(f"{'Disable' if on else 'Enable'} the {row.kind} trigger \"{row.node_id}\"")
+            button.clicked.connect(lambda _checked=False, r=row, o=on: self.enable_requested.emit(r.node_id, r.type,
+                                                                                                  not o))
+            toggle = button
+        self.table.setCellWidget(index, TOGGLE_COLUMN, toggle)
+        copy: QWidget = QLabel("", self.table)
+        if row.url:
+            copy_button = QPushButton("Copy URL", self.table)
+            copy_button.setObjectName(f"copy_{row.node_id}")
+            copy_button.setToolTip("Copy the full webhook URL (with its token) to the clipboard; sign deliveries "
+                                   "with HMAC-SHA256 keyed by the token")
+            copy_button.clicked.connect(lambda _checked=False, url=row.url: self.copy_url(url))
+            copy = copy_button
+        self.table.setCellWidget(index, COPY_COLUMN, copy)
+
+    def copy_url(self, url: str) -> None:
+        QGuiApplication.clipboard().setText(url)
+
+    def row_of(self, node_id: str) -> TriggerRow | None:
+        return next((row for row in self.rows if row.node_id == node_id), None)
+
+    def cell_text(self, node_id: str, column: int) -> str:
+        index = next((i for i, row in enumerate(self.rows) if row.node_id == node_id), -1)
+        item = self.table.item(index, column) if index >= 0 else None
+        return item.text() if item is not None else ""
