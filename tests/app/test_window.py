@@ -19,7 +19,7 @@ from app.window import MainWindow
 from canvas.theme import current_theme
 from tests.app.cells import cell
 
-DOCKS = ("Palette", "Properties", "Problems", "Runs", "Approvals", "Holds & budgets", "Log")
+DOCKS = ("Palette", "Properties", "Problems", "Runs", "Triggers", "Approvals", "Holds & budgets", "Log")
 ACTIONS = ("new", "open", "save", "save_as", "undo", "redo", "validate", "publish", "run", "live")
 
 
