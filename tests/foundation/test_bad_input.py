@@ -109,9 +109,10 @@ def mutate(document: dict[str, Any], rng: random.Random, replacement: Any) -> No
         if isinstance(node, dict):
             node["type"] = rng.choice(list(CATALOG))
         return
-    if action == 4 and nodes:
+    if action == 4 and nodes and isinstance(document.setdefault("edges", []), list):
+        # An earlier mutation may have replaced "edges" with a non-list; then another damage is drawn below.
         ids = [n.get("id") for n in nodes if isinstance(n, dict)] or ["x"]
-        document.setdefault("edges", []).append({"from": rng.choice(ids), "to": rng.choice(ids)})
+        document["edges"].append({"from": rng.choice(ids), "to": rng.choice(ids)})
         return
     if action == 2 and nodes:
         nodes.append(copy.deepcopy(rng.choice(nodes)))
