@@ -11,12 +11,13 @@ cannot start, it says why and the panels show that.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, TypeVar
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.engine_process import EngineProcess, SimulatorProcess
+from app.engine_process import DEFAULT_HTTP_URL, EngineProcess, SimulatorProcess, http_address, port_is_free
 from app.engine_thread import EngineThread
 from app.live_subscriber import LiveSubscriber
 from app.settings import BudgetSetting
@@ -56,6 +57,8 @@ class EngineBridge(QObject):
         self.engine_thread = EngineThread()
         self.services: Any = None
         self.engine_process: EngineProcess | None = None
+        self.http_url: str | None = None
+        self.http_problem = ""
         self._started_services: Any = None
         self.simulator: SimulatorProcess | None = None
         self.subscriber: LiveSubscriber | None = None
@@ -109,7 +112,9 @@ class EngineBridge(QObject):
                 if self.out_of_process:
                     self.subscriber = LiveSubscriber(services.redis.client(socket_timeout=10), services.keys.live,
                                                      self._live_ready.emit).start()
-                    self.engine_process = EngineProcess(self.config, services.redis.url, self.workers).start()
+                    self.http_url, self.http_problem = _http_url_for_engine()
+                    self.engine_process = EngineProcess(self.config, services.redis.url, self.workers,
+                                                        self.http_url).start()
             except BaseException:
                 self._stop_parts(services)  # what did start must not outlive a failed start
                 raise
@@ -133,6 +138,10 @@ class EngineBridge(QObject):
                 self._watchdog.start()
             where = self.config.redis_url or "embedded Redis"
             self._set_state("running", f"Engine running ({where}, {self.config.sql_url.split(':')[0]})")
+            if self.http_url is not None:
+                self.log_message.emit(f"HTTP API and webhooks on {self.http_url}")
+            elif self.http_problem:
+                self.log_message.emit(f"HTTP API and webhooks are off: {self.http_problem}")
             if self.simulator is not None and self.simulator.wanted:
                 how = "already running, reused" if self.simulator.reused else "started"
                 self.log_message.emit(f"Provider simulator for the demo's `local` provider: {how} at "
@@ -362,3 +371,17 @@ def _ledger(services: Any) -> Any:
 async def _sync(call: Callable[[], T]) -> T:
     """Run a blocking engine call on the engine thread's loop (it is that thread's only job)."""
     return call()
+
+
+def _http_url_for_engine() -> tuple[str | None, str]:
+    """The URL the engine child should serve the HTTP API on, or None and why not."""
+    url = os.environ.get("LOCKGATE_HTTP_URL") or DEFAULT_HTTP_URL
+    try:
+        host, port = http_address(url)
+    except ValueError as exc:
+        return None, str(exc)
+    if not port_is_free(host, port):
+        return None, f"{host}:{port} is in use; set LOCKGATE_HTTP_URL to a free http://HOST:PORT"
+    # Trigger rows and the CLI print webhook URLs from this variable.
+    os.environ["LOCKGATE_HTTP_URL"] = url
+    return url, ""

@@ -132,11 +132,38 @@ class SimulatorProcess:
         self.process = None
 
 
+DEFAULT_HTTP_URL = "http://127.0.0.1:8080"
+"""Where the app's engine serves the HTTP API and webhooks unless LOCKGATE_HTTP_URL says otherwise."""
+
+
+def http_address(url: str) -> tuple[str, int]:
+    """`http://127.0.0.1:8080` -> ("127.0.0.1", 8080); raises ValueError naming the expected form."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname or parts.port is None:
+        raise ValueError(f"LOCKGATE_HTTP_URL {url!r} is not http://HOST:PORT; write e.g. {DEFAULT_HTTP_URL}")
+    return parts.hostname, parts.port
+
+
+def port_is_free(host: str, port: int) -> bool:
+    """True when nothing listens on host:port (so the engine child can bind it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
 class EngineProcess:
-    def __init__(self, config: EngineConfig, redis_url: str, workers: int) -> None:
+    def __init__(self, config: EngineConfig, redis_url: str, workers: int, http_url: str | None = None) -> None:
         self.config = config
         self.redis_url = redis_url
         self.workers = workers
+        self.http_url = http_url
+        """The HTTP API and webhooks URL the child serves; None when it serves none."""
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -156,8 +183,12 @@ class EngineProcess:
     def start(self) -> EngineProcess:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
+            command = [sys.executable, "-m", "app", "worker", "--workers", str(self.workers)]
+            if self.http_url is not None:
+                host, port = http_address(self.http_url)
+                command += ["--http", f"{host}:{port}"]
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "app", "worker", "--workers", str(self.workers)],
+                command,
                 env=self.environment(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 preexec_fn=_background_child,
             )

@@ -55,7 +55,13 @@ def worker_command(args: argparse.Namespace) -> int:
         if http_address is not None:
             from engine.api.server import ApiServer
 
-            api = ApiServer(services, *http_address).start()
+            try:
+                api = ApiServer(services, *http_address).start()
+            except OSError as exc:
+                host, port = http_address
+                print(f"lockgate worker: cannot serve HTTP on {host}:{port} ({exc.strerror or exc}); "
+                      "pick a free port with --http HOST:PORT", file=sys.stderr)
+                return 2
             print(f"lockgate worker: HTTP API and webhooks on {api.url}", file=sys.stderr)
         where = config.redis_url or f"embedded Redis in {config.data_dir}"
         print(f"lockgate worker: {args.workers} worker(s) on {where}, SQL {config.sql_url}; Ctrl-C stops",

@@ -1,0 +1,73 @@
+"""The app's engine serves the HTTP API and webhooks, so a webhook URL shown in the Triggers dock answers."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from PySide6.QtWidgets import QMessageBox
+
+from app.examples import example_bytes
+from app.settings import AppSettings
+from app.window import MainWindow
+from engine.flow import load_flow_text
+from engine.triggers.webhooks import signature_of
+from tests.app.test_engine_wiring import ENGINE_START_MS, make_bridge
+from tests.app.test_triggers import WAIT_MS, click_toggle, publish_open, wait_for_row
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def window(qtbot, tmp_path: Path, redis_url: str, key_prefix: str, app_settings: AppSettings,
+           monkeypatch: pytest.MonkeyPatch) -> Iterator[MainWindow]:
+    monkeypatch.setenv("LOCKGATE_HTTP_URL", f"http://127.0.0.1:{free_port()}")
+    app_settings.first_start_done = True
+    bridge = make_bridge(tmp_path, redis_url, key_prefix)
+    shown = MainWindow(app_settings, bridge)
+    qtbot.addWidget(shown)
+    shown.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
+    shown.show()
+    bridge.start()
+    qtbot.waitUntil(lambda: bridge.state in ("running", "failed"), timeout=ENGINE_START_MS)
+    assert bridge.state == "running", bridge.unavailable_reason
+    yield shown
+    bridge.stop()
+
+
+def test_a_signed_post_to_the_shown_webhook_url_starts_a_run(qtbot, window: MainWindow) -> None:
+    assert window.bridge is not None and window.bridge.http_url is not None
+    assert any(line.endswith(f"HTTP API and webhooks on {window.bridge.http_url}") for line in window.log.lines())
+    publish_open(qtbot, window, load_flow_text(example_bytes("ticket-triage.flow.json")))
+    wait_for_row(qtbot, window, "hook", lambda row: row.state == "disabled")
+    click_toggle(qtbot, window, "hook", "Enable")
+    wait_for_row(qtbot, window, "hook", lambda row: row.state == "enabled" and row.token.startswith("whk_"))
+    row = window.triggers.row_of("hook")
+    assert row is not None and row.url.startswith(window.bridge.http_url)
+
+    body = b'{"ticket": {"id": 9, "body": "where is my order?"}}'
+    headers = {"X-Hub-Signature-256": signature_of(body, row.token), "X-Delivery-Id": "app-1",
+               "content-type": "application/json"}
+    answer = None
+    for _ in range(50):  # the engine child binds the port a moment after the app reports it running
+        try:
+            answer = httpx.post(row.url, content=body, headers=headers, timeout=10)
+            break
+        except httpx.ConnectError:
+            qtbot.wait(100)
+    assert answer is not None and answer.status_code in (200, 201, 202), answer and answer.text
+    run_id = answer.json()["run_id"]
+    services = window.bridge.services
+    assert services is not None
+    qtbot.waitUntil(lambda: services.get_run(run_id) is not None, timeout=WAIT_MS)
+    assert services.get_run(run_id)["trigger"] == "hook"
+
+    unsigned = httpx.post(row.url, content=body, timeout=10)
+    assert unsigned.status_code == 401
