@@ -4,12 +4,11 @@ drops the connection mid-response."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.engine.conftest import Site
+from tests.engine.conftest import Site, wait_until
 from tests.money.conftest import MoneyEngine, model_flow
 
 
@@ -17,10 +16,7 @@ def _no_placed_holds(engine: MoneyEngine, run_id: str, count: int) -> list[dict[
     holds = engine.settled_holds(run_id, count)
     assert engine.money.ledger.placed_hold_ids() == []
     assert engine.money.ledger.budget("default").held_micros == 0
-    deadline = time.monotonic() + 5
-    while engine.sql_budget()["held"] != 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert engine.sql_budget()["held"] == 0
+    wait_until(lambda: engine.sql_budget()["held"] == 0, timeout=5, what="the SQL budget to hold nothing")
     return holds
 
 
@@ -73,9 +69,7 @@ def test_cancelled_while_running(money_engine: MoneyEngine, site: Site) -> None:
     between = [{"id": "fetch", "type": "http.request", "config": {"method": "GET", "url": f"{site.url}/hold"}}]
     money_engine.publish(model_flow("cancel-running", {}, between=between))
     run_id = money_engine.start("cancel-running")
-    deadline = time.monotonic() + 10
-    while site.hits.get("/hold", 0) == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: site.hits.get("/hold", 0) > 0, what="the run to be inside its slow step")
     assert money_engine.services.cancel_run(run_id) == "cancelling"
     site.release.set()
     run = money_engine.wait(run_id)

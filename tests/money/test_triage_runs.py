@@ -9,6 +9,7 @@ from typing import Any
 
 from engine.money.amounts import usd_to_micros
 from engine.providers.base import ChatRequest
+from tests.engine.conftest import wait_until
 from tests.money.conftest import MoneyEngine, triage_document
 
 QUESTION = {"ticket": {"id": "T-7", "body": "How do I export my invoices?"}}
@@ -100,7 +101,7 @@ def test_background_call_parks_and_a_late_answer_is_charged_late(
     cost = engine.money.ledger.hold(hold["id"]).late_charged_micros
     assert cost and cost > 0
     assert engine.money.ledger.budget("default").spent_micros == cost
-    _wait_for(lambda: engine.sql_budget() == {"spent": cost, "held": 0})
+    wait_until(lambda: engine.sql_budget() == {"spent": cost, "held": 0})
     [hold] = engine.holds(run_id)
     assert (hold["state"], hold["charged_micros"]) == ("released", cost)
 
@@ -115,18 +116,6 @@ def _next_park(engine: MoneyEngine, run_id: str, reason: str) -> dict[str, Any]:
             return run
         return None
 
-    found = _wait_for(parked_again)
+    found = wait_until(parked_again)
     assert isinstance(found, dict)
     return found
-
-
-def _wait_for(predicate: Callable[[], object], timeout: float = 10.0) -> object:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise AssertionError("timed out waiting")

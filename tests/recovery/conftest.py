@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,6 +20,7 @@ import pytest
 from engine.config import EngineConfig
 from engine.runtime.reclaim import RecoveryThresholds
 from engine.runtime.services import EngineServices
+from tests.engine.conftest import wait_until as engine_wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = RecoveryThresholds(heartbeat_timeout=1.0, idle_timeout=3.0, retry_cap=2, tick=0.1)
@@ -152,11 +153,5 @@ def supervisor(recovery_config: EngineConfig) -> Iterator[EngineServices]:
         services.stop()
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+# The engine tests' helper, with more time by default: these waits span worker processes starting and dying.
+wait_until = functools.partial(engine_wait_until, timeout=15.0)
