@@ -26,6 +26,7 @@ from engine.runtime.services import EngineServices
 from engine.runtime.transitions import TERMINAL
 from engine.store.models import Budget, Run
 from tests.conftest import EXAMPLES
+from tests.engine.conftest import site  # noqa: F401  (a fixture: the engine tests' HTTP server)
 
 START = 1_800_000_000.0
 

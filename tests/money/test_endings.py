@@ -4,7 +4,7 @@ drops the connection mid-response."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -18,15 +18,6 @@ def _no_placed_holds(engine: MoneyEngine, run_id: str, count: int) -> list[dict[
     assert engine.money.ledger.budget("default").held_micros == 0
     wait_until(lambda: engine.sql_budget()["held"] == 0, timeout=5, what="the SQL budget to hold nothing")
     return holds
-
-
-@pytest.fixture
-def site() -> Iterator[Site]:
-    server = Site()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 def test_succeeded(money_engine: MoneyEngine) -> None:
