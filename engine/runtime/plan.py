@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -52,21 +53,40 @@ class FlowPlan:
     def triggers(self) -> tuple[str, ...]:
         return tuple(node_id for node_id, kind in self.kinds.items() if kind == "trigger")
 
-    def reachable(self, starts: list[EdgeRef]) -> frozenset[str]:
-        """Nodes reachable through `starts` (edge targets and everything after them)."""
+    @cached_property
+    def _memo(self) -> dict[tuple[str, str], frozenset[str]]:
+        """Scopes and lineages already computed: the flow never changes, so each is worked out once per
+        plan (the worker's PlanCache keeps plans), not once per job or foreach iteration."""
+        return {}
+
+    def _memoized(self, what: str, node_id: str, compute: Callable[[str], frozenset[str]]) -> frozenset[str]:
+        key = (what, node_id)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = compute(node_id)
+        return found
+
+    @staticmethod
+    def _walk(starts: Iterable[str], step: Callable[[str], Iterable[str]]) -> frozenset[str]:
         seen: set[str] = set()
-        stack = [edge.target for edge in starts]
+        stack = list(starts)
         while stack:
             node_id = stack.pop()
             if node_id in seen:
                 continue
             seen.add(node_id)
-            stack.extend(edge.target for edge in self.outgoing[node_id])
+            stack.extend(step(node_id))
         return frozenset(seen)
+
+    def reachable(self, starts: list[EdgeRef]) -> frozenset[str]:
+        """Nodes reachable through `starts` (edge targets and everything after them)."""
+        return self._walk((edge.target for edge in starts),
+                          lambda node_id: (edge.target for edge in self.outgoing[node_id]))
 
     def foreach_body(self, foreach_id: str) -> frozenset[str]:
         """Nodes run once per item: everything reachable from the foreach's `item` port."""
-        return self.reachable([e for e in self.outgoing[foreach_id] if e.port == "item"])
+        return self._memoized("body", foreach_id,
+                              lambda n: self.reachable([e for e in self.outgoing[n] if e.port == "item"]))
 
     def _without_nested_bodies(self, nodes: frozenset[str]) -> frozenset[str]:
         owned: set[str] = set()
@@ -77,19 +97,15 @@ class FlowPlan:
 
     def trigger_scope(self, trigger_id: str) -> frozenset[str]:
         """Nodes a run started by `trigger_id` schedules at top level (foreach bodies excluded)."""
-        return self._without_nested_bodies(self.reachable(self.outgoing[trigger_id]) | {trigger_id})
+        return self._memoized("trigger", trigger_id, lambda n: self._without_nested_bodies(
+            self.reachable(self.outgoing[n]) | {n}))
 
     def iteration_scope(self, foreach_id: str) -> frozenset[str]:
         """Nodes one iteration of `foreach_id` schedules (nested foreach bodies excluded)."""
-        return self._without_nested_bodies(self.foreach_body(foreach_id)) | {foreach_id}
+        return self._memoized("iteration", foreach_id,
+                              lambda n: self._without_nested_bodies(self.foreach_body(n)) | {n})
 
     def ancestors(self, node_id: str) -> frozenset[str]:
-        seen: set[str] = set()
-        stack = [edge.source for edge in self.incoming[node_id]]
-        while stack:
-            current = stack.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            stack.extend(edge.source for edge in self.incoming[current])
-        return frozenset(seen)
+        return self._memoized("ancestors", node_id, lambda n: self._walk(
+            (edge.source for edge in self.incoming[n]),
+            lambda current: (edge.source for edge in self.incoming[current])))
