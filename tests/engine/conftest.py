@@ -58,24 +58,24 @@ def start_engine(tmp_path: Path, redis_url: str, db_url: str, key_prefix: str, c
     return services.start(), sleeps
 
 
-@pytest.fixture
-def engine(tmp_path: Path, redis_url: str, sqlite_url: str, key_prefix: str) -> Iterator[Engine]:
-    """Engine services on the machine's Redis and a fresh SQLite file."""
-    services, sleeps = start_engine(tmp_path, redis_url, sqlite_url, key_prefix)
-    try:
-        yield Engine(services, sleeps)
-    finally:
-        services.stop()
-
-
-@pytest.fixture
-def any_db_engine(tmp_path: Path, redis_url: str, db_url: str, key_prefix: str) -> Iterator[Engine]:
-    """Engine services on SQLite, and again on PostgreSQL where one answers."""
+def _engine(tmp_path: Path, redis_url: str, db_url: str, key_prefix: str) -> Iterator[Engine]:
     services, sleeps = start_engine(tmp_path, redis_url, db_url, key_prefix)
     try:
         yield Engine(services, sleeps)
     finally:
         services.stop()
+
+
+@pytest.fixture
+def engine(tmp_path: Path, redis_url: str, sqlite_url: str, key_prefix: str) -> Iterator[Engine]:
+    """Engine services on the machine's Redis and a fresh SQLite file."""
+    yield from _engine(tmp_path, redis_url, sqlite_url, key_prefix)
+
+
+@pytest.fixture
+def any_db_engine(tmp_path: Path, redis_url: str, db_url: str, key_prefix: str) -> Iterator[Engine]:
+    """Engine services on SQLite, and again on PostgreSQL where one answers."""
+    yield from _engine(tmp_path, redis_url, db_url, key_prefix)
 
 
 class Site:
