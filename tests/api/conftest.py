@@ -17,16 +17,12 @@ from engine.clock import ManualClock
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
 from engine.runtime.services import EngineServices
+from tests.engine.conftest import make_flow
 
 
 def flow_doc(flow_id: str, nodes: list[dict[str, Any]], edges: list[tuple[str, str] | tuple[str, str, str]],
              inputs: dict[str, Any] | None = None, enabled: bool = True) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "format": "lockgate.flow/1", "id": flow_id, "name": flow_id, "inputs": inputs or {},
-        "nodes": [{"config": {}, **node} for node in nodes],
-        "edges": [{"from": e[0], "to": e[1]} if len(e) == 2 else {"from": e[0], "port": e[1], "to": e[2]}
-                  for e in edges],
-    }
+    doc = make_flow(flow_id, nodes, edges, inputs)
     if not enabled:
         doc["enabled"] = False
     return doc
