@@ -1,16 +1,23 @@
-"""App test fixtures: settings in a temp INI file (never the user's), the bundled triage example."""
+"""App test fixtures: settings in a temp INI file (never the user's), the bundled triage example, the main
+window on the real embedded engine (machine Redis, SQLite file)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QMessageBox
 
+from app.bridge import EngineBridge
 from app.examples import example_bytes
-from app.settings import AppSettings
+from app.settings import AppSettings, BudgetSetting
+from app.window import MainWindow
+from engine.config import EngineConfig
+
+ENGINE_START_MS = 30_000
 
 
 @pytest.fixture
@@ -39,3 +46,59 @@ def no_engine_env(tmp_path: Path) -> Iterator[None]:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+def make_bridge(tmp_path: Path, redis_url: str, key_prefix: str) -> EngineBridge:
+    config = EngineConfig(data_dir=tmp_path / "data", redis_url=redis_url, key_prefix=key_prefix)
+    return EngineBridge(config, [BudgetSetting("default", 10.0, "month")], workers=1)
+
+
+def wait_for_workers(qtbot, bridge: EngineBridge, starts: int = 1) -> None:
+    """Wait until the bridge's worker process has said it serves (`starts` times in this data folder's log).
+
+    The bridge reports "running" once the worker process is spawned; on a loaded machine its imports alone can
+    take seconds, which would otherwise eat into every later wait for a run to move."""
+    assert bridge.engine_process is not None
+    log = bridge.engine_process.log_path
+
+    def served() -> bool:
+        return log.exists() and log.read_text(errors="replace").count("Ctrl-C stops") >= starts
+
+    qtbot.waitUntil(served, timeout=ENGINE_START_MS)
+
+
+@pytest.fixture
+def open_engine_window(qtbot, tmp_path: Path, redis_url: str, key_prefix: str,
+                       app_settings: AppSettings) -> Iterator[Callable[..., MainWindow]]:
+    """Opens a main window on a freshly started embedded engine (data in the test's temp folder); every engine
+    it started is stopped at teardown (stopping twice is harmless).
+
+    `serve_workers` also waits for the worker process to serve (`starts` times in the data folder's log);
+    `show=False` leaves the window hidden."""
+    bridges: list[EngineBridge] = []
+
+    def open_window(*, serve_workers: bool = True, starts: int = 1, show: bool = True) -> MainWindow:
+        app_settings.first_start_done = True
+        bridge = make_bridge(tmp_path, redis_url, key_prefix)
+        bridges.append(bridge)
+        window = MainWindow(app_settings, bridge)
+        qtbot.addWidget(window)
+        window.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
+        if show:
+            window.show()
+        bridge.start()
+        qtbot.waitUntil(lambda: bridge.state in ("running", "failed"), timeout=ENGINE_START_MS)
+        assert bridge.state == "running", bridge.unavailable_reason
+        if serve_workers:
+            wait_for_workers(qtbot, bridge, starts)
+        return window
+
+    yield open_window
+    for bridge in bridges:
+        bridge.stop()
+
+
+@pytest.fixture
+def engine_window(open_engine_window: Callable[..., MainWindow]) -> MainWindow:
+    """The main window on a running embedded engine whose worker serves."""
+    return open_engine_window()

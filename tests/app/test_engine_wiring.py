@@ -3,64 +3,22 @@ budgets, and a parked run that survives quitting the app."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
-import pytest
-from PySide6.QtWidgets import QMessageBox, QTableWidget
+from PySide6.QtWidgets import QTableWidget
 
-from app.bridge import EngineBridge
 from app.engine_process import SIMULATOR_HOST, is_our_simulator
 from app.examples import example_bytes
 from app.provider_file import SIMULATOR_MANAGER
-from app.settings import AppSettings, BudgetSetting
+from app.settings import BudgetSetting
 from app.window import MainWindow
 from canvas.document import FlowDocument
 from canvas.editor import FlowEditor
-from engine.config import EngineConfig
 from engine.flow import load_flow_text
 from engine.providers.registry import providers_in
 from engine.runtime.queries import get_run
 from engine.store.db import make_engine
 from tests.app.cells import cell
-
-ENGINE_START_MS = 30_000
-
-
-def make_bridge(tmp_path: Path, redis_url: str, key_prefix: str) -> EngineBridge:
-    config = EngineConfig(data_dir=tmp_path / "data", redis_url=redis_url, key_prefix=key_prefix)
-    return EngineBridge(config, [BudgetSetting("default", 10.0, "month")], workers=1)
-
-
-@pytest.fixture
-def engine_window(qtbot, tmp_path: Path, redis_url: str, key_prefix: str,
-                  app_settings: AppSettings) -> Iterator[MainWindow]:
-    app_settings.first_start_done = True
-    bridge = make_bridge(tmp_path, redis_url, key_prefix)
-    window = MainWindow(app_settings, bridge)
-    qtbot.addWidget(window)
-    window.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
-    window.show()
-    bridge.start()
-    qtbot.waitUntil(lambda: bridge.state in ("running", "failed"), timeout=ENGINE_START_MS)
-    assert bridge.state == "running", bridge.unavailable_reason
-    wait_for_workers(qtbot, bridge)
-    yield window
-    bridge.stop()
-
-
-def wait_for_workers(qtbot, bridge: EngineBridge, starts: int = 1) -> None:
-    """Wait until the bridge's worker process has said it serves (`starts` times in this data folder's log).
-
-    The bridge reports "running" once the worker process is spawned; on a loaded machine its imports alone can
-    take seconds, which would otherwise eat into every later wait for a run to move."""
-    assert bridge.engine_process is not None
-    log = bridge.engine_process.log_path
-
-    def served() -> bool:
-        return log.exists() and log.read_text(errors="replace").count("Ctrl-C stops") >= starts
-
-    qtbot.waitUntil(served, timeout=ENGINE_START_MS)
 
 
 def status_of(window: MainWindow) -> str:
@@ -150,17 +108,11 @@ def test_run_without_publishing_says_what_to_do(qtbot, engine_window: MainWindow
     qtbot.waitUntil(lambda: status_of(window).startswith("Run of wait-then-greet not started"), timeout=10_000)
 
 
-def test_live_mode_shows_a_parked_run_that_survives_a_restart(qtbot, tmp_path: Path, redis_url: str,
-                                                              key_prefix: str, app_settings: AppSettings) -> None:
-    app_settings.first_start_done = True
-    bridge = make_bridge(tmp_path, redis_url, key_prefix)
-    window = MainWindow(app_settings, bridge)
-    qtbot.addWidget(window)
-    window.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
-    window.show()
-    bridge.start()
-    qtbot.waitUntil(lambda: bridge.state == "running", timeout=ENGINE_START_MS)
-    wait_for_workers(qtbot, bridge)
+def test_live_mode_shows_a_parked_run_that_survives_a_restart(
+        qtbot, open_engine_window: Callable[..., MainWindow]) -> None:
+    window = open_engine_window()
+    bridge = window.bridge
+    assert bridge is not None
     document = queue_flow("3s")
     window.add_document(document)
     queue_id = next(n.id for n in document.flow_ref().nodes if n.type == "queue")
@@ -199,13 +151,9 @@ def test_live_mode_shows_a_parked_run_that_survives_a_restart(qtbot, tmp_path: P
     assert stored is not None and stored["status"] == "waiting"
     assert stored["waiting_on"]["node"] == queue_id
 
-    second = make_bridge(tmp_path, redis_url, key_prefix)
-    again = MainWindow(app_settings, second)
-    qtbot.addWidget(again)
-    again.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
-    second.start()
-    qtbot.waitUntil(lambda: second.state == "running", timeout=ENGINE_START_MS)
-    wait_for_workers(qtbot, second, starts=2)
+    again = open_engine_window(show=False, starts=2)
+    second = again.bridge
+    assert second is not None
     qtbot.waitUntil(lambda: run_id in again.runs.rows, timeout=10_000)
     qtbot.waitUntil(lambda: again.runs.rows[run_id].status == "succeeded", timeout=15_000)
     second.stop()

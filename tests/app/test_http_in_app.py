@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import httpx
 import pytest
-from PySide6.QtWidgets import QMessageBox
 
 from app.examples import example_bytes
-from app.settings import AppSettings
 from app.window import MainWindow
 from engine.flow import load_flow_text
 from engine.triggers.webhooks import signature_of
-from tests.app.test_engine_wiring import ENGINE_START_MS, make_bridge
 from tests.app.test_triggers import WAIT_MS, click_toggle, publish_open, wait_for_row
 
 
@@ -26,20 +22,9 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def window(qtbot, tmp_path: Path, redis_url: str, key_prefix: str, app_settings: AppSettings,
-           monkeypatch: pytest.MonkeyPatch) -> Iterator[MainWindow]:
+def window(open_engine_window: Callable[..., MainWindow], monkeypatch: pytest.MonkeyPatch) -> MainWindow:
     monkeypatch.setenv("LOCKGATE_HTTP_URL", f"http://127.0.0.1:{free_port()}")
-    app_settings.first_start_done = True
-    bridge = make_bridge(tmp_path, redis_url, key_prefix)
-    shown = MainWindow(app_settings, bridge)
-    qtbot.addWidget(shown)
-    shown.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
-    shown.show()
-    bridge.start()
-    qtbot.waitUntil(lambda: bridge.state in ("running", "failed"), timeout=ENGINE_START_MS)
-    assert bridge.state == "running", bridge.unavailable_reason
-    yield shown
-    bridge.stop()
+    return open_engine_window(serve_workers=False)
 
 
 def test_a_signed_post_to_the_shown_webhook_url_starts_a_run(qtbot, window: MainWindow) -> None:

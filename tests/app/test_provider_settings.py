@@ -4,11 +4,10 @@ with the key by reference, the key resolved from the secret store when the engin
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from PySide6.QtWidgets import QMessageBox
 
 from app.provider_file import SETTINGS_MANAGER, SIMULATOR_MANAGER, write_settings_providers
 from app.settings import AppSettings, ProviderSetting, SecretStore, provider_secret_name
@@ -19,7 +18,6 @@ from engine.providers.config import simulator_provider
 from engine.providers.registry import PROVIDERS_FILE, MissingProviderKey, ProviderRegistry, providers_in
 from engine.providers.simulator import ProviderSimulator, SimulatorSettings
 from tests.app.cells import cell
-from tests.app.test_engine_wiring import ENGINE_START_MS, make_bridge, wait_for_workers
 
 PRO_KEY = "sk-pro-secret-7777abcd"
 
@@ -62,8 +60,8 @@ def add_provider_in_dialog(qtbot, settings: AppSettings, store: SecretStore, url
 
 
 def test_a_provider_added_in_settings_is_called_by_a_run_with_its_key(
-        qtbot, tmp_path: Path, redis_url: str, key_prefix: str, app_settings: AppSettings,
-        keyed_simulator: ProviderSimulator) -> None:
+        qtbot, tmp_path: Path, app_settings: AppSettings, keyed_simulator: ProviderSimulator,
+        open_engine_window: Callable[..., MainWindow]) -> None:
     data_dir = tmp_path / "data"
     store = SecretStore(data_dir, use_keyring=False)
     add_provider_in_dialog(qtbot, app_settings, store, keyed_simulator.url.removesuffix("/v1"), PRO_KEY)
@@ -75,49 +73,39 @@ def test_a_provider_added_in_settings_is_called_by_a_run_with_its_key(
     assert pro.connections[0].base_url == keyed_simulator.url and pro.capacity == 3
     assert pro.managed_by == SETTINGS_MANAGER and "sim-small" in pro.prices
 
-    app_settings.first_start_done = True
-    bridge = make_bridge(tmp_path, redis_url, key_prefix)
-    window = MainWindow(app_settings, bridge)
-    qtbot.addWidget(window)
-    window.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
-    window.show()
-    bridge.start()
-    qtbot.waitUntil(lambda: bridge.state in ("running", "failed"), timeout=ENGINE_START_MS)
-    try:
-        assert bridge.state == "running", bridge.unavailable_reason
-        wait_for_workers(qtbot, bridge)
-        answers: list[object] = []
-        bridge.publish(model_flow("pro"), lambda version, error: answers.append(error or version))
-        qtbot.waitUntil(lambda: bool(answers), timeout=10_000)
-        bridge.create_run("pro-call", {}, lambda created, error: answers.append(error or created))
-        qtbot.waitUntil(lambda: len(answers) == 2, timeout=10_000)
-        assert not isinstance(answers[1], BaseException), answers[1]
+    window = open_engine_window()
+    bridge = window.bridge
+    assert bridge is not None
+    answers: list[object] = []
+    bridge.publish(model_flow("pro"), lambda version, error: answers.append(error or version))
+    qtbot.waitUntil(lambda: bool(answers), timeout=10_000)
+    bridge.create_run("pro-call", {}, lambda created, error: answers.append(error or created))
+    qtbot.waitUntil(lambda: len(answers) == 2, timeout=10_000)
+    assert not isinstance(answers[1], BaseException), answers[1]
 
-        def finished() -> bool:
-            return any(r.status in ("succeeded", "failed") for r in window.runs.rows.values())
+    def finished() -> bool:
+        return any(r.status in ("succeeded", "failed") for r in window.runs.rows.values())
 
-        qtbot.waitUntil(finished, timeout=20_000)
-        row = next(iter(window.runs.rows.values()))
-        assert row.status == "succeeded"
-        assert keyed_simulator.counters.completed == 1  # the call carried the key the simulator requires
-        # The Runs panel's cost comes from the engine's list_runs (the run was charged for the call).
-        qtbot.waitUntil(lambda: (next(iter(window.runs.rows.values())).cost_usd or 0) > 0, timeout=5_000)
-        # The engine's own queries carry what the app shows: cost per run, times per step (no SQL in the app).
-        run_id = row.run_id
-        listed: list[object] = []
-        bridge.list_runs(lambda runs, error: listed.append(error or runs))
-        bridge.get_run(run_id, lambda run, error: listed.append(error or run))
-        qtbot.waitUntil(lambda: len(listed) == 2, timeout=5_000)
-        runs, run = listed
-        assert isinstance(runs, list) and isinstance(run, dict)
-        assert runs[0]["id"] == run_id and runs[0]["cost_micros"] > 0
-        assert [s["node"] for s in run["steps"]] == ["start", "reserve", "model", "done"]
-        assert all(s["started_at"] and s["finished_at"] and s["started_at"] <= s["finished_at"] for s in run["steps"])
-        # The bundled simulator's `local` entry was added beside the Settings provider, not over it.
-        names = {p.name: p.managed_by for p in providers_in(data_dir)}
-        assert names == {"pro": SETTINGS_MANAGER, "local": SIMULATOR_MANAGER}
-    finally:
-        bridge.stop()
+    qtbot.waitUntil(finished, timeout=20_000)
+    row = next(iter(window.runs.rows.values()))
+    assert row.status == "succeeded"
+    assert keyed_simulator.counters.completed == 1  # the call carried the key the simulator requires
+    # The Runs panel's cost comes from the engine's list_runs (the run was charged for the call).
+    qtbot.waitUntil(lambda: (next(iter(window.runs.rows.values())).cost_usd or 0) > 0, timeout=5_000)
+    # The engine's own queries carry what the app shows: cost per run, times per step (no SQL in the app).
+    run_id = row.run_id
+    listed: list[object] = []
+    bridge.list_runs(lambda runs, error: listed.append(error or runs))
+    bridge.get_run(run_id, lambda run, error: listed.append(error or run))
+    qtbot.waitUntil(lambda: len(listed) == 2, timeout=5_000)
+    runs, run = listed
+    assert isinstance(runs, list) and isinstance(run, dict)
+    assert runs[0]["id"] == run_id and runs[0]["cost_micros"] > 0
+    assert [s["node"] for s in run["steps"]] == ["start", "reserve", "model", "done"]
+    assert all(s["started_at"] and s["finished_at"] and s["started_at"] <= s["finished_at"] for s in run["steps"])
+    # The bundled simulator's `local` entry was added beside the Settings provider, not over it.
+    names = {p.name: p.managed_by for p in providers_in(data_dir)}
+    assert names == {"pro": SETTINGS_MANAGER, "local": SIMULATOR_MANAGER}
 
 
 def test_a_missing_key_names_the_provider_and_the_fix(tmp_path: Path) -> None:

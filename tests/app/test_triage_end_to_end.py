@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from PySide6.QtWidgets import QMessageBox
 
 from app.panels.field_editors import TemplateEditor
-from app.settings import AppSettings
 from app.window import MainWindow
 from engine.providers.config import simulator_provider
 from engine.providers.registry import PROVIDERS_FILE
 from engine.providers.simulator import ProviderSimulator
-from tests.app.test_engine_wiring import ENGINE_START_MS, make_bridge, status_of, wait_for_workers
+from tests.app.test_engine_wiring import status_of
 
 TICKET = {"id": 42, "body": "I was charged twice, please refund me"}
 
@@ -69,100 +67,87 @@ def own_simulator(tmp_path: Path) -> Iterator[ProviderSimulator]:
     simulator.stop()
 
 
-def test_triage_from_refusal_to_charge(qtbot, tmp_path: Path, redis_url: str, key_prefix: str,
-                                       app_settings: AppSettings, refunds_server: str,
-                                       own_simulator: ProviderSimulator) -> None:
-    app_settings.first_start_done = True
-    bridge = make_bridge(tmp_path, redis_url, key_prefix)
-    window = MainWindow(app_settings, bridge)
-    qtbot.addWidget(window)
-    window.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
-    window.show()
-    bridge.start()
-    qtbot.waitUntil(lambda: bridge.state in ("running", "failed"), timeout=ENGINE_START_MS)
-    assert bridge.state == "running", bridge.unavailable_reason
-    try:
-        wait_for_workers(qtbot, bridge)
-        document = window.open_example("ticket-triage.flow.json")
-        editor = window.tabs.current_editor()
-        assert editor is not None
+def test_triage_from_refusal_to_charge(qtbot, refunds_server: str, own_simulator: ProviderSimulator,
+                                       open_engine_window: Callable[..., MainWindow]) -> None:
+    window = open_engine_window()  # own_simulator has named itself in the data folder's providers.json
+    document = window.open_example("ticket-triage.flow.json")
+    editor = window.tabs.current_editor()
+    assert editor is not None
 
-        # A wait between the reserve and its model: refused, listed, the node marked.
-        edits_before = document.undo_stack.index()
-        document.disconnect(next(e for e in document.flow_ref().edges if e.from_ == "reserve"))
-        document.connect("reserve", None, "followup")
-        document.disconnect(next(e for e in document.flow_ref().edges if e.from_ == "followup"))
-        document.connect("followup", "default", "classify")
-        window.publish()
-        assert status_of(window).startswith("Publish refused")
-        flagged = [d for d in window.problems.diagnostics if d.code == "park_inside_finance_chain"]
-        assert flagged and flagged[0].node == "followup"
-        document.validate_now()
-        item = editor.view.node_item("followup")
-        assert item is not None and item.diagnostics and any(
-            d.code == "park_inside_finance_chain" for d in item.diagnostics)
+    # A wait between the reserve and its model: refused, listed, the node marked.
+    edits_before = document.undo_stack.index()
+    document.disconnect(next(e for e in document.flow_ref().edges if e.from_ == "reserve"))
+    document.connect("reserve", None, "followup")
+    document.disconnect(next(e for e in document.flow_ref().edges if e.from_ == "followup"))
+    document.connect("followup", "default", "classify")
+    window.publish()
+    assert status_of(window).startswith("Publish refused")
+    flagged = [d for d in window.problems.diagnostics if d.code == "park_inside_finance_chain"]
+    assert flagged and flagged[0].node == "followup"
+    document.validate_now()
+    item = editor.view.node_item("followup")
+    assert item is not None and item.diagnostics and any(
+        d.code == "park_inside_finance_chain" for d in item.diagnostics)
 
-        # Fix it (undo the four edits), point the refund at a live endpoint through the properties panel.
-        stack = document.undo_stack
-        for _ in range(stack.index() - edits_before):  # bounded: a stack that refills while undoing must fail, not hang
-            stack.undo()
-        assert stack.index() == edits_before, [stack.text(i) for i in range(stack.count())]
-        assert not [d for d in document.validate_now() if d.severity == "error"]
-        window.reveal_node("refund")
-        url = window.properties.editors["url"]
-        assert isinstance(url, TemplateEditor)
-        url.text.setPlainText(refunds_server)
-        url.commit()
-        # The example's body is `{{ inputs.ticket | tojson }}`, which the engine cannot render today
-        # (frozen inputs are a mappingproxy that tojson refuses); send the ticket id instead.
-        body = window.properties.editors["body"]
-        assert isinstance(body, TemplateEditor)
-        body.text.setPlainText('{"ticket_id": {{ inputs.ticket.id }}}')
-        body.commit()
-        window.publish()
-        qtbot.waitUntil(lambda: status_of(window) == "ticket-triage v1 published", timeout=10_000)
+    # Fix it (undo the four edits), point the refund at a live endpoint through the properties panel.
+    stack = document.undo_stack
+    for _ in range(stack.index() - edits_before):  # bounded: a stack that refills while undoing must fail, not hang
+        stack.undo()
+    assert stack.index() == edits_before, [stack.text(i) for i in range(stack.count())]
+    assert not [d for d in document.validate_now() if d.severity == "error"]
+    window.reveal_node("refund")
+    url = window.properties.editors["url"]
+    assert isinstance(url, TemplateEditor)
+    url.text.setPlainText(refunds_server)
+    url.commit()
+    # The example's body is `{{ inputs.ticket | tojson }}`, which the engine cannot render today
+    # (frozen inputs are a mappingproxy that tojson refuses); send the ticket id instead.
+    body = window.properties.editors["body"]
+    assert isinstance(body, TemplateEditor)
+    body.text.setPlainText('{"ticket_id": {{ inputs.ticket.id }}}')
+    body.commit()
+    window.publish()
+    qtbot.waitUntil(lambda: status_of(window) == "ticket-triage v1 published", timeout=10_000)
 
-        window.actions_by_id["live"].trigger()
-        window.ask_run_inputs = lambda _flow: {"ticket": TICKET}
-        window.run_flow()
+    window.actions_by_id["live"].trigger()
+    window.ask_run_inputs = lambda _flow: {"ticket": TICKET}
+    window.run_flow()
 
-        def waiting_at_approval() -> bool:
-            editor.view.flush_live()
-            approve = editor.view.node_item("approve")
-            return approve is not None and approve.live.waiting == 1
+    def waiting_at_approval() -> bool:
+        editor.view.flush_live()
+        approve = editor.view.node_item("approve")
+        return approve is not None and approve.live.waiting == 1
 
-        qtbot.waitUntil(waiting_at_approval, timeout=30_000)
-        # The live overlay and the Runs panel refresh separately: the row may land a moment after the overlay.
-        qtbot.waitUntil(lambda: bool(window.runs.rows), timeout=10_000)
-        run_id = next(iter(window.runs.rows))
-        assert window.engine is not None
-        window.engine.select_run(run_id)
+    qtbot.waitUntil(waiting_at_approval, timeout=30_000)
+    # The live overlay and the Runs panel refresh separately: the row may land a moment after the overlay.
+    qtbot.waitUntil(lambda: bool(window.runs.rows), timeout=10_000)
+    run_id = next(iter(window.runs.rows))
+    assert window.engine is not None
+    window.engine.select_run(run_id)
 
-        def path_through_model() -> bool:
-            editor.view.flush_live()
-            classify = editor.view.node_item("classify")
-            approve = editor.view.node_item("approve")
-            return bool(classify and classify.live.on_path and approve and approve.live.current)
+    def path_through_model() -> bool:
+        editor.view.flush_live()
+        classify = editor.view.node_item("classify")
+        approve = editor.view.node_item("approve")
+        return bool(classify and classify.live.on_path and approve and approve.live.current)
 
-        qtbot.waitUntil(path_through_model, timeout=5_000)
-        approve_item = editor.view.node_item("approve")
-        assert approve_item is not None and approve_item.live.waiting_text.startswith("approval")
-        skipped = editor.view.node_item("followup")
-        assert skipped is not None and not skipped.live.on_path, "the branch not taken is not on the run's path"
+    qtbot.waitUntil(path_through_model, timeout=5_000)
+    approve_item = editor.view.node_item("approve")
+    assert approve_item is not None and approve_item.live.waiting_text.startswith("approval")
+    skipped = editor.view.node_item("followup")
+    assert skipped is not None and not skipped.live.on_path, "the branch not taken is not on the run's path"
 
-        qtbot.waitUntil(lambda: len(window.approvals.approvals) == 1, timeout=10_000)
-        assert window.approvals.approvals[0].message == "Refund ticket 42?"
-        window.approvals.table.selectRow(0)
-        window.approvals.approve_button.click()
-        qtbot.waitUntil(lambda: window.runs.rows[run_id].status in ("succeeded", "failed"), timeout=30_000)
-        assert window.runs.rows[run_id].status == "succeeded"
-        assert _Refunds.received == [{"ticket_id": 42}]
-        assert own_simulator.counters.completed >= 1  # the model call went to this test's simulator
+    qtbot.waitUntil(lambda: len(window.approvals.approvals) == 1, timeout=10_000)
+    assert window.approvals.approvals[0].message == "Refund ticket 42?"
+    window.approvals.table.selectRow(0)
+    window.approvals.approve_button.click()
+    qtbot.waitUntil(lambda: window.runs.rows[run_id].status in ("succeeded", "failed"), timeout=30_000)
+    assert window.runs.rows[run_id].status == "succeeded"
+    assert _Refunds.received == [{"ticket_id": 42}]
+    assert own_simulator.counters.completed >= 1  # the model call went to this test's simulator
 
-        qtbot.waitUntil(lambda: any(h.state == "charged" for h in window.holds.holds), timeout=10_000)
-        charged = next(h for h in window.holds.holds if h.state == "charged")
-        assert charged.node == "reserve" and charged.amount_usd == pytest.approx(0.2)
-        assert charged.charged_usd is not None and 0 < charged.charged_usd <= 0.2
-        assert window.runs.rows[run_id].cost_usd == pytest.approx(charged.charged_usd)
-    finally:
-        bridge.stop()
+    qtbot.waitUntil(lambda: any(h.state == "charged" for h in window.holds.holds), timeout=10_000)
+    charged = next(h for h in window.holds.holds if h.state == "charged")
+    assert charged.node == "reserve" and charged.amount_usd == pytest.approx(0.2)
+    assert charged.charged_usd is not None and 0 < charged.charged_usd <= 0.2
+    assert window.runs.rows[run_id].cost_usd == pytest.approx(charged.charged_usd)

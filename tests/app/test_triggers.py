@@ -4,42 +4,29 @@ signed delivery to a disabled webhook shows in the counters, the Log and the nod
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QMessageBox, QPushButton
+from PySide6.QtWidgets import QPushButton
 
 from app.examples import example_bytes
 from app.panels.triggers import WHERE_COLUMN
-from app.settings import AppSettings
 from app.trigger_rows import TriggerNode, TriggerStatus, mask_token, next_fire_time, trigger_rows
 from app.window import MainWindow
 from canvas.document import FlowDocument
 from engine.flow import Flow, load_flow_text
 from engine.triggers.settings import TriggerSetting
 from engine.triggers.webhooks import handle_webhook, signature_of
-from tests.app.test_engine_wiring import ENGINE_START_MS, make_bridge
 
 WAIT_MS = 15_000
 
 
 @pytest.fixture
-def window(qtbot, tmp_path: Path, redis_url: str, key_prefix: str, app_settings: AppSettings) -> Iterator[MainWindow]:
-    app_settings.first_start_done = True
-    bridge = make_bridge(tmp_path, redis_url, key_prefix)
-    shown = MainWindow(app_settings, bridge)
-    qtbot.addWidget(shown)
-    shown.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
-    shown.show()
-    bridge.start()
-    qtbot.waitUntil(lambda: bridge.state in ("running", "failed"), timeout=ENGINE_START_MS)
-    assert bridge.state == "running", bridge.unavailable_reason
-    yield shown
-    bridge.stop()
+def window(open_engine_window: Callable[..., MainWindow]) -> MainWindow:
+    return open_engine_window(serve_workers=False)
 
 
 def schedule_flow(enabled: bool = True) -> Flow:
