@@ -46,6 +46,8 @@ class TriggersPanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.rows: list[TriggerRow] = []
+        self._shown: tuple[object, ...] | None = None
+        """What set_triggers last filled the table from; the watch polls every few seconds, mostly unchanged."""
         self.caption = QLabel(self)
         self.caption.setObjectName("triggersCaption")
         self.caption.setWordWrap(True)
@@ -79,11 +81,16 @@ class TriggersPanel(QWidget):
 
     def set_unavailable(self, reason: str) -> None:
         self.rows = []
+        self._shown = None
         self.table.setRowCount(0)
         self.stack.show_message(reason)
 
     def set_triggers(self, flow_id: str, version: int, flow_enabled: bool, rows: list[TriggerRow],
                      refusals: dict[str, int]) -> None:
+        shown = (flow_id, version, flow_enabled, rows, refusals)
+        if shown == self._shown:
+            return  # a poll that read the same: keep the row widgets instead of rebuilding them
+        self._shown = shown
         self.rows = rows
         state = "enabled" if flow_enabled else "disabled: none of its triggers starts a run"
         self.caption.setText(f"{flow_id} v{version} (published), flow {state}. Webhooks and schedules start "
