@@ -13,7 +13,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QPushButton
 
 from app.examples import example_bytes
-from app.panels.triggers import WHERE_COLUMN
+from app.panels.triggers import TOGGLE_COLUMN, WHERE_COLUMN
 from app.trigger_rows import TriggerNode, TriggerStatus, mask_token, next_fire_time, trigger_rows
 from app.window import MainWindow
 from canvas.document import FlowDocument
@@ -56,8 +56,11 @@ def wait_for_row(qtbot, window: MainWindow, node_id: str, check: Any) -> None:
 
 
 def click_toggle(qtbot, window: MainWindow, node_id: str, text: str) -> None:
-    button = window.triggers.findChild(QPushButton, f"toggle_{node_id}")
-    assert button is not None and button.text() == text
+    # The row's cell widget, not findChild: a button the table replaced lives on until its deleteLater runs.
+    index = next(i for i, row in enumerate(window.triggers.rows) if row.node_id == node_id)
+    button = window.triggers.table.cellWidget(index, TOGGLE_COLUMN)
+    assert isinstance(button, QPushButton) and button.objectName() == f"toggle_{node_id}"
+    assert button.text() == text
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
 
 
