@@ -10,37 +10,23 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from functools import partial
 from pathlib import Path
 
-from app.screenshots import WINDOW_SIZE, _engine_settled, _pause, _published, _wait_for
+from app.screenshots import _pause, _wait_for, open_published, shoot
 
 
 def render_triggers(folder: Path) -> Path:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtCore import QSettings, Qt
-    from PySide6.QtWidgets import QApplication, QMessageBox
+    from PySide6.QtCore import Qt
 
-    from app.gui import create_application, create_main_window
-    from app.settings import AppSettings, BudgetSetting
+    from app.gui import create_application
     from engine.triggers.webhooks import handle_webhook, signature_of
 
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
         app = create_application([])
-        os.environ["LOCKGATE_DATA_DIR"] = str(Path(scratch) / "data")
-        settings = AppSettings(QSettings(str(Path(scratch) / "light.ini"), QSettings.Format.IniFormat))
-        settings.theme = "light"
-        settings.set_budgets([BudgetSetting("default", 25.0, "month")])
-        window = create_main_window(app, settings, start_engine=False)
-        window.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
-        window.resize(*WINDOW_SIZE)
-        window.show()
+        window = open_published(app, Path(scratch), "light")
         assert window.bridge is not None and window.trigger_watch is not None
-        window.bridge.start()
-        _wait_for(partial(_engine_settled, window))
-        window.publish()
-        _wait_for(partial(_published, window))
         window.show_triggers()
         panel = window.triggers
         _wait_for(lambda: panel.row_of("hook") is not None)
@@ -63,13 +49,7 @@ def render_triggers(folder: Path) -> Path:
         window.properties.show_node("hook")
         window.resizeDocks([window.docks["Triggers"]], [260], Qt.Orientation.Vertical)
         _pause(0.5)
-        for _ in range(5):
-            QApplication.processEvents()
-        target = folder / "app-triggers.png"
-        window.grab().save(str(target))
-        window.close()
-        QApplication.processEvents()
-    return target
+        return shoot(window, folder / "app-triggers.png")
 
 
 if __name__ == "__main__":

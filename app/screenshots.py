@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from PySide6.QtWidgets import QApplication
+
+    from app.settings import ThemeMode
     from app.window import MainWindow
 
 WINDOW_SIZE = (1600, 1000)
@@ -25,32 +28,18 @@ DEMO_TICKET = {"id": 42, "body": "I was charged twice, please refund me"}
 def render(folder: Path) -> list[Path]:
     """Write app-light.png and app-dark.png into `folder`; returns their paths."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication, QMessageBox
-
-    from app.gui import create_application, create_main_window
-    from app.settings import AppSettings, BudgetSetting
+    from app.gui import create_application
 
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     with tempfile.TemporaryDirectory() as scratch:
         app = create_application([])
-        for mode in ("light", "dark"):
-            os.environ["LOCKGATE_DATA_DIR"] = str(Path(scratch) / f"data-{mode}")
-            settings = AppSettings(QSettings(str(Path(scratch) / f"{mode}.ini"), QSettings.Format.IniFormat))
-            settings.theme = mode
-            settings.set_budgets([BudgetSetting("default", 25.0, "month")])
-            window = create_main_window(app, settings, start_engine=False)
-            window.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
-            window.resize(*WINDOW_SIZE)
-            window.show()
-            assert window.bridge is not None and window.engine is not None
-            window.bridge.start()
-            _wait_for(partial(_engine_settled, window))
+        modes: tuple[ThemeMode, ...] = ("light", "dark")
+        for mode in modes:
+            window = open_published(app, Path(scratch), mode)
+            assert window.engine is not None
             editor = window.tabs.current_editor()
             assert editor is not None
-            window.publish()
-            _wait_for(partial(_published, window))
             window.actions_by_id["live"].trigger()
             window.ask_run_inputs = lambda _flow: {"ticket": DEMO_TICKET}
             window.run_flow()
@@ -63,14 +52,45 @@ def render(folder: Path) -> list[Path]:
             window.properties.show_node("classify")
             _pause(0.5)
             editor.view.flush_live()
-            for _ in range(5):
-                QApplication.processEvents()
-            target = folder / f"app-{mode}.png"
-            window.grab().save(str(target))
-            written.append(target)
-            window.close()
-            QApplication.processEvents()
+            written.append(shoot(window, folder / f"app-{mode}.png"))
     return written
+
+
+def open_published(app: QApplication, scratch: Path, mode: ThemeMode) -> MainWindow:
+    """The main window in `mode` on its own engine (data and settings in `scratch`), the triage example
+    published."""
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QMessageBox
+
+    from app.gui import create_main_window
+    from app.settings import AppSettings, BudgetSetting
+
+    os.environ["LOCKGATE_DATA_DIR"] = str(scratch / f"data-{mode}")
+    settings = AppSettings(QSettings(str(scratch / f"{mode}.ini"), QSettings.Format.IniFormat))
+    settings.theme = mode
+    settings.set_budgets([BudgetSetting("default", 25.0, "month")])
+    window = create_main_window(app, settings, start_engine=False)
+    window.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
+    window.resize(*WINDOW_SIZE)
+    window.show()
+    assert window.bridge is not None
+    window.bridge.start()
+    _wait_for(partial(_engine_settled, window))
+    window.publish()
+    _wait_for(partial(_published, window))
+    return window
+
+
+def shoot(window: MainWindow, target: Path) -> Path:
+    """Let the window paint, save it to `target`, close it."""
+    from PySide6.QtWidgets import QApplication
+
+    for _ in range(5):
+        QApplication.processEvents()
+    window.grab().save(str(target))
+    window.close()
+    QApplication.processEvents()
+    return target
 
 
 def _engine_settled(window: MainWindow) -> bool:
