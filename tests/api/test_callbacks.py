@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import orjson
 import pytest
@@ -14,18 +11,16 @@ import pytest
 from engine.triggers.settings import counters
 from engine.triggers.webhooks import signature_ok
 from tests.api.conftest import HELLO, QUEUED, Api
+from tests.engine.conftest import LocalServer, QuietHandler
 
 
-class Receiver:
+class Receiver(LocalServer):
     def __init__(self, status: int = 200) -> None:
         self.posts: list[tuple[dict[str, str], bytes]] = []
         self.status = status
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
                 receiver.posts.append(({k.lower(): v for k, v in self.headers.items()}, body))
@@ -33,10 +28,8 @@ class Receiver:
                 self.send_header("content-length", "0")
                 self.end_headers()
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/done"
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+        super().__init__(Handler)
+        self.url += "/done"
 
     def wait_posts(self, count: int, timeout: float = 10.0) -> list[tuple[dict[str, str], bytes]]:
         deadline = time.monotonic() + timeout
@@ -50,8 +43,7 @@ class Receiver:
 def receiver() -> Iterator[Receiver]:
     server = Receiver()
     yield server
-    server.server.shutdown()
-    server.server.server_close()
+    server.close()
 
 
 def test_a_parked_run_pushes_its_end_once_signed(api: Api, receiver: Receiver) -> None:

@@ -78,7 +78,36 @@ def any_db_engine(tmp_path: Path, redis_url: str, db_url: str, key_prefix: str) 
     yield from _engine(tmp_path, redis_url, db_url, key_prefix)
 
 
-class Site:
+class QuietHandler(BaseHTTPRequestHandler):
+    """A request handler that logs nothing and answers JSON."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def send_json(self, status: int, data: Any) -> None:
+        raw = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+class LocalServer:
+    """A real threaded HTTP server on 127.0.0.1 (a free port) serving `handler` until close()."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Site(LocalServer):
     """A real HTTP server on 127.0.0.1 with a few behaviours the tests need."""
 
     def __init__(self) -> None:
@@ -90,10 +119,7 @@ class Site:
         self.release.set()
         site = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 self._answer()
 
@@ -115,34 +141,21 @@ class Site:
                     if path.startswith("/hold"):
                         site.release.wait(10)
                     if path == "/fail":
-                        self._send(503, {"error": "down"})
+                        self.send_json(503, {"error": "down"})
                     elif path == "/flaky" and count < 3:
-                        self._send(500, {"error": f"attempt {count}"})
+                        self.send_json(500, {"error": f"attempt {count}"})
                     else:
-                        self._send(200, {"path": self.path, "body": body, "auth": self.headers.get("authorization"),
-                                         "count": count})
+                        self.send_json(200, {"path": self.path, "body": body,
+                                             "auth": self.headers.get("authorization"), "count": count})
                 finally:
                     with site.lock:
                         site.in_flight -= 1
 
-            def _send(self, status: int, data: Any) -> None:
-                raw = json.dumps(data).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
+        super().__init__(Handler)
 
     def close(self) -> None:
         self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().close()
 
 
 @pytest.fixture

@@ -4,29 +4,27 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from engine.config import EngineConfig
 from engine.runtime.reclaim import RecoveryThresholds
 from engine.runtime.services import EngineServices
+from tests.engine.conftest import LocalServer, QuietHandler
 from tests.engine.conftest import wait_until as engine_wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = RecoveryThresholds(heartbeat_timeout=1.0, idle_timeout=3.0, retry_cap=2, tick=0.1)
 
 
-class HoldingSite:
+class HoldingSite(LocalServer):
     """Counts hits per path; the first hit of /hold waits until `release` is set (10 s at most)."""
 
     def __init__(self) -> None:
@@ -35,10 +33,7 @@ class HoldingSite:
         self.release = threading.Event()
         site = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 self._answer()
 
@@ -55,20 +50,12 @@ class HoldingSite:
                     count = site.hits[path]
                 if path == "/hold" and count == 1:
                     site.release.wait(10)
-                raw = json.dumps({"count": count}).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(raw)))
-                self.end_headers()
                 try:
-                    self.wfile.write(raw)
+                    self.send_json(200, {"count": count})
                 except OSError:  # the caller was killed meanwhile
                     pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+        super().__init__(Handler)
 
     def count(self, path: str) -> int:
         with self.lock:
@@ -76,8 +63,7 @@ class HoldingSite:
 
     def close(self) -> None:
         self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().close()
 
 
 @pytest.fixture
