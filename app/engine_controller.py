@@ -72,6 +72,9 @@ class EngineController(QObject):
         window.approvals.decision_made.connect(self.decide)
         self.details: RunDetails | None = None
         self.version_documents: dict[tuple[str, int], FlowDocument] = {}
+        self.published_versions: dict[tuple[str, int], Any] = {}
+        """(PublishedVersion, Flow) by (flow id, version), read once: a published version never changes, and
+        the followed run is re-read every second. Cleared when the engine stops (its data folder may change)."""
         self.versions_dialog: QDialog | None = None
 
     def _single_shot(self, slot: Callable[[], None]) -> QTimer:
@@ -89,6 +92,7 @@ class EngineController(QObject):
             self.refresh_approvals()
         else:
             self._countdown.stop()
+            self.published_versions.clear()
 
     # ----- publish and run ---------------------------------------------------------------
 
@@ -281,8 +285,17 @@ class EngineController(QObject):
         def got_run(run: Any, error: BaseException | None) -> None:
             if error is not None or run is None or not self.live_on:
                 return
-            self.bridge.flow_version(run["flow_id"], int(run["version"]),
-                                     lambda found, problem: got_version(run, found, problem))
+            key = (str(run["flow_id"]), int(run["version"]))
+            if key in self.published_versions:
+                got_version(run, self.published_versions[key], None)
+                return
+
+            def found_version(found: Any, problem: BaseException | None) -> None:
+                if problem is None and found is not None:
+                    self.published_versions[key] = found
+                got_version(run, found, problem)
+
+            self.bridge.flow_version(*key, found_version)
 
         def got_version(run: Any, found: Any, error: BaseException | None) -> None:
             if error is not None or found is None:
