@@ -12,7 +12,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLineEdit,
     QPushButton,
-    QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
@@ -20,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from app.panels.empty_state import EmptyStateStack
 from app.panels.rows import ApprovalRow, local_time, time_left
+from app.panels.tables import read_only_table
 
 COLUMNS = ("Flow", "Run", "Node", "Message", "Requested", "Time left")
 
@@ -33,14 +33,9 @@ class ApprovalsPanel(QWidget):
         super().__init__(parent)
         self.now = now or (lambda: datetime.now(UTC))
         self.approvals: list[ApprovalRow] = []
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setObjectName("approvalsTable")
-        self.table.setHorizontalHeaderLabels(list(COLUMNS))
-        self.table.verticalHeader().hide()
+        self.table = read_only_table("approvalsTable", COLUMNS)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setShowGrid(False)
         # Fixed widths: ResizeToContents re-measures every cell on each refresh.
         for column, width in enumerate((130, 110, 110, 300, 150, 90)):
             self.table.horizontalHeader().resizeSection(column, width)

@@ -5,11 +5,9 @@ from __future__ import annotations
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QHeaderView,
     QLabel,
     QSplitter,
-    QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
@@ -17,6 +15,7 @@ from PySide6.QtWidgets import (
 
 from app.panels.empty_state import EmptyStateStack
 from app.panels.rows import BudgetRow, HoldRow, local_time, usd
+from app.panels.tables import read_only_table
 
 HOLD_COLUMNS = ("Run", "Node", "Held", "Charged", "State", "Expires")
 SPENT_COLOUR = QColor("#d64545")
@@ -72,12 +71,7 @@ class HoldsPanel(QWidget):
         self.bars_box = QWidget(self)
         self.bars_layout = QVBoxLayout(self.bars_box)
         self.bars_layout.setContentsMargins(6, 6, 6, 6)
-        self.table = QTableWidget(0, len(HOLD_COLUMNS))
-        self.table.setObjectName("holdsTable")
-        self.table.setHorizontalHeaderLabels(list(HOLD_COLUMNS))
-        self.table.verticalHeader().hide()
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setShowGrid(False)
+        self.table = read_only_table("holdsTable", HOLD_COLUMNS)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.bars_box)

@@ -8,12 +8,12 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QStyle,
-    QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
+from app.panels.tables import read_only_table
 from engine.validation import Diagnostic
 
 COLUMNS = ("", "Code", "Node", "Message")
@@ -31,15 +31,10 @@ class ProblemsPanel(QWidget):
         self.diagnostics: list[Diagnostic] = []
         self.summary = QLabel(self)
         self.summary.setObjectName("problemsSummary")
-        self.table = QTableWidget(0, len(COLUMNS), self)
-        self.table.setObjectName("problemsTable")
-        self.table.setHorizontalHeaderLabels(list(COLUMNS))
-        self.table.verticalHeader().hide()
+        self.table = read_only_table("problemsTable", COLUMNS, self)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setWordWrap(False)
-        self.table.setShowGrid(False)
         self.table.setAlternatingRowColors(True)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Fixed)

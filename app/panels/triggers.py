@@ -13,7 +13,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
-    QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
@@ -21,6 +20,7 @@ from PySide6.QtWidgets import (
 
 from app.panels.empty_state import EmptyStateStack
 from app.panels.rows import local_time
+from app.panels.tables import read_only_table
 from app.trigger_rows import TriggerRow, mask_token
 
 COLUMNS = ("Trigger", "Type", "State", "", "Where / next fire", "", "Last fire", "Fired", "Started nothing",
@@ -53,17 +53,12 @@ class TriggersPanel(QWidget):
         self.caption.setWordWrap(True)
         self.refusals = QLabel(self)
         self.refusals.setObjectName("webhookRefusals")
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setObjectName("triggersTable")
-        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        self.table = read_only_table("triggersTable", COLUMNS)
         for column, name in enumerate(COLUMNS):
             title_item = self.table.horizontalHeaderItem(column)
             if title_item is not None and name in HEADER_TIPS:
                 title_item.setToolTip(HEADER_TIPS[name])
-        self.table.verticalHeader().hide()
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
-        self.table.setShowGrid(False)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(WHERE_COLUMN, QHeaderView.ResizeMode.Stretch)
