@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,8 +18,7 @@ from engine.publish import publish
 from engine.store.db import open_store
 from engine.triggers.webhooks import signature_of
 from tests.api.conftest import TICKETS
-
-LOCKGATE = [sys.executable, "-m", "app.main"]
+from tests.cli import LOCKGATE, cli_env, lockgate
 
 
 def _free_port() -> int:
@@ -38,26 +35,22 @@ def test_cli_enables_a_webhook_and_the_worker_serves_it(tmp_path: Path, redis_ur
     sql.dispose()
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "LOCKGATE_DATA_DIR": str(data), "LOCKGATE_REDIS_URL": redis_url,
-           "LOCKGATE_KEY_PREFIX": key_prefix, "LOCKGATE_DB_URL": "", "LOCKGATE_HTTP_URL": base}
+    env = cli_env(tmp_path, redis_url, key_prefix, LOCKGATE_HTTP_URL=base)
 
-    def lockgate(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*LOCKGATE, *args], env=env, capture_output=True, text=True, timeout=60)
-
-    before = json.loads(lockgate("webhooks", "list", "tickets", "--json").stdout)
+    before = json.loads(lockgate(env, "webhooks", "list", "tickets", "--json").stdout)
     assert [(row["trigger"], row["enabled"], row["token"]) for row in before] == [("hook", False, None)]
-    enabled = lockgate("webhooks", "enable", "tickets")
+    enabled = lockgate(env, "webhooks", "enable", "tickets")
     assert enabled.returncode == 0, enabled.stderr
     assert "enabled" in enabled.stdout and f"{base}/webhooks/whk_" in enabled.stdout
-    rows = json.loads(lockgate("webhooks", "list", "tickets", "--json").stdout)
+    rows = json.loads(lockgate(env, "webhooks", "list", "tickets", "--json").stdout)
     token = rows[0]["token"]
     assert rows[0]["url"] == f"{base}/webhooks/{token}"
-    no_schedule = lockgate("schedules", "enable", "tickets")
+    no_schedule = lockgate(env, "schedules", "enable", "tickets")
     assert no_schedule.returncode == 2
     assert 'flow "tickets" has no schedule trigger' in no_schedule.stderr
-    unknown = lockgate("webhooks", "list", "ghost")
+    unknown = lockgate(env, "webhooks", "list", "ghost")
     assert unknown.returncode == 2 and "ghost" in unknown.stderr
-    key = lockgate("keys", "create", "ci").stdout.strip()
+    key = lockgate(env, "keys", "create", "ci").stdout.strip()
 
     worker = subprocess.Popen([*LOCKGATE, "worker", "--workers", "1", "--http", f"127.0.0.1:{port}"], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

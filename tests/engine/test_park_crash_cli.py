@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,11 +15,11 @@ import redis
 from engine.clock import ManualClock
 from engine.flow import flow_from_data
 from engine.transport.keys import Keyspace
+from tests.cli import LOCKGATE, cli_env
 from tests.conftest import EXAMPLES
 from tests.engine.conftest import Site, make_flow, start_engine, wait_until
 
 T = {"id": "start", "type": "trigger.manual"}
-LOCKGATE = [sys.executable, "-m", "app.main"]
 
 
 def test_a_parked_run_holds_no_worker_and_resumes_at_its_due_time(tmp_path: Path, redis_url: str, sqlite_url: str,
@@ -50,30 +49,26 @@ def test_a_parked_run_holds_no_worker_and_resumes_at_its_due_time(tmp_path: Path
         services.stop()
 
 
-def _env(tmp_path: Path, redis_url: str, key_prefix: str) -> dict[str, str]:
-    return {**os.environ, "LOCKGATE_DATA_DIR": str(tmp_path / "data"), "LOCKGATE_REDIS_URL": redis_url,
-            "LOCKGATE_KEY_PREFIX": key_prefix, "LOCKGATE_DB_URL": ""}
-
-
 def test_lockgate_run_hello_prints_the_succeeded_run(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    env = cli_env(tmp_path, redis_url, key_prefix)
     done = subprocess.run([*LOCKGATE, "run", str(EXAMPLES / "hello.flow.json"), "--input", 'name="Ada"', "--json"],
-                          env=_env(tmp_path, redis_url, key_prefix), capture_output=True, text=True, timeout=60)
+                          env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     run = json.loads(done.stdout)
     assert run["status"] == "succeeded" and run["result"] == "Hello, Ada!" and run["version"] == 1
     assert [s["status"] for s in run["steps"]] == ["succeeded"] * 3
     assert all(s["duration_ms"] is not None for s in run["steps"])
     assert "greet (set): succeeded" in done.stderr
-    shown = subprocess.run([*LOCKGATE, "runs", "show", run["id"], "--json"], env=_env(tmp_path, redis_url, key_prefix),
+    shown = subprocess.run([*LOCKGATE, "runs", "show", run["id"], "--json"], env=env,
                            capture_output=True, text=True, timeout=30)
     assert json.loads(shown.stdout)["result"] == "Hello, Ada!"
-    listed = subprocess.run([*LOCKGATE, "runs", "list"], env=_env(tmp_path, redis_url, key_prefix),
+    listed = subprocess.run([*LOCKGATE, "runs", "list"], env=env,
                             capture_output=True, text=True, timeout=30)
     assert run["id"] in listed.stdout and "succeeded" in listed.stdout
 
 
 def test_lockgate_run_refuses_bad_flows_and_bad_inputs(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
-    env = _env(tmp_path, redis_url, key_prefix)
+    env = cli_env(tmp_path, redis_url, key_prefix)
     bad = tmp_path / "bad.flow.json"
     bad.write_text(json.dumps(make_flow("bad", [{"id": "x", "type": "set", "config": {"values": {"a": "1"}}}], [])))
     refused = subprocess.run([*LOCKGATE, "run", str(bad)], env=env, capture_output=True, text=True, timeout=60)
@@ -91,7 +86,7 @@ def test_lockgate_run_refuses_bad_flows_and_bad_inputs(tmp_path: Path, redis_url
 
 def test_a_killed_worker_leaves_its_job_pending(tmp_path: Path, redis_url: str, key_prefix: str, site: Site) -> None:
     site.release.clear()
-    env = _env(tmp_path, redis_url, key_prefix)
+    env = cli_env(tmp_path, redis_url, key_prefix)
     flow = tmp_path / "slow.flow.json"
     flow.write_text(json.dumps(make_flow("slow", [T, {"id": "call", "type": "http.request",
                                                       "config": {"method": "GET", "url": site.url + "/hold"}},
@@ -127,7 +122,7 @@ def test_a_killed_worker_leaves_its_job_pending(tmp_path: Path, redis_url: str, 
 
 def test_detach_returns_at_the_first_park_and_the_run_continues_with_the_next_engine(
         tmp_path: Path, redis_url: str, key_prefix: str) -> None:
-    env = _env(tmp_path, redis_url, key_prefix)
+    env = cli_env(tmp_path, redis_url, key_prefix)
     flow = tmp_path / "nap.flow.json"
     flow.write_text(json.dumps(make_flow("nap", [T, {"id": "nap", "type": "queue", "config": {"delay": "1s"}},
                                                  {"id": "done", "type": "terminal", "config": {"output": "rested"}}],
@@ -199,7 +194,7 @@ def _answers(socket_path: Path) -> bool:
 
 def test_ctrl_c_leaves_a_parked_run_that_the_next_engine_finishes(tmp_path: Path, redis_url: str,
                                                                   key_prefix: str) -> None:
-    env = _env(tmp_path, redis_url, key_prefix)
+    env = cli_env(tmp_path, redis_url, key_prefix)
     flow = tmp_path / "long-nap.flow.json"
     flow.write_text(json.dumps(make_flow("longnap", [T, {"id": "nap", "type": "queue", "config": {"delay": "1h"}},
                                                      {"id": "done", "type": "terminal", "config": {"output": "up"}}],

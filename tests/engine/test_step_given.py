@@ -19,9 +19,9 @@ from engine.runtime.executor import RunExecutor
 from engine.runtime.given import MAX_GIVEN_CHARS, truncated
 from engine.runtime.plan import FlowPlan
 from engine.store.models import Step
+from tests.cli import LOCKGATE, cli_env
 from tests.conftest import EXAMPLES
 from tests.engine.conftest import Engine, Site, make_flow
-from tests.engine.test_park_crash_cli import LOCKGATE, _env
 
 T = {"id": "start", "type": "trigger.manual"}
 SECRET = "sk-live-7c1e-do-not-show"
@@ -152,7 +152,7 @@ def test_step_started_events_carry_given_and_a_failed_render_still_starts_the_st
 
 
 def test_runs_show_json_includes_given_and_output(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
-    env = _env(tmp_path, redis_url, key_prefix)
+    env = cli_env(tmp_path, redis_url, key_prefix)
     done = subprocess.run([*LOCKGATE, "run", str(EXAMPLES / "hello.flow.json"), "--input", 'name="Ada"', "--json"],
                           env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -4,18 +4,14 @@ and `lockgate budgets list` show it, and an exhausted budget refuses the next ru
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from engine.providers.simulator import ProviderSimulator
+from tests.cli import cli_env, lockgate
 from tests.money.conftest import model_flow, provider_file
-
-LOCKGATE = [sys.executable, "-m", "app.main"]
 
 
 @pytest.fixture
@@ -34,25 +30,21 @@ def test_run_charges_and_the_cli_shows_holds_and_budgets(tmp_path: Path, redis_u
     (data / "providers.json").write_text(json.dumps(provider_file(sim.url)))
     flow = tmp_path / "hello-model.flow.json"
     flow.write_text(json.dumps(model_flow("hello-model", {})))
-    env = {**os.environ, "LOCKGATE_DATA_DIR": str(data), "LOCKGATE_REDIS_URL": redis_url,
-           "LOCKGATE_KEY_PREFIX": key_prefix, "LOCKGATE_DB_URL": ""}
+    env = cli_env(tmp_path, redis_url, key_prefix)
 
-    def lockgate(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*LOCKGATE, *args], env=env, capture_output=True, text=True, timeout=60)
-
-    assert lockgate("budgets", "set", "default", "--limit", "1", "--period", "day").returncode == 0
-    ran = lockgate("run", str(flow), "--json")
+    assert lockgate(env, "budgets", "set", "default", "--limit", "1", "--period", "day").returncode == 0
+    ran = lockgate(env, "run", str(flow), "--json")
     assert ran.returncode == 0, ran.stderr
     run = json.loads(ran.stdout)
     assert run["status"] == "succeeded" and run["result"].startswith("Simulated answer")
 
-    holds = json.loads(lockgate("holds", "list", "--json").stdout)
+    holds = json.loads(lockgate(env, "holds", "list", "--json").stdout)
     assert [(h["run_id"], h["state"], h["amount_micros"]) for h in holds] == [(run["id"], "charged", 200_000)]
-    [budget] = json.loads(lockgate("budgets", "list", "--json").stdout)
+    [budget] = json.loads(lockgate(env, "budgets", "list", "--json").stdout)
     assert (budget["spent_micros"], budget["held_micros"]) == (holds[0]["charged_micros"], 0)
 
-    assert lockgate("budgets", "set", "default", "--limit", "0", "--period", "day").returncode == 0
-    refused = lockgate("run", str(flow))
+    assert lockgate(env, "budgets", "set", "default", "--limit", "0", "--period", "day").returncode == 0
+    refused = lockgate(env, "run", str(flow))
     assert refused.returncode == 1
     assert 'budget "default" is exhausted for this day' in refused.stderr
     assert "lockgate budgets set default --limit USD" in refused.stderr

@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from engine.flow import flow_from_data
+from tests.cli import cli_env, lockgate
 from tests.engine.conftest import make_flow, start_engine
 from tests.parking.conftest import TRIGGER
 
-LOCKGATE = [sys.executable, "-m", "app.main"]
-
-
-def cli_env(tmp_path: Path, redis_url: str, key_prefix: str) -> dict[str, str]:
-    return {**os.environ, "LOCKGATE_DATA_DIR": str(tmp_path / "data"), "LOCKGATE_REDIS_URL": redis_url,
-            "LOCKGATE_KEY_PREFIX": key_prefix, "LOCKGATE_DB_URL": "", "LOCKGATE_API_KEY": ""}
-
-
-def lockgate(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*LOCKGATE, *args], env=env, capture_output=True, text=True, timeout=60)
-
 
 def test_keys_create_list_revoke(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
-    env = cli_env(tmp_path, redis_url, key_prefix)
+    env = cli_env(tmp_path, redis_url, key_prefix, LOCKGATE_API_KEY="")
     created = lockgate(env, "keys", "create", "ops-bot")
     assert created.returncode == 0, created.stderr
     key = created.stdout.strip()
@@ -48,7 +35,7 @@ def test_keys_create_list_revoke(tmp_path: Path, redis_url: str, key_prefix: str
 
 
 def test_approvals_list_and_decide_by_key(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
-    env = cli_env(tmp_path, redis_url, key_prefix)
+    env = cli_env(tmp_path, redis_url, key_prefix, LOCKGATE_API_KEY="")
     services, _ = start_engine(tmp_path, redis_url, f"sqlite:///{tmp_path / 'data' / 'lockgate.db'}", key_prefix)
     try:
         services.publish_flow(flow_from_data(make_flow("deploy", [

@@ -15,9 +15,9 @@ import sqlalchemy as sa
 
 from engine.flow import flow_from_data
 from engine.transport.keys import Keyspace
+from tests.cli import LOCKGATE, cli_env
 from tests.engine.conftest import make_flow, start_engine, wait_until
 from tests.parking.conftest import TRIGGER
-from tests.parking.test_cli import LOCKGATE, cli_env
 
 
 def _queue_flow(path: Path, flow_id: str, delay: str) -> str:
@@ -70,7 +70,7 @@ def _wait_for_start_line(worker: subprocess.Popen[str], timeout: float = 30.0) -
 
 
 def test_parked_runs_resume_after_a_real_engine_restart(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
-    env = cli_env(tmp_path, redis_url, key_prefix)
+    env = cli_env(tmp_path, redis_url, key_prefix, LOCKGATE_API_KEY="")
     db = tmp_path / "data" / "lockgate.db"
     first = subprocess.Popen([*LOCKGATE, "worker", "--workers", "2"], env=env, stderr=subprocess.DEVNULL)
     try:
@@ -123,7 +123,7 @@ def test_parked_runs_resume_after_a_real_engine_restart(tmp_path: Path, redis_ur
 
 
 def test_lockgate_run_shows_the_park_and_finishes_2s_later(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
-    env = cli_env(tmp_path, redis_url, key_prefix)
+    env = cli_env(tmp_path, redis_url, key_prefix, LOCKGATE_API_KEY="")
     flow = _queue_flow(tmp_path / "two.flow.json", "two", "2s")
     process = subprocess.Popen([*LOCKGATE, "run", flow, "--json"], env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)

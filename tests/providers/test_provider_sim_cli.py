@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 
 import httpx
 
-LOCKGATE = [sys.executable, "-m", "app.main"]
+from tests.cli import LOCKGATE
 
 
 def test_provider_sim_serves_with_its_limits() -> None:
