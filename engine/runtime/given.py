@@ -6,6 +6,7 @@ stored in the steps row's `input`) is redacted and bounded, so a 2 MB request bo
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from engine.runtime.context import RunContext
@@ -22,9 +23,10 @@ def truncated(text: str, limit: int = MAX_GIVEN_CHARS) -> str:
 
 
 def _bounded(value: Any) -> Any:
+    """`value` as plain JSON data (frozen mappings and tuples thawed) with every string bounded."""
     if isinstance(value, str):
         return truncated(value)
-    if isinstance(value, dict):
+    if isinstance(value, MappingProxyType | dict):
         return {key: _bounded(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_bounded(item) for item in value]
@@ -33,5 +35,6 @@ def _bounded(value: Any) -> Any:
 
 def shown_given(ctx: RunContext, given: dict[str, Any]) -> dict[str, Any]:
     """`given` as events and rows carry it: redacted first (a cut must not split a secret), then bounded."""
-    redacted: dict[str, Any] = ctx.redact(ctx.plain(given))
+    # One copying walk here: redact already thaws what it changes, and _bounded thaws the rest.
+    redacted: dict[str, Any] = ctx.redact(given)
     return {key: _bounded(value) for key, value in redacted.items()}
