@@ -11,8 +11,6 @@ import logging
 import threading
 from typing import Any
 
-import redis
-
 from engine.runtime.reclaim import RECLAIMER_CONSUMER, Reclaimed, Reclaimer
 from engine.runtime.worker import ensure_group
 
@@ -66,10 +64,4 @@ class Reaper:
 
     def run(self, stop: threading.Event) -> None:
         ensure_group(self.client, self.keys.jobs, self.keys.jobs_group)
-        while not stop.wait(self.reclaimer.thresholds.tick):
-            try:
-                self.tick()
-            except redis.RedisError as exc:
-                log.warning("reaper: Redis failed (%s); retrying next tick", exc)
-            except Exception:
-                log.exception("reaper: pass failed; retrying next tick")
+        self.reclaimer.every_tick(stop, self.tick, log, "reaper")

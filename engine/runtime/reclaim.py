@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +109,18 @@ class Reclaimer:
         self.clock = clock
         self.thresholds = thresholds
         self._requeue = client.register_script(_REQUEUE)
+
+    def every_tick(self, stop: threading.Event, tick: Callable[[], object], logger: logging.Logger,
+                   name: str) -> None:
+        """Call `tick` every `thresholds.tick` seconds until `stop` (the reaper's and watchdog's loop); a failed
+        pass is logged and tried again at the next tick."""
+        while not stop.wait(self.thresholds.tick):
+            try:
+                tick()
+            except redis.RedisError as exc:
+                logger.warning("%s: Redis failed (%s); retrying next tick", name, exc)
+            except Exception:
+                logger.exception("%s: pass failed; retrying next tick", name)
 
     def reclaim(self, message_id: bytes, fields: dict[bytes, bytes], why: str) -> Reclaimed:
         """Handle one message already claimed to `RECLAIMER_CONSUMER`."""

@@ -10,7 +10,6 @@ import threading
 from typing import Any
 
 import orjson
-import redis
 
 from engine.runtime.reclaim import RECLAIMER_CONSUMER, Reclaimed, Reclaimer
 
@@ -58,10 +57,4 @@ class Watchdog:
         return handled
 
     def run(self, stop: threading.Event) -> None:
-        while not stop.wait(self.reclaimer.thresholds.tick):
-            try:
-                self.tick()
-            except redis.RedisError as exc:
-                log.warning("watchdog: Redis failed (%s); retrying next tick", exc)
-            except Exception:
-                log.exception("watchdog: pass failed; retrying next tick")
+        self.reclaimer.every_tick(stop, self.tick, log, "watchdog")
