@@ -183,14 +183,15 @@ def _sqlite_executemany(conn: sa.Connection, sql: str, table: sa.Table, columns:
     conn.exec_driver_sql(sql, params)
 
 
-def _update_runs(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
+def _update_by_id(conn: sa.Connection, table: sa.Table, mutable: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+    """Write the `mutable` columns of run or step rows back by id."""
     if conn.dialect.name == "sqlite":
-        sets = ", ".join(f"{name} = ?" for name in _RUN_MUTABLE)
-        _sqlite_executemany(conn, f"UPDATE {RUNS.name} SET {sets} WHERE id = ?", RUNS, (*_RUN_MUTABLE, "id"), rows)
+        sets = ", ".join(f"{name} = ?" for name in mutable)
+        _sqlite_executemany(conn, f"UPDATE {table.name} SET {sets} WHERE id = ?", table, (*mutable, "id"), rows)
         return
-    conn.execute(sa.update(RUNS).where(RUNS.c.id == sa.bindparam("b_id"))
-                 .values({col: sa.bindparam(col) for col in _RUN_MUTABLE}),
-                 [{"b_id": row["id"], **{col: row[col] for col in _RUN_MUTABLE}} for row in rows])
+    conn.execute(sa.update(table).where(table.c.id == sa.bindparam("b_id"))
+                 .values({col: sa.bindparam(col) for col in mutable}),
+                 [{"b_id": row["id"], **{col: row[col] for col in mutable}} for row in rows])
 
 
 def _insert_steps(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
@@ -209,15 +210,13 @@ def _write(conn: sa.Connection, work: _Work, applied_rows: list[dict[str, Any]],
     if dead_rows:
         conn.execute(sa.insert(DEAD), dead_rows)
     if work.dirty_runs:
-        _update_runs(conn, [work.runs[run_id] for run_id in work.dirty_runs])
+        _update_by_id(conn, RUNS, _RUN_MUTABLE, [work.runs[run_id] for run_id in work.dirty_runs])
     inserts = [work.steps[key] for key in work.new_steps]
     if inserts:
         _insert_steps(conn, inserts)
     updates = [work.steps[key] for key in work.dirty_steps if key not in work.new_steps]
     if updates:
-        conn.execute(sa.update(STEPS).where(STEPS.c.id == sa.bindparam("b_id"))
-                     .values({col: sa.bindparam(col) for col in _STEP_MUTABLE}),
-                     [{"b_id": row["id"], **{col: row[col] for col in _STEP_MUTABLE}} for row in updates])
+        _update_by_id(conn, STEPS, _STEP_MUTABLE, updates)
 
 
 def _step(work: _Work, run_id: str, step: str, node: str) -> dict[str, Any]:
