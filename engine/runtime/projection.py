@@ -15,7 +15,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 
 from engine.approvals.projection import APPROVAL_EVENT_TYPES, apply_approval_events
-from engine.events import Event, PoisonEvent, decode_event
+from engine.events import Event, PoisonEvent, decode_event, encode_event
 from engine.money.projection import MONEY_EVENT_TYPES, apply_money_events
 from engine.runtime.transitions import IllegalTransition, check_transition
 from engine.runtime.write_lock import sqlite_writer
@@ -111,10 +111,10 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
             try:
                 change = _apply(work, event)
             except (IllegalTransition, LookupError) as exc:
-                dead_rows.append({"source": source, "message_id": message_id, "payload": _raw(event),
+                dead_rows.append({"source": source, "message_id": message_id, "payload": encode_event(event),
                                   "error": str(exc), "created_at": now})
             except Exception as exc:  # a poison event must be captured, never retried forever
-                dead_rows.append({"source": source, "message_id": message_id, "payload": _raw(event),
+                dead_rows.append({"source": source, "message_id": message_id, "payload": encode_event(event),
                                   "error": f"{event.type} could not be applied: {type(exc).__name__}: {exc}",
                                   "created_at": now})
             else:
@@ -136,12 +136,6 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
             apply_approval_events(conn, work.runs, approval_events)
     result.dead = len(dead_rows)
     return result
-
-
-def _raw(event: Event) -> bytes:
-    from engine.events import encode_event
-
-    return encode_event(event)
 
 
 def _load(conn: sa.Connection, run_ids: set[str]) -> _Work:
