@@ -19,6 +19,13 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
 
 
+def _count(name: str) -> int:
+    raw = os.environ.get(name) or "0"
+    if not raw.isdigit():
+        raise ValueError(f"{name}={raw!r} is not a whole number >= 0; set it like {name}=100000")
+    return int(raw)
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     """Locations of everything the engine reads and writes."""
@@ -30,6 +37,8 @@ class EngineConfig:
     """None: the SQLite file `data_dir/lockgate.db`."""
     key_prefix: str = "lg"
     """Namespace of every Redis key; tests use their own so they can share one server."""
+    event_journal: int = 0
+    """How many applied events the projector keeps in the events journal stream (0: none)."""
 
     @classmethod
     def from_env(cls, data_dir: Path | str | None = None) -> EngineConfig:
@@ -40,6 +49,7 @@ class EngineConfig:
             redis_url=os.environ.get("LOCKGATE_REDIS_URL") or None,
             db_url=os.environ.get("LOCKGATE_DB_URL") or None,
             key_prefix=os.environ.get("LOCKGATE_KEY_PREFIX") or "lg",
+            event_journal=_count("LOCKGATE_EVENT_JOURNAL"),
         )
 
     @property

@@ -2,8 +2,11 @@
 
 The SQL run row is the source of truth for who waits; a due member popped by a process that died
 before enqueuing its resume is gone from the sorted set. At start every `waiting` run is scheduled
-again at its checkpoint's wake time (or its `waiting_on.due_at`); duplicates this creates are
-harmless, since `engine.parking.resume` lets one resume per park through.
+again at its checkpoint's wake time (or its `waiting_on.due_at`), unless a job for it is still live: the
+jobs stream holds exactly the jobs not yet acknowledged (workers delete a message when they ack it), so a
+run named there is already being resumed (or is about to be) and gets no second job. Duplicates that arise
+anyway (a job created after this read) are dropped by the resume claim (`engine.parking.resume`) without
+touching the live job's state.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import orjson
 import redis
 import sqlalchemy as sa
 
+from engine.runtime import crashpoints
+from engine.runtime.jobs import BadJob, decode_job
 from engine.store.models import Run
 from engine.transport.due import DueSet
 from engine.transport.keys import Keyspace
@@ -29,6 +34,9 @@ def rebuild_due_set(sql: sa.Engine, client: redis.Redis, keys: Keyspace) -> int:
     with sql.connect() as conn:
         waiting = [(row.id, row.waiting_on) for row in
                    conn.execute(sa.select(Run.id, Run.waiting_on).where(Run.status == "waiting"))]
+    live = runs_with_live_jobs(client, keys)
+    waiting = [(run_id, waiting_on) for run_id, waiting_on in waiting if run_id not in live]
+    crashpoints.reached("rebuild.mid")
     due = DueSet(client, keys)
     scheduled = 0
     for start in range(0, len(waiting), CHUNK):
@@ -51,3 +59,20 @@ def rebuild_due_set(sql: sa.Engine, client: redis.Redis, keys: Keyspace) -> int:
     if scheduled:
         log.info("due set rebuilt: %d waiting run(s) scheduled", scheduled)
     return scheduled
+
+
+def runs_with_live_jobs(client: redis.Redis, keys: Keyspace) -> set[str]:
+    """Run ids named by a job message still on the jobs stream (not yet delivered, or pending)."""
+    live: set[str] = set()
+    cursor = "-"
+    while True:
+        entries: Any = client.xrange(keys.jobs, min=cursor, max="+", count=CHUNK)
+        for _message_id, fields in entries:
+            try:
+                live.add(decode_job(fields).run_id)
+            except BadJob:
+                continue
+        if len(entries) < CHUNK:
+            return live
+        last = entries[-1][0].decode()
+        cursor = "(" + last

@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 from engine.clock import Clock
 from engine.durations import parse_duration
 from engine.events import EventBase, EventStamper
+from engine.runtime import crashpoints
 from engine.runtime.bodies import Park, StepCall, StepError, StepResult, StepServices, body_for
 from engine.runtime.context import RunContext
 from engine.runtime.fencing import JobFenced
@@ -228,7 +229,9 @@ class RunExecutor:
                 started = True
                 if spec.blocking:
                     self.emitter.flush()
+                crashpoints.reached("step.before_effect")
                 outcome = spec.body(call)
+                crashpoints.reached("step.after_effect")
                 if isinstance(outcome, Park):
                     if scope is not self.top:
                         raise StepError(f'node "{node_id}" ({node.type}) cannot wait inside a foreach yet; '

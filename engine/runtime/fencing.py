@@ -16,6 +16,7 @@ from typing import Any
 
 import redis
 
+from engine.runtime import crashpoints
 from engine.runtime.emitter import EVENT_FIELD, RedisEmitter
 from engine.transport.keys import Keyspace
 
@@ -100,9 +101,9 @@ class FencedWriter:
 class FencedEmitter(RedisEmitter):
     """A run's emitter whose every flush is fenced and carries the run's progress checkpoint.
 
-    `progress()` returns the serialized context as of this flush (or None); it is stored under
-    `run_progress` in the same atomic write, so what the store knows of the run and what a next
-    attempt restores never disagree.
+    `progress()` returns the serialized context as of this flush (or None); it is stored under the job's own
+    `run_progress` key in the same atomic write, so what the store knows of the run and what a next
+    attempt restores never disagree, and no other job of the run can touch it.
     """
 
     def __init__(self, client: redis.Redis, keys: Keyspace, writer: FencedWriter, fence: JobFence, run_id: str,
@@ -127,10 +128,13 @@ class FencedEmitter(RedisEmitter):
                 recorder.xadd(self.stream, {EVENT_FIELD: payload})
             snapshot = self.progress() if self.progress is not None else None
             if snapshot is not None:
-                recorder.set(self.keys.run_progress(self.run_id), snapshot)
+                recorder.set(self.keys.run_progress(self.run_id, self.fence.origin), snapshot)
             if extra is not None:
                 extra(recorder)
-            if not self.writer.write(self.fence, recorder):
+            crashpoints.reached("worker.before_flush")
+            written = self.writer.write(self.fence, recorder)
+            crashpoints.reached("worker.after_flush")
+            if not written:
                 raise JobFenced(f'run "{self.run_id}": attempt {self.fence.attempt} of job {self.fence.origin} was '
                                 "reclaimed and redelivered; this worker's events are refused")
             if self.after_flush is not None:

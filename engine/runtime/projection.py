@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from engine.approvals.projection import APPROVAL_EVENT_TYPES, apply_approval_events
 from engine.events import Event, PoisonEvent, decode_event, encode_event
 from engine.money.projection import MONEY_EVENT_TYPES, apply_money_events
+from engine.runtime import crashpoints
 from engine.runtime.transitions import IllegalTransition, check_transition
 from engine.runtime.write_lock import sqlite_writer
 from engine.store.models import AppliedEvent, DeadLetter, Run, Step
@@ -134,6 +135,7 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
             apply_money_events(conn, money_events)
         if approval_events:
             apply_approval_events(conn, work.runs, approval_events)
+        crashpoints.reached("projector.before_commit")
     result.dead = len(dead_rows)
     return result
 

@@ -7,6 +7,8 @@ processes; a standby takes over when the lease lapses.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import uuid
 from collections.abc import Callable
@@ -16,6 +18,7 @@ import orjson
 import redis
 import sqlalchemy as sa
 
+from engine.runtime import crashpoints
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.projection import BatchResult, apply_batch
 from engine.runtime.worker import ensure_group
@@ -33,6 +36,14 @@ end
 return 0
 """
 
+_TAKE_OVER = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  return 1
+end
+return 0
+"""
+
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
@@ -41,22 +52,51 @@ return 0
 """
 
 
+def lease_holder() -> str:
+    """`host:pid:nonce`: who holds the lease, and whether a process on this host can tell it is gone."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def _holder_gone(holder: str, host: str) -> bool:
+    """True when `holder` was a process of this host that no longer exists."""
+    parts = holder.split(":")
+    if len(parts) != 3 or parts[0] != host or not parts[1].isdigit():
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 class ProjectorLease:
-    """The Redis lease that makes one projector active: SET NX PX, renewed only by its holder."""
+    """The Redis lease that makes one projector active: SET NX PX, renewed only by its holder.
+
+    A lease held by a process of this host that has died is taken over at once, so a projector restarted
+    after a crash does not wait for its predecessor's lease to lapse."""
 
     def __init__(self, client: redis.Redis, key: str, holder: str, seconds: float = LEASE_SECONDS) -> None:
         self.client = client
         self.key = key
         self.holder = holder
+        self.host = socket.gethostname()
         self.ms = int(seconds * 1000)
         self._renew = client.register_script(_RENEW)
+        self._take_over = client.register_script(_TAKE_OVER)
         self._release = client.register_script(_RELEASE)
 
     def acquire_or_renew(self) -> bool:
         """True while this holder has the lease."""
         if self._renew(keys=[self.key], args=[self.holder, self.ms]):
             return True
-        return bool(self.client.set(self.key, self.holder, nx=True, px=self.ms))
+        if self.client.set(self.key, self.holder, nx=True, px=self.ms):
+            return True
+        current: Any = self.client.get(self.key)
+        if current is not None and _holder_gone(current.decode(), self.host):
+            return bool(self._take_over(keys=[self.key], args=[current, self.holder, self.ms]))
+        return False
 
     def release(self) -> None:
         self._release(keys=[self.key], args=[self.holder])
@@ -66,14 +106,17 @@ class Projector:
     """Consumes the events stream (group `projector`) while it holds the lease."""
 
     def __init__(self, client: redis.Redis, keys: Keyspace, sql: sa.Engine, *, holder: str | None = None,
-                 on_batch: Callable[[BatchResult], None] | None = None, block_ms: int = 200) -> None:
+                 on_batch: Callable[[BatchResult], None] | None = None, block_ms: int = 200,
+                 journal: int = 0) -> None:
         self.client = client
         self.keys = keys
         self.sql = sql
-        self.holder = holder or f"projector-{uuid.uuid4().hex[:12]}"
+        self.holder = holder or lease_holder()
         self.lease = ProjectorLease(client, keys.projector_lease, self.holder)
         self.on_batch = on_batch
         self.block_ms = block_ms
+        self.journal = journal
+        """Applied events kept in `Keyspace.events_journal` (0: none)."""
         self.active = False
         self._recover = True
         """Re-read entries delivered but not acknowledged (after taking the lease or a failed batch)."""
@@ -124,8 +167,12 @@ class Projector:
             return BatchResult()
         messages = [(mid.decode(), fields.get(EVENT_FIELD, b"")) for mid, fields in entries]
         result = apply_batch(self.sql, messages, source=self.keys.events)
+        crashpoints.reached("projector.after_commit")
         ids = [mid for mid, _ in entries]
         pipe = self.client.pipeline(transaction=False)
+        if self.journal:
+            for _mid, raw in messages:
+                pipe.xadd(self.keys.events_journal, {EVENT_FIELD: raw}, maxlen=self.journal, approximate=True)
         pipe.xack(self.keys.events, self.keys.events_group, *ids)
         pipe.xdel(self.keys.events, *ids)
         for change in result.changes:

@@ -22,6 +22,7 @@ import sqlalchemy as sa
 
 from engine.clock import Clock
 from engine.events import ExternalStamper, encode_event
+from engine.runtime import crashpoints
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.jobs import JOB_FIELD, BadJob, decode_job, delivery_of
 from engine.store.models import Run
@@ -131,11 +132,13 @@ class Reclaimer:
             run_id = ""
         reason = (f"job of run {run_id or '?'} lost its worker {delivery.attempt} time(s) "
                   f"(retry cap {self.thresholds.retry_cap}); last: {why}")
+        crashpoints.reached("reclaim.before_requeue")
         reply: Any = self._requeue(
             keys=[self.keys.jobs, self.keys.job_attempt(delivery.origin), self.keys.jobs_dead, self.keys.heartbeats,
                   self.keys.running_jobs],
             args=[self.keys.jobs_group, message_id, fields.get(JOB_FIELD, b""), delivery.origin,
-                  self.thresholds.retry_cap, run_id, ATTEMPT_KEY_TTL_SECONDS, reason])
+                  self.thresholds.retry_cap, delivery.origin, ATTEMPT_KEY_TTL_SECONDS, reason])
+        crashpoints.reached("reclaim.after_requeue")
         status, attempt = int(reply[0]), int(reply[1])
         if status < 0:
             return Reclaimed(run_id, "gone", delivery.attempt)
@@ -144,20 +147,21 @@ class Reclaimer:
             return Reclaimed(run_id, "redelivered", attempt)
         log.error("run %s: %s", run_id, reason)
         if run_id:
-            self._interrupt(run_id, reason)
+            self._interrupt(run_id, delivery.origin, reason)
         return Reclaimed(run_id, "dead", attempt)
 
-    def _interrupt(self, run_id: str, reason: str) -> None:
+    def _interrupt(self, run_id: str, origin: str, reason: str) -> None:
         with self.sql.connect() as conn:
             last_seq = conn.execute(sa.select(Run.last_seq).where(Run.id == run_id)).scalar()
         event = ExternalStamper(run_id, self.clock, int(last_seq or 0)).run_interrupted(
             f"{reason}. The job is in {self.keys.jobs_dead}; start the run again once the cause is fixed")
         pipe = self.client.pipeline(transaction=False)
         pipe.xadd(self.keys.events, {EVENT_FIELD: encode_event(event)})
-        pipe.delete(self.keys.run_progress(run_id), self.keys.run_checkpoint(run_id), self.keys.run_secrets(run_id))
+        pipe.delete(self.keys.run_progress(run_id, origin), self.keys.run_checkpoint(run_id),
+                    self.keys.run_secrets(run_id))
         pipe.execute()
 
 
-def running_entry(message_id: bytes, origin: str, attempt: int, worker: str) -> bytes:
-    """The `running_jobs` hash value of a job a worker executes."""
-    return orjson.dumps({"message": message_id.decode(), "origin": origin, "attempt": attempt, "worker": worker})
+def running_entry(message_id: bytes, run_id: str, attempt: int, worker: str) -> bytes:
+    """The `running_jobs` hash value (under the job's origin) of a job a worker executes."""
+    return orjson.dumps({"message": message_id.decode(), "run": run_id, "attempt": attempt, "worker": worker})

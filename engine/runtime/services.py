@@ -20,6 +20,7 @@ from engine.parking.rebuild import rebuild_due_set
 from engine.publish import PublishedVersion, publish
 from engine.runtime import create as create_module
 from engine.runtime import queries
+from engine.runtime.consumers import ConsumerSlots, drain_predecessors
 from engine.runtime.create import BudgetPreflight, CreatedRun, LatestVersions, no_budget_preflight
 from engine.runtime.handles import EngineHandles
 from engine.runtime.jobs import encode_job, resume_job
@@ -29,7 +30,7 @@ from engine.runtime.reaper import Reaper
 from engine.runtime.reclaim import Reclaimer, RecoveryThresholds
 from engine.runtime.transitions import TERMINAL
 from engine.runtime.watchdog import Watchdog
-from engine.runtime.worker import PlanCache, Worker, consumer_name, ensure_group
+from engine.runtime.worker import PlanCache, Worker, ensure_group
 from engine.store.db import init_db, make_engine
 from engine.transport.connection import RedisHandle, open_redis
 from engine.transport.due import DueItem, DueSet, DueWaker
@@ -78,6 +79,7 @@ class EngineServices:
         self.triggers: Any = None
         """`engine.triggers.runtime.TriggerRuntime` once started (schedules, event triggers)."""
         self.latest_versions = LatestVersions()
+        self.consumers: ConsumerSlots | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -97,23 +99,27 @@ class EngineServices:
         from engine.money.engine_loop import MoneyRuntime  # budgets, holds, providers: issue 5's part
 
         self.money = MoneyRuntime.start(self, self._stop)
+        reclaimer = Reclaimer(self.redis.client(), self.keys, self.sql, self.clock, self.recovery)
+        self.consumers = ConsumerSlots(client, self.keys)
+        names = self.consumers.acquire(self.worker_count)
+        # Before the rebuild: the jobs reclaimed here are live again, so the rebuild gives their runs no second job.
+        drain_predecessors(reclaimer, names)
         rebuild_due_set(self.sql, client, self.keys)
         from engine.triggers.runtime import TriggerRuntime  # webhooks, schedules, event triggers: the API issue
 
         self.triggers = TriggerRuntime.start(self, self._stop, scheduler_thread=self.run_scheduler)
         plans = PlanCache(self.sql)
-        for index in range(self.worker_count):
-            worker = Worker(self.redis.client(), self.keys, plans, self.clock, consumer_name(index),
+        for index, name in enumerate(names):
+            worker = Worker(self.redis.client(), self.keys, plans, self.clock, name,
                             schedule_due=self._schedule_due, sleep=self.sleep, block_ms=self.block_ms)
             self.workers.append(worker)
             self._spawn(f"lockgate-worker-{index}", worker.run)
         if self.run_projector:
             self.projector = Projector(self.redis.client(), self.keys, self.sql, on_batch=self._on_batch,
-                                       block_ms=min(self.block_ms, 200))
+                                       block_ms=min(self.block_ms, 200), journal=self.config.event_journal)
             self._spawn("lockgate-projector", self.projector.run)
         self._spawn("lockgate-heartbeat", self._heartbeat_loop)
         if self.run_reaper:
-            reclaimer = Reclaimer(self.redis.client(), self.keys, self.sql, self.clock, self.recovery)
             self.reaper = Reaper(reclaimer)
             self.watchdog = Watchdog(reclaimer)
             self._spawn("lockgate-reaper", self.reaper.run)
@@ -130,6 +136,12 @@ class EngineServices:
             thread.join(timeout)
         self._threads.clear()
         self.workers.clear()
+        if self.consumers is not None:
+            try:
+                self.consumers.release()
+            except Exception:
+                log.warning("could not release this process's worker consumer names; they lapse on their own")
+            self.consumers = None
         if self.money is not None:
             self.money.stop(timeout)
             self.money = None
@@ -153,13 +165,13 @@ class EngineServices:
     def _heartbeat_loop(self, stop: threading.Event) -> None:
         client = self.redis.client() if self.redis else None
         while client is not None and not stop.wait(self.heartbeat_seconds):
-            active = {run_id for worker in self.workers for run_id in list(worker.active)}
-            if not active and not any(worker.holding for worker in self.workers):
-                continue
+            active = {origin for worker in self.workers for origin in list(worker.active)}
             try:
                 pipe = client.pipeline(transaction=False)
+                if self.consumers is not None:
+                    self.consumers.refresh(pipe)
                 if active:
-                    pipe.hset(self.keys.heartbeats, mapping={run_id: self.clock.now() for run_id in active})
+                    pipe.hset(self.keys.heartbeats, mapping={origin: self.clock.now() for origin in active})
                 for worker in self.workers:
                     held = worker.holding
                     if held:

@@ -24,24 +24,24 @@ class Watchdog:
         self.client = reclaimer.client
         self.keys = reclaimer.keys
 
-    def stale_runs(self) -> dict[str, float]:
-        """Run id -> heartbeat age (seconds) of runs whose heartbeat is older than the threshold."""
+    def stale_jobs(self) -> dict[str, float]:
+        """Job origin -> heartbeat age (seconds) of jobs whose heartbeat is older than the threshold."""
         now = self.reclaimer.clock.now()
         limit = self.reclaimer.thresholds.heartbeat_timeout
         beats: Any = self.client.hgetall(self.keys.heartbeats)
-        ages = {run_id.decode(): now - float(beat) for run_id, beat in beats.items()}
-        return {run_id: age for run_id, age in ages.items() if age > limit}
+        ages = {origin.decode(): now - float(beat) for origin, beat in beats.items()}
+        return {origin: age for origin, age in ages.items() if age > limit}
 
     def tick(self) -> list[Reclaimed]:
-        stale = self.stale_runs()
+        stale = self.stale_jobs()
         if not stale:
             return []
-        run_ids = list(stale)
-        entries: Any = self.client.hmget(self.keys.running_jobs, run_ids)
+        origins = list(stale)
+        entries: Any = self.client.hmget(self.keys.running_jobs, origins)
         handled: list[Reclaimed] = []
-        for run_id, raw in zip(run_ids, entries, strict=True):
+        for origin, raw in zip(origins, entries, strict=True):
             if raw is None:  # the job ended between the two reads, or left only its heartbeat behind
-                self.client.hdel(self.keys.heartbeats, run_id)
+                self.client.hdel(self.keys.heartbeats, origin)
                 continue
             message_id = orjson.loads(raw)["message"]
             # The PEL idle guard (same threshold) skips a message whose worker refreshed it meanwhile.
@@ -51,7 +51,7 @@ class Watchdog:
             for claimed_id, fields in claimed or []:
                 if not fields:
                     continue
-                why = f"its worker's heartbeat is {stale[run_id]:.1f}s old (threshold " \
+                why = f"its worker's heartbeat is {stale[origin]:.1f}s old (threshold " \
                       f"{self.reclaimer.thresholds.heartbeat_timeout:g}s)"
                 handled.append(self.reclaimer.reclaim(claimed_id, fields, why))
         return handled

@@ -2,16 +2,18 @@
 
 A job is acknowledged only once the run ended or parked (its events written in the same round
 trip); a worker that dies mid-run leaves the job pending in the group for the reaper/watchdog
-(`reaper.py`, `watchdog.py`), which redeliver it as the next attempt. Every write for a job is fenced
-by its attempt (`fencing.py`), and every flush stores the run's progress, so the next attempt
-continues from the last completed step.
+(`reaper.py`, `watchdog.py`) or for its own successor (`consumers.py`), which redeliver it as the next
+attempt. Every write for a job is fenced by its attempt (`fencing.py`), and every flush stores the run's
+progress under the job's own key, so the next attempt continues from the last completed step.
+
+Everything a job keeps in Redis while it runs (progress, heartbeat, running entry) is keyed by the job's
+origin message id: a duplicate job of the same run (a start-up rebuild's, a late due waker's) that is
+dropped acknowledges only itself and can never delete or overwrite the live job's state.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -26,6 +28,7 @@ from engine.clock import Clock
 from engine.events import EventStamper
 from engine.parking.resume import Admission, admit_resume, expire_parked, expire_queued, seal_park
 from engine.publish import get_version
+from engine.runtime import crashpoints
 from engine.runtime.bodies import StepServices
 from engine.runtime.context import RunContext
 from engine.runtime.emitter import RedisEmitter
@@ -51,10 +54,6 @@ def ensure_group(client: redis.Redis, stream: str, group: str) -> None:
     except redis.ResponseError as exc:
         if "BUSYGROUP" not in str(exc):
             raise
-
-
-def consumer_name(index: int) -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:w{index}"
 
 
 class PlanCache:
@@ -83,6 +82,7 @@ class _Finished:
 
     run_id: str
     status: str
+    origin: str
     emitter: RedisEmitter | None = None
     finish: Callable[[Any], None] | None = None
     due: float | None = None
@@ -104,7 +104,7 @@ class Worker:
         self.sleep = sleep
         self.block_ms = block_ms
         self.active: set[str] = set()
-        """Runs this worker is executing now (the heartbeat thread reports them)."""
+        """Origins of the jobs this worker is executing now (the heartbeat thread reports them)."""
         self.holding: tuple[bytes, ...] = ()
         """Job messages of the batch in hand (the heartbeat thread keeps them from looking abandoned)."""
         self.writer = FencedWriter(client, keys)
@@ -159,9 +159,9 @@ class Worker:
         for message_id, job in jobs:
             if job is not None:
                 delivery = deliveries[message_id]
-                check.hset(self.keys.heartbeats, job.run_id, now)
-                check.hset(self.keys.running_jobs, job.run_id,
-                           running_entry(message_id, delivery.origin, delivery.attempt, self.name))
+                check.hset(self.keys.heartbeats, delivery.origin, now)
+                check.hset(self.keys.running_jobs, delivery.origin,
+                           running_entry(message_id, job.run_id, delivery.attempt, self.name))
                 check.exists(self.keys.run_cancel(job.run_id))
         flags = iter(check.execute()[2::3])
         outcomes: list[str] = []
@@ -173,22 +173,20 @@ class Worker:
             if job is None:
                 outcomes.append("bad_job")
                 continue
+            delivery = deliveries[message_id]
             if next(flags):
-                self._ack(out, message_id)
-                out.hdel(self.keys.heartbeats, job.run_id)
-                out.hdel(self.keys.running_jobs, job.run_id)
+                self._forget(out, delivery.origin, message_id)
                 outcomes.append("dropped")
                 continue
-            self.active.add(job.run_id)
-            delivery = deliveries[message_id]
+            self.active.add(delivery.origin)
             fence = JobFence(delivery.origin, delivery.attempt)
             try:
                 finished = self._execute(job, message_id, delivery, self.keys.run_cancel(job.run_id))
             except JobFenced as exc:
                 log.warning("worker %s: %s", self.name, exc)
-                finished = _Finished(job.run_id, "fenced")
+                finished = _Finished(job.run_id, "fenced", delivery.origin)
             except Exception as exc:  # e.g. the flow version cannot be read: fail the run, keep the worker
-                finished = self._unrunnable(job, message_id, delivery.attempt, exc)
+                finished = self._unrunnable(job, message_id, delivery, exc)
             finished.fence = fence
             outcomes.append(finished.status)
             finals.append(finished)
@@ -201,7 +199,9 @@ class Worker:
                 finished.finish(recorder)
             writes.append((len(outcomes) - 1, len(out.command_stack), finished))
             self.writer.write(fence, recorder, pipe=out)
+        crashpoints.reached("worker.before_ack")
         replies = out.execute()
+        crashpoints.reached("worker.after_ack")
         self.holding = ()
         for outcome_index, reply_index, finished in writes:
             if not replies[reply_index]:
@@ -211,37 +211,44 @@ class Worker:
                 outcomes[outcome_index] = "fenced"
                 finished.due = None
         for finished in finals:
-            self.active.discard(finished.run_id)
+            self.active.discard(finished.origin)
             if finished.due is not None:
                 self.schedule_due(finished.run_id, finished.due)
         return outcomes
 
-    def _unrunnable(self, job: Job, message_id: bytes, attempt: int, exc: Exception) -> _Finished:
+    def _unrunnable(self, job: Job, message_id: bytes, delivery: Delivery, exc: Exception) -> _Finished:
         log.exception("worker %s: run %s cannot be executed", self.name, job.run_id)
-        stamper = EventStamper(job.run_id, self.clock, attempt=attempt)
+        stamper = EventStamper(job.run_id, self.clock, attempt=delivery.attempt)
         emitter = RedisEmitter(self.client, self.keys.events)
         emitter.emit(stamper.run_failed(f"engine error: the worker could not start this run: {type(exc).__name__}: "
                                         f"{exc}", "engine_error"))
 
         def finish(pipe: Any) -> None:
             pipe.delete(self.keys.run_checkpoint(job.run_id), self.keys.run_secrets(job.run_id))
-            self._release(pipe, job.run_id, message_id)
+            self._release(pipe, job.run_id, delivery.origin, message_id)
 
-        return _Finished(job.run_id, "failed", emitter, finish)
+        return _Finished(job.run_id, "failed", delivery.origin, emitter, finish)
 
     def _ack(self, pipe: Any, message_id: bytes) -> None:
         pipe.xack(self.keys.jobs, self.keys.jobs_group, message_id)
         pipe.xdel(self.keys.jobs, message_id)
 
-    def _release(self, pipe: Any, run_id: str, message_id: bytes) -> None:
-        """The job is done with (ended, parked or dropped): ack it and forget its liveness and progress."""
-        pipe.delete(self.keys.run_progress(run_id))
-        pipe.hdel(self.keys.heartbeats, run_id)
-        pipe.hdel(self.keys.running_jobs, run_id)
+    def _forget(self, pipe: Any, origin: str, message_id: bytes) -> None:
+        """Ack this job's message and forget its own liveness entries (keyed by its origin, never another job's)."""
+        pipe.hdel(self.keys.heartbeats, origin)
+        pipe.hdel(self.keys.running_jobs, origin)
         self._ack(pipe, message_id)
 
-    def _dropped(self, run_id: str, message_id: bytes) -> _Finished:
-        return _Finished(run_id, "dropped", finish=lambda pipe: self._release(pipe, run_id, message_id))
+    def _release(self, pipe: Any, run_id: str, origin: str, message_id: bytes) -> None:
+        """The job ended or parked: ack it and forget its liveness and its own progress."""
+        pipe.delete(self.keys.run_progress(run_id, origin))
+        self._forget(pipe, origin, message_id)
+
+    def _dropped(self, run_id: str, origin: str, message_id: bytes) -> _Finished:
+        """A duplicate or stale job: it acknowledges itself and nothing else; the run's checkpoint, claims and
+        other jobs' progress stay as they are."""
+        crashpoints.reached("worker.in_drop")
+        return _Finished(run_id, "dropped", origin, finish=lambda pipe: self._forget(pipe, origin, message_id))
 
     def _execute(self, job: Job, message_id: bytes, delivery: Delivery, cancel_key: str) -> _Finished:
         checkpoint: dict[str, Any] | None = None
@@ -249,7 +256,7 @@ class Worker:
         admission = Admission("resume")
         if delivery.attempt > 1:
             # A redelivered job: continue from what the lost attempt flushed, if it flushed anything.
-            raw_progress = self.client.get(self.keys.run_progress(job.run_id))
+            raw_progress = self.client.get(self.keys.run_progress(job.run_id, delivery.origin))
             progress = orjson.loads(raw_progress) if raw_progress else None
         if progress is not None:
             raw_park = self.client.get(self.keys.run_checkpoint(job.run_id))
@@ -259,13 +266,13 @@ class Worker:
             raw = self.client.get(self.keys.run_checkpoint(job.run_id))
             if raw is None:
                 log.error("worker %s: run %s has no checkpoint to resume from; job dropped", self.name, job.run_id)
-                return self._dropped(job.run_id, message_id)
+                return self._dropped(job.run_id, delivery.origin, message_id)
             checkpoint = orjson.loads(raw)
             admission = admit_resume(self.client, self.keys, job, delivery.origin.encode(), checkpoint,
                                      self.clock.now())
             if admission.action == "drop":
                 log.info("worker %s: run %s: resume dropped: %s", self.name, job.run_id, admission.reason)
-                return self._dropped(job.run_id, message_id)
+                return self._dropped(job.run_id, delivery.origin, message_id)
             job = Job(**checkpoint["job"])
         plan = self.plans.get(job.flow_id, job.version)
         inputs = dict(job.inputs)
@@ -322,6 +329,7 @@ class Worker:
                 pipe.set(self.keys.run_checkpoint(job.run_id), orjson.dumps(sealed, default=ctx.plain))
             else:
                 pipe.delete(self.keys.run_checkpoint(job.run_id), self.keys.run_secrets(job.run_id), cancel_key)
-            self._release(pipe, job.run_id, message_id)
+            self._release(pipe, job.run_id, delivery.origin, message_id)
 
-        return _Finished(job.run_id, outcome.status, emitter, finish, parked["wake_at"] if parked else None)
+        return _Finished(job.run_id, outcome.status, delivery.origin, emitter, finish,
+                         parked["wake_at"] if parked else None)

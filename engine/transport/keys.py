@@ -71,10 +71,23 @@ class Keyspace:
         return self._key("projector", "lease")
 
     @property
+    def events_journal(self) -> str:
+        """Stream (capped, optional): a copy of every event the projector applied, in order, for audits and for
+        rebuilding the projection (`LOCKGATE_EVENT_JOURNAL` entries kept; off by default). Written by the
+        projector with each batch's acknowledgement."""
+        return self._key("events", "journal")
+
+    @property
     def heartbeats(self) -> str:
-        """Hash run_id -> last heartbeat (epoch seconds) of the worker running it. Written by workers;
-        read by the watchdog."""
+        """Hash job origin -> last heartbeat (epoch seconds) of the worker executing that job. Written by workers;
+        read by the watchdog. Keyed by job, not run, so a duplicate job of a run never touches the live one's."""
         return self._key("heartbeats")
+
+    def consumer_slot(self, host: str, index: int) -> str:
+        """String with TTL: "pid:nonce" of the process using worker consumer name `host:w<index>`. Set (CAS) by
+        `engine.runtime.consumers` at start and refreshed with each heartbeat; a process restarting on the same
+        host takes a dead predecessor's name and reclaims its pending jobs at once."""
+        return self._key("workers", "slot", host, str(index))
 
     def run_cancel(self, run_id: str) -> str:
         """String flag with TTL: cancel requested for a running run. Set by the cancel API; read by
@@ -91,11 +104,12 @@ class Keyspace:
         Set by `create_run()`; read by workers; deleted when the run ends."""
         return self._key("run", run_id, "secrets")
 
-    def run_progress(self, run_id: str) -> str:
+    def run_progress(self, run_id: str, origin: str) -> str:
         """String (JSON): a running run's context as of its last flushed events (state, scheduling, the
-        step in flight), so a reclaimed job continues from the last completed step. Written by workers with
-        every flush (fenced); read by the worker of the next attempt; deleted when the job ends or parks."""
-        return self._key("run", run_id, "progress")
+        step in flight), so a reclaimed job continues from the last completed step. One per job (its origin
+        message id): only that job's attempts read, write or delete it. Written by workers with every flush
+        (fenced); read by the worker of the next attempt; deleted when the job ends or parks."""
+        return self._key("run", run_id, "progress", origin)
 
     def job_attempt(self, origin: str) -> str:
         """String with TTL: the current attempt of one job message (by its first message id). Set by the
@@ -105,7 +119,7 @@ class Keyspace:
 
     @property
     def running_jobs(self) -> str:
-        """Hash run_id -> JSON {message, origin, attempt, worker} of jobs being executed. Written by workers
+        """Hash job origin -> JSON {run, message, attempt, worker} of jobs being executed. Written by workers
         when a job starts, deleted when it ends; read by the watchdog to reclaim a silent worker's job."""
         return self._key("jobs", "running")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from engine.flow import Flow, flow_from_data
@@ -129,14 +130,21 @@ def test_running_runs_heartbeat_until_they_end(tmp_path: Path, redis_url: str, s
         run_id = services.create_run("beat").run_id
         handles = services.handles
         assert handles is not None
+        def origin() -> str | None:
+            entries: dict[bytes, bytes] = handles.client.hgetall(handles.keys.running_jobs)  # type: ignore[assignment]
+            return next((job.decode() for job, raw in entries.items() if orjson.loads(raw)["run"] == run_id), None)
+
+        job = wait_until(origin, what="the run's job to be running")
+
         def beat() -> float:
-            return float(handles.client.hget(handles.keys.heartbeats, run_id) or 0)
+            return float(handles.client.hget(handles.keys.heartbeats, job) or 0)
 
         first = wait_until(beat, what="a heartbeat")
         wait_until(lambda: beat() > first, what="the heartbeat to advance")
         site.release.set()
         assert services.wait_for_run(run_id)["status"] == "succeeded"
-        assert handles.client.hget(handles.keys.heartbeats, run_id) is None
+        assert handles.client.hget(handles.keys.heartbeats, job) is None
+        assert handles.client.hget(handles.keys.running_jobs, job) is None
     finally:
         services.stop()
 

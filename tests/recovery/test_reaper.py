@@ -88,17 +88,17 @@ def test_a_write_of_a_stale_attempt_is_refused_whole(redis_url: str, key_prefix:
     def write(attempt: int, marker: str) -> Any:
         recorder = CommandRecorder()
         recorder.xadd(keys.events, {EVENT_FIELD: marker})
-        recorder.set(keys.run_progress("r1"), marker)
+        recorder.set(keys.run_progress("r1", "1-0"), marker)
         return writer.write(JobFence("1-0", attempt), recorder)
 
     assert write(1, "first") == 1  # no attempt key yet: attempt 1 is current
     client.set(keys.job_attempt("1-0"), 2)
     assert write(1, "zombie") == 0
-    assert client.get(keys.run_progress("r1")) == b"first"
+    assert client.get(keys.run_progress("r1", "1-0")) == b"first"
     events: Any = client.xrange(keys.events)
     assert [fields[EVENT_FIELD] for _id, fields in events] == [b"first"]
     assert write(2, "second") == 1
-    assert client.get(keys.run_progress("r1")) == b"second"
+    assert client.get(keys.run_progress("r1", "1-0")) == b"second"
 
 
 def test_consumers_long_gone_with_nothing_pending_leave_the_group(redis_url: str, key_prefix: str, sqlite_url: str,

@@ -20,11 +20,11 @@ def test_a_heartbeat_is_stale_only_past_the_threshold_by_the_injected_clock(redi
     sql = sa.create_engine(sqlite_url)
     watchdog = Watchdog(Reclaimer(client, keys, sql, clock, RecoveryThresholds(heartbeat_timeout=15.0)))
     client.hset(keys.heartbeats, mapping={"fresh": clock.now(), "old": clock.now() - 10})
-    assert watchdog.stale_runs() == {}
+    assert watchdog.stale_jobs() == {}
     clock.advance(6)
-    assert watchdog.stale_runs() == {"old": 16.0}
+    assert watchdog.stale_jobs() == {"old": 16.0}
     clock.advance(10)
-    assert set(watchdog.stale_runs()) == {"fresh", "old"}
+    assert set(watchdog.stale_jobs()) == {"fresh", "old"}
 
 
 def test_a_stale_heartbeat_without_a_running_job_is_cleared_and_nothing_is_claimed(
