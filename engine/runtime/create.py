@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
-import orjson
 import sqlalchemy as sa
 
 from engine.events import ExternalStamper, encode_event
@@ -24,8 +23,10 @@ from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.handles import EngineHandles
 from engine.runtime.inputs import check_inputs, redacted_inputs, secret_names
 from engine.runtime.jobs import encode_job, start_job
+from engine.runtime.sealed import seal_secrets
 from engine.runtime.transitions import TERMINAL
 from engine.runtime.write_lock import sqlite_writer
+from engine.secret_box import SecretBoxError
 from engine.store.models import Run
 
 IDEMPOTENCY_TTL_SECONDS = 7 * 24 * 3600
@@ -58,6 +59,12 @@ class CreatedRun:
 
 class RunRefused(ValueError):
     """create_run refused before any run existed."""
+
+
+class SecretsUnsealable(RunRefused):
+    """The run's secret inputs cannot be sealed (no usable data key), and they are never stored in plain text."""
+
+    reason = "secret_key_unavailable"
 
 
 def _trigger_of(flow: Flow, trigger: str | None) -> str:
@@ -132,6 +139,11 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
     resolved = check_inputs(flow, inputs or {})
     budget_preflight(flow, resolved)
     run_id = uuid.uuid4().hex
+    secrets = {name: resolved[name] for name in secret_names(flow) if name in resolved}
+    try:
+        sealed = seal_secrets(handles.box, run_id, secrets) if secrets else None
+    except SecretBoxError as exc:
+        raise SecretsUnsealable(f'flow "{flow.id}": its secret inputs cannot be stored sealed: {exc}') from None
     if idempotency_key and not handles.client.set(handles.keys.idempotency(idempotency_key), run_id, nx=True,
                                                   ex=IDEMPOTENCY_TTL_SECONDS):
         found = _existing_run(handles, idempotency_key)
@@ -152,10 +164,9 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
             if found is not None:
                 return found
         raise
-    secrets = {name: resolved[name] for name in secret_names(flow) if name in resolved}
     pipe = handles.client.pipeline(transaction=False)
-    if secrets:
-        pipe.set(handles.keys.run_secrets(run_id), orjson.dumps(secrets))
+    if sealed is not None:
+        pipe.set(handles.keys.run_secrets(run_id), sealed)
     pipe.xadd(handles.keys.jobs, encode_job(start_job(run_id, flow.id, published.version, trigger_id, shown,
                                                       bool(secrets),
                                                       accepted_at if mode == "async" else None)))

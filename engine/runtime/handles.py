@@ -1,4 +1,4 @@
-"""What the engine's Python API needs in hand: Redis, its keyspace, the SQL engine and the clock."""
+"""What the engine's Python API needs in hand: Redis, its keyspace, the SQL engine, the clock, the secret box."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import redis
 import sqlalchemy as sa
 
 from engine.clock import Clock, SystemClock
+from engine.secret_box import SecretBox
 from engine.transport.keys import Keyspace
 
 
@@ -17,3 +18,5 @@ class EngineHandles:
     keys: Keyspace
     sql: sa.Engine
     clock: Clock = field(default_factory=SystemClock)
+    box: SecretBox | None = None
+    """Seals secret inputs for Redis; None where no run is created (a run with secrets is then refused)."""

@@ -31,6 +31,7 @@ from engine.runtime.reclaim import Reclaimer, RecoveryThresholds
 from engine.runtime.transitions import TERMINAL
 from engine.runtime.watchdog import Watchdog
 from engine.runtime.worker import PlanCache, Worker, ensure_group
+from engine.secret_box import SecretBox, box_for
 from engine.store.db import init_db, make_engine
 from engine.transport.connection import RedisHandle, open_redis
 from engine.transport.due import DueItem, DueSet, DueWaker
@@ -66,6 +67,8 @@ class EngineServices:
         self.watchdog: Watchdog | None = None
         """Longest blocking stream read; bounds how long stop() waits for a worker."""
         self.keys = Keyspace(config.key_prefix)
+        self.box: SecretBox = box_for(config.data_dir)
+        """Seals secret inputs and the run data of runs that have them; its key is read at first use."""
         self.redis: RedisHandle | None = None
         self.sql: sa.Engine | None = None
         self.handles: EngineHandles | None = None
@@ -92,7 +95,7 @@ class EngineServices:
             self.config.sql_url.startswith("sqlite") else make_engine(self.config.sql_url)
         init_db(self.sql)
         client = self.redis.client()
-        self.handles = EngineHandles(client, self.keys, self.sql, self.clock)
+        self.handles = EngineHandles(client, self.keys, self.sql, self.clock, self.box)
         ensure_group(client, self.keys.jobs, self.keys.jobs_group)
         ensure_group(client, self.keys.events, self.keys.events_group)
         self.due = DueSet(client, self.keys)
@@ -111,7 +114,8 @@ class EngineServices:
         plans = PlanCache(self.sql)
         for index, name in enumerate(names):
             worker = Worker(self.redis.client(), self.keys, plans, self.clock, name,
-                            schedule_due=self._schedule_due, sleep=self.sleep, block_ms=self.block_ms)
+                            schedule_due=self._schedule_due, sleep=self.sleep, block_ms=self.block_ms,
+                            box=self.box)
             self.workers.append(worker)
             self._spawn(f"lockgate-worker-{index}", worker.run)
         if self.run_projector:

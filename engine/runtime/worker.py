@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import orjson
 import redis
 import sqlalchemy as sa
 
@@ -39,6 +38,8 @@ from engine.runtime.inputs import secret_names
 from engine.runtime.jobs import ATTEMPT_FIELD, BadJob, Delivery, Job, decode_job, delivery_of
 from engine.runtime.plan import FlowPlan
 from engine.runtime.reclaim import running_entry
+from engine.runtime.sealed import dump_snapshot, load_snapshot, open_secrets
+from engine.secret_box import SecretBox, SecretBoxError
 from engine.transport.keys import Keyspace
 
 log = logging.getLogger("lockgate.worker")
@@ -94,7 +95,8 @@ class Worker:
 
     def __init__(self, client: redis.Redis, keys: Keyspace, plans: PlanCache, clock: Clock, name: str, *,
                  schedule_due: Callable[[str, float | None], None] = lambda run_id, due_at: None,
-                 sleep: Callable[[float], None] = time.sleep, block_ms: int = 500) -> None:
+                 sleep: Callable[[float], None] = time.sleep, block_ms: int = 500,
+                 box: SecretBox | None = None) -> None:
         self.client = client
         self.keys = keys
         self.plans = plans
@@ -108,6 +110,8 @@ class Worker:
         self.holding: tuple[bytes, ...] = ()
         """Job messages of the batch in hand (the heartbeat thread keeps them from looking abandoned)."""
         self.writer = FencedWriter(client, keys)
+        self.box = box
+        """Opens runs' secret inputs and seals the run data of their progress and checkpoints."""
 
     def run(self, stop: threading.Event) -> None:
         ensure_group(self.client, self.keys.jobs, self.keys.jobs_group)
@@ -217,11 +221,16 @@ class Worker:
         return outcomes
 
     def _unrunnable(self, job: Job, message_id: bytes, delivery: Delivery, exc: Exception) -> _Finished:
-        log.exception("worker %s: run %s cannot be executed", self.name, job.run_id)
         stamper = EventStamper(job.run_id, self.clock, attempt=delivery.attempt)
         emitter = RedisEmitter(self.client, self.keys.events)
-        emitter.emit(stamper.run_failed(f"engine error: the worker could not start this run: {type(exc).__name__}: "
-                                        f"{exc}", "engine_error"))
+        if isinstance(exc, SecretBoxError):
+            log.error("worker %s: run %s cannot be executed: %s (%s)", self.name, job.run_id, exc, exc.kind)
+            emitter.emit(stamper.run_failed(f"the worker cannot open this run's secret inputs: {exc}",
+                                            "secret_unreadable"))
+        else:
+            log.exception("worker %s: run %s cannot be executed", self.name, job.run_id)
+            emitter.emit(stamper.run_failed(f"engine error: the worker could not start this run: "
+                                            f"{type(exc).__name__}: {exc}", "engine_error"))
 
         def finish(pipe: Any) -> None:
             pipe.delete(self.keys.run_checkpoint(job.run_id), self.keys.run_secrets(job.run_id))
@@ -257,17 +266,17 @@ class Worker:
         if delivery.attempt > 1:
             # A redelivered job: continue from what the lost attempt flushed, if it flushed anything.
             raw_progress = self.client.get(self.keys.run_progress(job.run_id, delivery.origin))
-            progress = orjson.loads(raw_progress) if raw_progress else None
+            progress = load_snapshot(self.box, job.run_id, raw_progress) if raw_progress else None
         if progress is not None:
             raw_park = self.client.get(self.keys.run_checkpoint(job.run_id))
-            checkpoint = orjson.loads(raw_park) if raw_park else None
+            checkpoint = load_snapshot(self.box, job.run_id, raw_park) if raw_park else None
             job = Job(**progress["job"])
         elif job.action == "resume":
             raw = self.client.get(self.keys.run_checkpoint(job.run_id))
             if raw is None:
                 log.error("worker %s: run %s has no checkpoint to resume from; job dropped", self.name, job.run_id)
                 return self._dropped(job.run_id, delivery.origin, message_id)
-            checkpoint = orjson.loads(raw)
+            checkpoint = load_snapshot(self.box, job.run_id, raw)
             admission = admit_resume(self.client, self.keys, job, delivery.origin.encode(), checkpoint,
                                      self.clock.now())
             if admission.action == "drop":
@@ -279,7 +288,7 @@ class Worker:
         if job.has_secrets:
             secret_raw = self.client.get(self.keys.run_secrets(job.run_id))
             if secret_raw:
-                inputs.update(orjson.loads(secret_raw))
+                inputs.update(open_secrets(self.box, job.run_id, secret_raw))
         ctx = RunContext(job.run_id, job.flow_id, job.version, job.trigger, inputs, secret_names(plan.flow))
         restored_from = progress or checkpoint
         stamper = EventStamper(job.run_id, self.clock, attempt=delivery.attempt,
@@ -297,7 +306,9 @@ class Worker:
 
         executor = RunExecutor(plan, ctx, stamper, emitter, self.clock, cancel_requested=cancel_requested,
                                sleep=self.sleep, worker=self.name, services=StepServices(self.client, self.keys))
-        emitter.progress = lambda: orjson.dumps({**executor.progress(), "job": asdict(job)}, default=ctx.plain)
+        sealing = self.box if job.has_secrets else None
+        emitter.progress = lambda: dump_snapshot(sealing, job.run_id, {**executor.progress(), "job": asdict(job)},
+                                                 ctx.plain)
         # A flush precedes every slow step (blocking body, retry wait), so the next boundary always checks the
         # cancel flag: a cancel sent while the step ran is never skipped by the check interval.
         emitter.after_flush = lambda: last_check.__setitem__(0, float("-inf"))
@@ -326,7 +337,7 @@ class Worker:
                 sealed = executor.checkpoint(outcome.parked_node)
                 sealed["job"] = asdict(job)
                 sealed.update(parked or {})
-                pipe.set(self.keys.run_checkpoint(job.run_id), orjson.dumps(sealed, default=ctx.plain))
+                pipe.set(self.keys.run_checkpoint(job.run_id), dump_snapshot(sealing, job.run_id, sealed, ctx.plain))
             else:
                 pipe.delete(self.keys.run_checkpoint(job.run_id), self.keys.run_secrets(job.run_id), cancel_key)
             self._release(pipe, job.run_id, delivery.origin, message_id)

@@ -95,20 +95,22 @@ class Keyspace:
         return self._key("run", run_id, "cancel")
 
     def run_checkpoint(self, run_id: str) -> str:
-        """String (JSON): a parked run's sealed context (state, scheduling, sequence) until it resumes.
-        Written by the worker that parks it; read and deleted by the worker that resumes it."""
+        """String (JSON): a parked run's context (state, scheduling, sequence) until it resumes; for a run with
+        secrets its run data is sealed (`engine.runtime.sealed`). Written by the worker that parks it; read
+        and deleted by the worker that resumes it."""
         return self._key("run", run_id, "checkpoint")
 
     def run_secrets(self, run_id: str) -> str:
-        """String (JSON): a run's secret input values, kept only here (events and SQL hold `***`).
-        Set by `create_run()`; read by workers; deleted when the run ends."""
+        """String (sealed blob, `engine.secret_box`): a run's secret input values, kept only here (events and
+        SQL hold `***`). Set by `create_run()`; read by workers; deleted when the run ends."""
         return self._key("run", run_id, "secrets")
 
     def run_progress(self, run_id: str, origin: str) -> str:
         """String (JSON): a running run's context as of its last flushed events (state, scheduling, the
-        step in flight), so a reclaimed job continues from the last completed step. One per job (its origin
-        message id): only that job's attempts read, write or delete it. Written by workers with every flush
-        (fenced); read by the worker of the next attempt; deleted when the job ends or parks."""
+        step in flight; run data sealed for a run with secrets), so a reclaimed job continues from the last
+        completed step. One per job (its origin message id): only that job's attempts read, write or delete it.
+        Written by workers with every flush (fenced); read by the worker of the next attempt; deleted when the
+        job ends or parks."""
         return self._key("run", run_id, "progress", origin)
 
     def job_attempt(self, origin: str) -> str:
