@@ -290,11 +290,16 @@ _STEP_COLUMNS = ("run_id", "step", "node_id", "node_type", "status", "attempts",
                  "error_type", "duration_ms", "started_at", "finished_at")
 
 
+def _canonical(value: Any) -> bytes:
+    """One spelling per value whatever the database: JSON keys sorted (PostgreSQL's jsonb reorders them)."""
+    return orjson.dumps(value, default=str, option=orjson.OPT_SORT_KEYS)
+
+
 def _projection(engine: sa.Engine) -> dict[str, Any]:
     with engine.connect() as conn:
-        runs = [tuple(orjson.dumps(row[c], default=str) for c in _RUN_COLUMNS)
+        runs = [tuple(_canonical(row[c]) for c in _RUN_COLUMNS)
                 for row in conn.execute(sa.select(Run.__table__).order_by(Run.id)).mappings()]
-        steps = [tuple(orjson.dumps(row[c], default=str) for c in _STEP_COLUMNS)
+        steps = [tuple(_canonical(row[c]) for c in _STEP_COLUMNS)
                  for row in conn.execute(sa.select(Step.__table__).order_by(Step.run_id, Step.step)).mappings()]
     return {"runs": runs, "steps": steps}
 
