@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Iterable
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -22,6 +22,10 @@ from app.engine_thread import EngineThread
 from app.live_subscriber import LiveSubscriber
 from app.settings import BudgetSetting
 from engine.config import EngineConfig
+from engine.logs import RecordBuffer
+
+if TYPE_CHECKING:
+    from engine.log_channel import LogReceiver
 
 EngineState = Literal["stopped", "starting", "running", "stopping", "unavailable", "failed"]
 SERVICES_MODULE = "engine.runtime.services"
@@ -48,7 +52,8 @@ class EngineBridge(QObject):
     _live_ready = Signal()
 
     def __init__(self, config: EngineConfig, budgets: Iterable[BudgetSetting] = (), workers: int = 2,
-                 parent: QObject | None = None, out_of_process: bool = True) -> None:
+                 parent: QObject | None = None, out_of_process: bool = True,
+                 log_records: RecordBuffer | None = None) -> None:
         super().__init__(parent)
         self.config = config
         self.budgets = list(budgets)
@@ -62,6 +67,9 @@ class EngineBridge(QObject):
         self._started_services: Any = None
         self.simulator: SimulatorProcess | None = None
         self.subscriber: LiveSubscriber | None = None
+        self.log_records = log_records
+        """Where the engine child's warnings and errors go (the Log dock's buffer); None: nowhere but its log file."""
+        self.log_receiver: LogReceiver | None = None
         self._watchdog = QTimer(self)
         self._watchdog.setInterval(WATCHDOG_MS)
         self._watchdog.timeout.connect(self._check_engine_process)
@@ -110,6 +118,11 @@ class EngineBridge(QObject):
                     for budget in self.budgets:
                         ledger.set_budget(budget.name, budget.limit_usd, budget.period)
                 if self.out_of_process:
+                    if self.log_records is not None:
+                        from engine.log_channel import LogReceiver
+
+                        self.log_receiver = LogReceiver(services.redis.client(socket_timeout=10), services.keys.logs,
+                                                        self.log_records).start()
                     self.subscriber = LiveSubscriber(services.redis.client(socket_timeout=10), services.keys.live,
                                                      self._live_ready.emit).start()
                     self.http_url, self.http_problem = _http_url_for_engine()
@@ -173,6 +186,9 @@ class EngineBridge(QObject):
         if self.engine_process is not None:
             self.engine_process.stop()
             self.engine_process = None
+        if self.log_receiver is not None:  # after the child: what it says while stopping still arrives
+            self.log_receiver.stop()
+            self.log_receiver = None
         if self.simulator is not None:
             self.simulator.stop()
             self.simulator = None
@@ -185,7 +201,10 @@ class EngineBridge(QObject):
         code = process.exit_code() if process is not None else None
         if process is not None and code is not None and self.state == "running":
             self._watchdog.stop()
-            self.unavailable_reason = f"the engine's worker process exited (code {code}); see {process.log_path}"
+            from engine.logs import log_folder
+
+            self.unavailable_reason = (f"the engine's worker process exited (code {code}); see {process.log_path} "
+                                       f"and {log_folder() / 'worker.log'}")
             self._set_state("failed", f"Engine failed: {self.unavailable_reason}")
 
     # ----- requests (run on the engine thread, answered on the GUI thread) ---------------

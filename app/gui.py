@@ -18,6 +18,7 @@ from app.bridge import EngineBridge
 from app.settings import APPLICATION, ORGANIZATION, AppSettings
 from app.window import MainWindow
 from engine.config import EngineConfig
+from engine.logs import RecordBuffer
 
 READY_ENV = "LOCKGATE_EXIT_WHEN_READY"
 """When set, print `ready <seconds>` once the window is shown and idle, then quit (startup measurement)."""
@@ -63,13 +64,16 @@ def freeze_startup_objects() -> None:
     gc.freeze()
 
 
-def create_main_window(app: QApplication, settings: AppSettings, start_engine: bool = True) -> MainWindow:
-    """The themed main window with its engine bridge; opens the example on a first start."""
+def create_main_window(app: QApplication, settings: AppSettings, start_engine: bool = True,
+                       log_records: RecordBuffer | None = None) -> MainWindow:
+    """The themed main window with its engine bridge; opens the example on a first start.
+
+    `log_records`: the process's log records for the Log dock (the engine child's arrive there too)."""
     from app.theme import apply_app_theme
 
     apply_app_theme(app, settings.theme)
-    bridge = EngineBridge(engine_config(settings), settings.budgets())
-    window = MainWindow(settings, bridge)
+    bridge = EngineBridge(engine_config(settings), settings.budgets(), log_records=log_records)
+    window = MainWindow(settings, bridge, log_records=log_records)
     if not settings.first_start_done:
         window.first_start()
     if start_engine:
@@ -80,14 +84,16 @@ def create_main_window(app: QApplication, settings: AppSettings, start_engine: b
     return window
 
 
-def run_app(argv: Sequence[str] | None = None, settings: AppSettings | None = None) -> int:
-    """Open the app and run until the main window closes."""
+def run_app(argv: Sequence[str] | None = None, settings: AppSettings | None = None,
+            log_records: RecordBuffer | None = None) -> int:
+    """Open the app and run until the main window closes; `log_records` feed its Log dock."""
     import qasync
 
     app = create_application(argv)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    window = create_main_window(app, settings or AppSettings(), start_engine=not os.environ.get(NO_ENGINE_ENV))
+    window = create_main_window(app, settings or AppSettings(), start_engine=not os.environ.get(NO_ENGINE_ENV),
+                                log_records=log_records)
     window.show()
     if os.environ.get(READY_ENV):
         def report_ready() -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
 from collections.abc import Sequence
 
 from engine import __version__
+from engine.cli.worker import add_log_level
 
 # Each module defines `register(subparsers)`; it adds its parser and sets `handler=fn(args) -> int`.
 # Keep imports inside handlers so `lockgate --help` stays fast.
@@ -32,21 +34,44 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"lockgate {__version__}")
     parser.add_argument("--data-dir", help="data folder (default: LOCKGATE_DATA_DIR or the platform's)")
+    add_log_level(parser, None)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     return parser
 
 
+def log_file_name(command: str | None) -> str:
+    """`app.log` for the window, `worker.log` for `lockgate worker` (also the app's engine child), else `cli.log`."""
+    return "app" if command is None else "worker" if command == "worker" else "cli"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """`argv=None` is a process start (`lockgate`, `python -m app`): it configures the process's logging.
+    An explicit `argv` (tests, embedding) leaves the caller's logging as it is."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.data_dir:
         os.environ["LOCKGATE_DATA_DIR"] = args.data_dir
+    log_records = None
+    if argv is None:
+        from engine.logs import LOG_LEVEL_ENV, LogLevelError, RecordBuffer, chosen_level, configure_logging, log_folder
+
+        try:
+            level = chosen_level(args.log_level)
+        except LogLevelError as exc:
+            parser.error(str(exc))
+        if args.log_level:
+            os.environ[LOG_LEVEL_ENV] = level  # the app's engine child and other children log at it too
+        log_records = RecordBuffer() if args.command is None else None
+        configure_logging(level, log_folder(), console=True, name=log_file_name(args.command),
+                          extra_handlers=[log_records] if log_records is not None else [])
+        logging.getLogger("lockgate.main").info("started: lockgate %s %s, pid %d", __version__, args.command or "app",
+                                                  os.getpid())
     if args.command is None:
         from app.gui import run_app
 
-        return run_app()
+        return run_app(log_records=log_records)
     return int(args.handler(args) or 0)
 
 

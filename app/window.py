@@ -35,6 +35,7 @@ from app.bridge import EngineBridge
 from app.engine_controller import EngineController
 from app.examples import FIRST_START_EXAMPLE, FIRST_START_HINT, example_bytes, example_names
 from app.flow_tabs import FlowTabs
+from app.log_feed import LogFeed
 from app.panels.approvals import ApprovalsPanel
 from app.panels.holds import HoldsPanel
 from app.panels.log import LogPanel
@@ -46,6 +47,7 @@ from app.settings import AppSettings, ThemeMode
 from app.trigger_watch import TriggerWatch
 from engine import __version__
 from engine.flow import Flow, FlowLoadError
+from engine.logs import RecordBuffer
 from engine.validation import has_errors
 
 if TYPE_CHECKING:
@@ -58,7 +60,7 @@ STATUS_MESSAGE_MS = 6000
 
 class MainWindow(QMainWindow):
     def __init__(self, settings: AppSettings, bridge: EngineBridge | None = None,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, log_records: RecordBuffer | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("mainWindow")
         self.setWindowTitle("Lockgate")
@@ -75,6 +77,7 @@ class MainWindow(QMainWindow):
         self.tabs = FlowTabs(self)
         self.setCentralWidget(self.tabs)
         self._build_docks()
+        self.log_feed = LogFeed(self.log, log_records, self) if log_records is not None else None
         self.actions_by_id = action_specs.build_actions(self, self._handlers())
         self.menus = action_specs.build_menus(self.menuBar(), self.actions_by_id)
         self._build_recent_menu()

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Every process a test starts logs here, never in the user's log folder (tests of logging use their own).
+_TEST_LOGS = tempfile.mkdtemp(prefix="lockgate-test-logs-")
+os.environ["LOCKGATE_LOG_DIR"] = _TEST_LOGS
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
@@ -61,3 +66,4 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _release_qt_objects()
+    shutil.rmtree(_TEST_LOGS, ignore_errors=True)

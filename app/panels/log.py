@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QPlainTextEdit, QVBoxLayout, QWidget
 
 MAX_LOG_LINES = 5000
+log = logging.getLogger("lockgate.app")
 
 
 class LogPanel(QWidget):
@@ -25,8 +27,13 @@ class LogPanel(QWidget):
         layout.addWidget(self.text)
 
     def append(self, message: str) -> None:
-        """Add one line, stamped with the local time."""
+        """Add one line, stamped with the local time; the app's log file gets it too."""
         self.text.appendPlainText(f"{datetime.now():%H:%M:%S}  {message}")
+        log.info("%s", message)
+
+    def append_lines(self, lines: list[str]) -> None:
+        """Add lines that carry their own time (log records), in one edit."""
+        self.text.appendPlainText("\n".join(lines))
 
     def lines(self) -> list[str]:
         return self.text.toPlainText().splitlines()

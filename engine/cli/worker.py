@@ -1,14 +1,33 @@
-"""`lockgate worker [--workers N]`: the engine services headless until SIGINT/SIGTERM, then a clean stop."""
+"""`lockgate worker [--workers N] [--http HOST:PORT] [--log-level LEVEL]`: the engine services headless until
+SIGINT/SIGTERM, then a clean stop. Its warnings and errors also go out on the keyspace's `logs` channel."""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 import threading
 from typing import Any
 
 SWITCH_INTERVAL_SECONDS = 0.001
+log = logging.getLogger("lockgate.worker")
+
+
+def level_option(text: str) -> str:
+    """`--log-level` as argparse reads it: a bad level is a usage error (exit 2) naming the levels."""
+    from engine.logs import LogLevelError, parse_level
+
+    try:
+        return parse_level(text)
+    except LogLevelError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--log-level ")) from None
+
+
+def add_log_level(parser: argparse.ArgumentParser, default: Any) -> None:
+    parser.add_argument("--log-level", type=level_option, default=default, metavar="LEVEL",
+                        help="debug, info (default), warning, error or critical; the log file gets this level "
+                             "and worse, stderr warnings and worse (also LOCKGATE_LOG_LEVEL)")
 
 
 def register(subparsers: Any) -> None:
@@ -19,6 +38,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--workers", type=int, default=4, help="worker threads (default 4)")
     parser.add_argument("--http", metavar="HOST:PORT", default=None,
                         help="also serve the HTTP API and webhooks there, e.g. 127.0.0.1:8080 (default: off)")
+    # Also accepted before the command (`lockgate --log-level debug worker`); given here, it wins.
+    add_log_level(parser, argparse.SUPPRESS)
     parser.set_defaults(handler=worker_command)
 
 
@@ -31,6 +52,8 @@ def parse_http_address(text: str) -> tuple[str, int]:
 
 def worker_command(args: argparse.Namespace) -> int:
     from engine.config import EngineConfig
+    from engine.log_channel import LogPublisher
+    from engine.logs import configured
     from engine.runtime.services import EngineServices
 
     config = EngineConfig.from_env()
@@ -50,8 +73,12 @@ def worker_command(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     services = EngineServices(config, workers=max(1, args.workers))
     api = None
+    publisher: LogPublisher | None = None
     try:
         services.start()
+        if services.redis is not None:
+            publisher = LogPublisher(services.redis.client(), services.keys.logs).start()
+            logging.getLogger().addHandler(publisher)
         if http_address is not None:
             from engine.api.server import ApiServer
 
@@ -66,12 +93,20 @@ def worker_command(args: argparse.Namespace) -> int:
         where = config.redis_url or f"embedded Redis in {config.data_dir}"
         print(f"lockgate worker: {args.workers} worker(s) on {where}, SQL {config.sql_url}; Ctrl-C stops",
               file=sys.stderr)
+        setup = configured()
+        if setup is not None and setup.file is not None:
+            print(f"lockgate worker: log in {setup.file}", file=sys.stderr)
+        log.info("%d worker(s) on %s, SQL %s", args.workers, where, config.sql_url)
         while not stop.wait(0.5):
             pass
         print("lockgate worker: stopping", file=sys.stderr)
+        log.info("stopping")
     finally:
         if api is not None:
             api.stop()
+        if publisher is not None:
+            logging.getLogger().removeHandler(publisher)
+            publisher.close()
         services.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

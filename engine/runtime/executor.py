@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 from engine.clock import Clock
 from engine.durations import parse_duration
 from engine.events import EventBase, EventStamper
+from engine.logs import run_context
 from engine.runtime import crashpoints
 from engine.runtime.bodies import Park, StepCall, StepError, StepResult, StepServices, body_for
 from engine.runtime.context import RunContext
@@ -147,7 +148,8 @@ class RunExecutor:
     def _guarded(self, resume_node: str | None, resumed: bool = True) -> RunOutcome:
         try:
             if resume_node is not None:
-                self._run_step(self.top, resume_node, resumed=resumed)
+                with run_context(self.ctx.run_id, resume_node):
+                    self._run_step(self.top, resume_node, resumed=resumed)
             self._run_scope(self.top)
         except JobFenced:
             raise
@@ -183,7 +185,8 @@ class RunExecutor:
             node_id = next((n for n in ready if any(e.source == last for e in self.plan.incoming[n])), ready[0])
             if self.cancel_requested():
                 raise _Cancelled(node_id + scope.suffix)
-            self._run_step(scope, node_id)
+            with run_context(self.ctx.run_id, node_id + scope.suffix):
+                self._run_step(scope, node_id)
 
     def _branch_writes(self, scope: _Scope, join_id: str) -> list[dict[str, Any]]:
         sources = scope.scheduler.delivered_sources(join_id)

@@ -25,6 +25,7 @@ import sqlalchemy as sa
 
 from engine.clock import Clock
 from engine.events import EventStamper
+from engine.logs import run_context
 from engine.parking.resume import Admission, admit_resume, expire_parked, expire_queued, seal_park
 from engine.publish import get_version
 from engine.runtime import crashpoints
@@ -185,7 +186,9 @@ class Worker:
             self.active.add(delivery.origin)
             fence = JobFence(delivery.origin, delivery.attempt)
             try:
-                finished = self._execute(job, message_id, delivery, self.keys.run_cancel(job.run_id))
+                with run_context(job.run_id):
+                    log.debug("worker %s: run %s, attempt %d", self.name, job.run_id, delivery.attempt)
+                    finished = self._execute(job, message_id, delivery, self.keys.run_cancel(job.run_id))
             except JobFenced as exc:
                 log.warning("worker %s: %s", self.name, exc)
                 finished = _Finished(job.run_id, "fenced", delivery.origin)

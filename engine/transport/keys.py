@@ -65,6 +65,12 @@ class Keyspace:
         return self._key("live")
 
     @property
+    def logs(self) -> str:
+        """Pub/sub channel: WARNING and worse log records of engine processes, JSON (`engine.log_channel`).
+        Published by every `lockgate worker`; read by the app for its Log dock."""
+        return self._key("logs")
+
+    @property
     def projector_lease(self) -> str:
         """String with TTL: holder id of the one active projector. Set (NX, PX) and renewed by the
         projector holding it."""
