@@ -20,6 +20,7 @@ REASON_TEXT = {
     "pool_capacity": "provider pool",
     "provider_response": "provider answer",
     "overspend_approval": "overspend approval",
+    "retry_backoff": "retry backoff",
 }
 
 
@@ -85,11 +86,14 @@ class LiveState:
 
 
 def waiting_text(waiting_on: dict[str, Any] | None, now: float) -> str:
-    """`approval · 23h 59m left`: the reason, with time left when the wait has a due time."""
+    """`approval · 23h 59m left`: the reason, with time left when the wait has a due time; a retry's
+    backoff names the attempt it waits for (`retry backoff, attempt 3 · 10m left`)."""
     if not waiting_on:
         return ""
     reason = str(waiting_on.get("reason", "waiting"))
     text = REASON_TEXT.get(reason, reason)
+    if isinstance(waiting_on.get("attempt"), int):
+        text += f", attempt {waiting_on['attempt']}"
     due_at = waiting_on.get("due_at")
     if isinstance(due_at, int | float):
         left = due_at - now

@@ -232,7 +232,10 @@ CATALOG: dict[str, NodeType] = {
     )
 }
 
-PARK_REASONS: tuple[str, ...] = tuple(r for spec in CATALOG.values() for r in spec.park_reasons)
+RETRY_PARK_REASON = "retry_backoff"
+"""Any node with a `retry` policy parks with this reason while it waits out its backoff."""
+
+PARK_REASONS: tuple[str, ...] = (*(r for spec in CATALOG.values() for r in spec.park_reasons), RETRY_PARK_REASON)
 
 
 def node_type(type_name: str) -> NodeType | None:

@@ -44,6 +44,8 @@ class RetryPolicy(_Strict):
     max_attempts: StrictInt = Field(default=3, ge=1, le=100)
     backoff: Literal["linear", "exponential"] = "exponential"
     base_delay: str | int | float = "1s"
+    max_interval: str | int | float = "5m"
+    """The longest single wait between attempts: exponential growth stops here."""
 
 
 class Node(_Strict):

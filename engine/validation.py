@@ -20,6 +20,7 @@ from engine.catalog import CATALOG, EVENT_TYPES, NodeType, template_fields, writ
 from engine.durations import DurationError, format_duration, parse_duration
 from engine.flow import Edge, Flow, FlowLoadError, Node, flow_from_data, parse_document
 from engine.flow_graph import FlowGraph
+from engine.retry_plan import INLINE_RETRY_WAIT_LIMIT, retry_delay, total_backoff, wait_seconds
 from engine.templates import TemplateProblem, template_state_refs
 
 Severity = Literal["error", "warning"]
@@ -126,6 +127,7 @@ class _Checker:
         self._triggers()
         cyclic = self._cycles()
         self._node_rules(limits)
+        self._retry_waits(limits["max_wait"], cyclic)
         if not cyclic:
             self._reserve_targets_downstream()
             self._finance_chain()
@@ -311,6 +313,49 @@ class _Checker:
                 self._schedule(node_id, config)
             elif spec.type == "budget.reserve":
                 self._reserve_target(node_id, config)
+
+    def _retry_waits(self, max_wait: float, cyclic: bool) -> None:
+        """A retry's backoff is a park: all of a step's waits must fit in `max_wait`; inside a foreach, where a
+        step cannot park and the worker waits instead, they must stay short."""
+        in_loop = {} if cyclic else self._foreach_members()
+        for node_id, node in self.nodes.items():
+            retry = node.retry
+            if retry is None or retry.max_attempts < 2:
+                continue
+            try:
+                wait_seconds(retry.max_interval, "retry.max_interval")
+            except DurationError as exc:
+                self.add("bad_duration", node_id, f"node \"{node_id}\": {exc}")
+                continue
+            try:
+                total = total_backoff(retry)
+                cap = retry_delay(retry, retry.max_attempts - 1)
+            except DurationError:
+                continue  # a bad base_delay or a negative wait is the duration check's to report
+            plan = (f"{retry.max_attempts - 1} retries wait {_fmt(total)} in all (the longest {_fmt(cap)}, "
+                    f"retry.max_interval {retry.max_interval})")
+            if total > max_wait:
+                self.add("retry_exceeds_max_wait", node_id,
+                         f"node \"{node_id}\": its {plan}, above the {_fmt(max_wait)} a run may wait "
+                         "(settings.max_wait); lower max_attempts, base_delay or max_interval")
+            loop = in_loop.get(node_id)
+            if loop is not None and total > INLINE_RETRY_WAIT_LIMIT:
+                self.add("retry_wait_in_foreach", node_id,
+                         f"node \"{node_id}\" runs inside foreach \"{loop}\", where a retry waits in the worker "
+                         f"instead of parking; its {plan}, above the {_fmt(INLINE_RETRY_WAIT_LIMIT)} allowed there: "
+                         "lower max_attempts, base_delay or max_interval, or move the step out of the loop")
+
+    def _foreach_members(self) -> dict[str, str]:
+        """Each node inside a foreach body, with a foreach it runs in."""
+        members: dict[str, str] = {}
+        for node_id, spec in self.specs.items():
+            if spec.kind != "forEach":
+                continue
+            for port, target in self.out_edges.get(node_id, []):
+                if port == "item":
+                    for member in (target, *self.graph.members(self.graph.descendants(target))):
+                        members[member] = node_id
+        return members
 
     def _schedule(self, node_id: str, config: dict[str, Any]) -> None:
         cron, every = config.get("cron"), config.get("every")

@@ -34,7 +34,7 @@ IDEMPOTENT_CHOICES: tuple[tuple[str, bool | None], ...] = (
     ("Yes: may run again after a crash", True),
     ("No: fail the run instead of repeating", False),
 )
-RETRY_DEFAULTS: dict[str, Any] = {"max_attempts": 3, "backoff": "exponential", "base_delay": "1s"}
+RETRY_DEFAULTS: dict[str, Any] = {"max_attempts": 3, "backoff": "exponential", "base_delay": "1s", "max_interval": "5m"}
 
 
 class PropertiesPanel(QWidget):
@@ -184,6 +184,10 @@ class PropertiesPanel(QWidget):
         self.retry_delay = DurationEditor(FieldSpec("base_delay", "Base delay", "duration", True, "1s"))
         self.retry_delay.setObjectName("field_retry_base_delay")
         self.retry_delay.committed.connect(self._commit_retry)
+        self.retry_max_interval = DurationEditor(FieldSpec("max_interval", "Longest wait", "duration", True, "5m"))
+        self.retry_max_interval.setObjectName("field_retry_max_interval")
+        self.retry_max_interval.setToolTip("No wait between attempts grows past this")
+        self.retry_max_interval.committed.connect(self._commit_retry)
         self.continue_check = QCheckBox("Continue the run when this step fails")
         self.continue_check.setObjectName("field_continue_on_fail")
         self.continue_check.clicked.connect(
@@ -200,6 +204,7 @@ class PropertiesPanel(QWidget):
         form.addRow("Attempts", self.retry_attempts)
         form.addRow("Backoff", self.retry_backoff)
         form.addRow("Base delay", self.retry_delay)
+        form.addRow("Longest wait", self.retry_max_interval)
         form.addRow("", self.continue_check)
         form.addRow("Idempotent", self.idempotent_combo)
         return box
@@ -235,7 +240,8 @@ class PropertiesPanel(QWidget):
             for widget in widgets:
                 widget.blockSignals(False)
         self.retry_delay.show_value(retry.base_delay if retry else RETRY_DEFAULTS["base_delay"])
-        for retry_widget in (self.retry_attempts, self.retry_backoff, self.retry_delay):
+        self.retry_max_interval.show_value(retry.max_interval if retry else RETRY_DEFAULTS["max_interval"])
+        for retry_widget in (self.retry_attempts, self.retry_backoff, self.retry_delay, self.retry_max_interval):
             retry_widget.setEnabled(retry is not None)
 
     # ----- committing (always through the document's commands) ---------------------
@@ -269,6 +275,7 @@ class PropertiesPanel(QWidget):
             "max_attempts": self.retry_attempts.value(),
             "backoff": self.retry_backoff.currentText(),
             "base_delay": self.retry_delay.line.text().strip() or RETRY_DEFAULTS["base_delay"],
+            "max_interval": self.retry_max_interval.line.text().strip() or RETRY_DEFAULTS["max_interval"],
         }
         # Only what differs from the defaults is written, so the file stays minimal.
         retry = {k: v for k, v in retry.items() if v != RETRY_DEFAULTS[k]}

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QWidget
 
 from app.live import REASON_TEXT
 from app.panels.rows import STATUS_COLOURS
-from engine.catalog import CATALOG
+from engine.catalog import CATALOG, RETRY_PARK_REASON
 from engine.durations import format_duration
 
 ROW_HEIGHT = 22
@@ -57,6 +57,8 @@ def bars_of(run: dict[str, Any], now: float) -> list[Bar]:
         reason: str | None = None
         if step.get("status") == "suspended" and waiting and waiting.get("node") == step.get("node"):
             reason = str(waiting.get("reason"))
+        elif (step.get("attempts") or 0) > 1 and (end - start) - work >= MIN_PARK_S:
+            reason = RETRY_PARK_REASON
         elif spec is not None and spec.park_reasons and (end - start) - work >= MIN_PARK_S:
             reason = spec.park_reasons[0]
         bars.append(Bar(str(step.get("node")), str(step.get("status")), start, end, work, reason))

@@ -61,8 +61,9 @@ class EventStamper:
         return RunStarted(**self.stamp(), flow_id=flow_id, version=version, trigger=trigger, inputs=inputs,
                           worker=worker)
 
-    def run_parked(self, node: str, reason: str, due_at: float | None) -> RunParked:
-        return RunParked(**self.stamp(), waiting_on=WaitingOn(node=node, reason=reason, due_at=due_at))
+    def run_parked(self, node: str, reason: str, due_at: float | None, attempt: int | None = None) -> RunParked:
+        return RunParked(**self.stamp(), waiting_on=WaitingOn(node=node, reason=reason, due_at=due_at,
+                                                              attempt=attempt))
 
     def run_resumed(self, node: str, worker: str = "") -> RunResumed:
         return RunResumed(**self.stamp(), node=node, worker=worker)

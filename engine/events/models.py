@@ -86,6 +86,12 @@ class WaitingOn(BaseModel):
     node: str
     reason: str
     due_at: float | None = None
+    attempt: int | None = None
+    """`retry_backoff` only: the attempt that runs at `due_at`."""
+
+    def record(self) -> dict[str, Any]:
+        """What the run row keeps: node, reason and due time, and the attempt when there is one."""
+        return self.model_dump(exclude={"attempt"} if self.attempt is None else None)
 
 
 class RunParked(EventBase):

@@ -66,12 +66,13 @@ def admit_resume(client: redis.Redis, keys: Keyspace, job: Job, message_id: byte
 
 
 def seal_park(client: redis.Redis, keys: Keyspace, previous: dict[str, Any] | None, park: Park, now: float,
-              settings: FlowSettings, accepted_at: float | None = None) -> dict[str, Any]:
+              settings: FlowSettings, accepted_at: float | None = None, node: str | None = None) -> dict[str, Any]:
     """The park fields for the new checkpoint; an approval decided before its park was sealed wakes at once.
 
-    `accepted_at` is set for a run created in async mode: its `max_wait` counts from then.
+    `accepted_at` is set for a run created in async mode: its `max_wait` counts from then. `node` is the
+    node parking; a step parking again on it keeps its `suspended_step_timeout` clock.
     """
-    record = park_record(previous, park.reason, park.due_at, now, WaitLimits.of(settings), accepted_at)
+    record = park_record(previous, park.reason, park.due_at, now, WaitLimits.of(settings), accepted_at, node)
     approval_id = park.detail.get("approval_id")
     if approval_id and client.exists(keys.approval_decision(str(approval_id))):
         record.update(wake_at=now, wake_kind="due")

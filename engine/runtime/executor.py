@@ -1,7 +1,9 @@
 """Executes one run's steps in a worker: scheduling, bodies, retries, continue_on_fail, foreach, parking.
 
 It reports only through events handed to an `Emitter`; it never touches SQL. Everything it needs
-to resume a parked run is in `checkpoint()`.
+to resume a parked run is in `checkpoint()`. A top-level step's retry waits out its backoff parked
+(`retry_backoff`, holding no worker) and resumes at its next attempt; inside a foreach, where a
+step cannot park, the backoff is waited inline (validation bounds it, `retry_wait_in_foreach`).
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from engine.catalog import RETRY_PARK_REASON
 from engine.clock import Clock
-from engine.durations import parse_duration
 from engine.events import EventBase, EventStamper
 from engine.logs import run_context
+from engine.retry_plan import retry_delay
 from engine.runtime import crashpoints
 from engine.runtime.bodies import Park, StepCall, StepError, StepResult, StepServices, body_for
 from engine.runtime.context import RunContext
@@ -73,11 +76,6 @@ class _Scope:
     writes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def backoff_delay(backoff: str, base: float, attempt: int) -> float:
-    """Seconds to wait before retry number `attempt` (1 = first retry)."""
-    return base * attempt if backoff == "linear" else base * (2 ** (attempt - 1))
-
-
 def _normal_ports(plan: FlowPlan, node_id: str) -> tuple[str, ...]:
     kind = plan.kinds[node_id]
     if kind == "router":
@@ -109,6 +107,12 @@ class RunExecutor:
         """The top-level node whose step is running (a foreach node while its iterations run)."""
         self.in_flight_resumed = False
         """Whether that step is a parked step resuming (it runs again as a resume after a crash)."""
+        self.in_flight_attempt = 1
+        """The attempt of that step running now, or next after a failed one (a crash continues there)."""
+        self.parked_attempt: int | None = None
+        """Set when the run parks on a retry's backoff: the attempt its resume runs."""
+        self.resume_attempt: int | None = None
+        """Read from the checkpoint restored: a `retry_backoff` park's next attempt."""
 
     # --- entry points ---------------------------------------------------------------------
 
@@ -118,7 +122,11 @@ class RunExecutor:
         return self._guarded(None)
 
     def resume(self, parked_node: str) -> RunOutcome:
+        """Continue at the parked node: a parked body resumes, a retry's backoff runs its next attempt afresh."""
         self.emitter.emit(self.stamper.run_resumed(parked_node, self.worker))
+        attempt, self.resume_attempt = self.resume_attempt, None
+        if attempt is not None:
+            return self._guarded(parked_node, resumed=False, attempt=attempt)
         return self._guarded(parked_node)
 
     def recover(self, progress: dict[str, Any], idempotent: Callable[[str], bool]) -> RunOutcome:
@@ -129,7 +137,8 @@ class RunExecutor:
         if node is None or node in self.top.order:
             return self._guarded(None)
         if idempotent(node):
-            return self._guarded(node, resumed=bool(progress.get("in_flight_resumed")))
+            return self._guarded(node, resumed=bool(progress.get("in_flight_resumed")),
+                                 attempt=int(progress.get("in_flight_attempt") or 1))
         message = (f'node "{node}" ({self.plan.nodes[node].type}) was in progress when its worker was lost, and it '
                    "is not idempotent: running it again could repeat its effect (a second POST, a second "
                    "charge). The run is stopped here; you decide: check what the step did, then start the run "
@@ -143,18 +152,20 @@ class RunExecutor:
         snapshot = self.checkpoint(self.in_flight or "")
         snapshot["in_flight"] = self.in_flight
         snapshot["in_flight_resumed"] = self.in_flight_resumed
+        snapshot["in_flight_attempt"] = self.in_flight_attempt
         return snapshot
 
-    def _guarded(self, resume_node: str | None, resumed: bool = True) -> RunOutcome:
+    def _guarded(self, resume_node: str | None, resumed: bool = True, attempt: int = 1) -> RunOutcome:
         try:
             if resume_node is not None:
                 with run_context(self.ctx.run_id, resume_node):
-                    self._run_step(self.top, resume_node, resumed=resumed)
+                    self._run_step(self.top, resume_node, resumed=resumed, first_attempt=attempt)
             self._run_scope(self.top)
         except JobFenced:
             raise
         except _Parked as parked:
-            self.emitter.emit(self.stamper.run_parked(parked.node, parked.park.reason, parked.park.due_at))
+            self.emitter.emit(self.stamper.run_parked(parked.node, parked.park.reason, parked.park.due_at,
+                                                      attempt=self.parked_attempt))
             return RunOutcome("parked", park=parked.park, parked_node=parked.node)
         except _Cancelled as cancelled:
             self.emitter.emit(self.stamper.run_cancelled(node=cancelled.node))
@@ -203,23 +214,25 @@ class RunExecutor:
 
     # --- one step ---------------------------------------------------------------------------
 
-    def _run_step(self, scope: _Scope, node_id: str, *, resumed: bool = False) -> None:
+    def _run_step(self, scope: _Scope, node_id: str, *, resumed: bool = False, first_attempt: int = 1) -> None:
         node = self.plan.nodes[node_id]
         step = node_id + scope.suffix
         spec = body_for(node.type)
         scope.scheduler.start(node_id)
-        if scope is self.top:
+        top = scope is self.top
+        if top:
             self.in_flight, self.in_flight_resumed = node_id, resumed
         retry = node.retry
         max_attempts = retry.max_attempts if retry else 1
-        base_delay = parse_duration(retry.base_delay) if retry else 0.0
         names = dict(scope.names)
         names["state"] = scope.state
         call = StepCall(node=node, ctx=self.ctx, clock=self.clock, extra_names=names, resumed=resumed,
                         services=self.services, emit=lambda make: self.emitter.emit(make(self.stamper)))
         if self.plan.kinds[node_id] == "join":
             call.branch_writes = self._branch_writes(scope, node_id)
-        for attempt in range(1, max_attempts + 1):
+        for attempt in range(first_attempt, max_attempts + 1):
+            if top:
+                self.in_flight_attempt = attempt
             began = time.perf_counter()
             started = False
             try:
@@ -253,12 +266,18 @@ class RunExecutor:
                     f'node "{node_id}" ({node.type}): {type(exc).__name__}: {exc}')
                 message = self.ctx.redact(message)
                 elapsed = (time.perf_counter() - began) * 1000
-                if attempt < max_attempts:
-                    delay = backoff_delay(retry.backoff if retry else "linear", base_delay, attempt)
+                if retry is not None and attempt < max_attempts:
+                    delay = retry_delay(retry, attempt)
                     self.emitter.emit(self.stamper.step_failed(
                         node_id, step, message, error_type=error_type, step_attempt=attempt, will_retry=True,
                         retry_in=delay, duration_ms=elapsed))
+                    if top:
+                        self.in_flight_attempt, self.in_flight_resumed = attempt + 1, False
                     self.emitter.flush()
+                    if delay > 0 and top:
+                        self.parked_attempt = attempt + 1
+                        raise _Parked(node_id, Park(RETRY_PARK_REASON, due_at=self.clock.now() + delay,
+                                                    detail={"attempt": attempt + 1})) from None
                     if delay > 0:
                         self.sleep(delay)
                     continue
@@ -329,6 +348,7 @@ class RunExecutor:
             "writes": self.top.writes,
             "result": self.result,
             "seq": self.stamper.last_seq,
+            "retry_attempt": self.parked_attempt,
         }
 
     def restore(self, checkpoint: dict[str, Any]) -> None:
@@ -339,3 +359,5 @@ class RunExecutor:
         self.top.order = list(checkpoint.get("order", []))
         self.top.writes = dict(checkpoint.get("writes", {}))
         self.result = checkpoint.get("result")
+        attempt = checkpoint.get("retry_attempt")
+        self.resume_attempt = int(attempt) if attempt is not None else None

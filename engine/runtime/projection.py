@@ -249,7 +249,7 @@ def _apply(work: _Work, event: Event) -> LiveChange | None:
             run["waiting_on"] = None
             run["current_node"] = event.node
         case "run_parked":
-            waiting = event.waiting_on.model_dump()
+            waiting = event.waiting_on.record()
             node = waiting["node"]
             run["waiting_on"] = waiting
             run["current_node"] = node

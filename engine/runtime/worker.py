@@ -332,7 +332,7 @@ class Worker:
             outcome = executor.start(job.inputs)
 
         parked = seal_park(self.client, self.keys, checkpoint, outcome.park, self.clock.now(), plan.flow.settings,
-                           job.accepted_at) if outcome.status == "parked" and outcome.park is not None else None
+                           job.accepted_at, node=outcome.parked_node) if outcome.park is not None else None
 
         def finish(pipe: Any) -> None:
             if outcome.status == "parked":

@@ -198,3 +198,17 @@ def test_selection_of_many_shows_the_hint(panel_on) -> None:
     panel.show_selection(["route"])
     assert panel.node_id == "route"
     assert cell(panel.editors["branches"].table, 0, 0).flags() & Qt.ItemFlag.ItemIsEditable
+
+
+def test_retry_longest_wait_is_written_only_when_not_the_default(panel_on) -> None:
+    document, show = panel_on
+    panel = show("refund")
+    panel.retry_check.click()
+    assert panel.retry_max_interval.isEnabled()
+    panel.retry_max_interval.line.setText("1h")
+    panel.retry_max_interval.commit()
+    assert document.node("refund").retry.max_interval == "1h"
+    assert document.node("refund").retry.model_dump(exclude_unset=True) == {"max_interval": "1h"}
+    panel.retry_max_interval.line.setText("5m")
+    panel.retry_max_interval.commit()
+    assert document.node("refund").retry.model_dump(exclude_unset=True) == {}

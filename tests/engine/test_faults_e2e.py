@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 import redis
+import sqlalchemy as sa
 
 from engine.clock import ManualClock
 from engine.events import EventBase, EventStamper, encode_event
@@ -15,6 +16,7 @@ from engine.runtime.context import RunContext
 from engine.runtime.executor import RunExecutor
 from engine.runtime.inputs import redacted_inputs, secret_names
 from engine.runtime.plan import FlowPlan
+from engine.store.models import Run
 from engine.transport.keys import Keyspace
 from tests.engine.conftest import Engine, Site, make_flow
 
@@ -51,23 +53,40 @@ def test_refused_connection_and_template_error_fail_their_steps(engine: Engine) 
     assert "ZeroDivisionError" in engine.step(run, "calc")["error"]
 
 
-def test_retries_with_backoff_until_success(engine: Engine, site: Site) -> None:
+def _first_parked_at(engine: Engine, run_id: str) -> Any:
+    assert engine.services.sql is not None
+    with engine.services.sql.connect() as conn:
+        return conn.execute(sa.select(Run.first_parked_at).where(Run.id == run_id)).scalar_one()
+
+
+def test_retries_without_a_delay_run_at_once_until_success(engine: Engine, site: Site) -> None:
     call = {"id": "call", "type": "http.request", "config": {"method": "GET", "url": site.url + "/flaky"},
-            "retry": {"max_attempts": 4, "backoff": "exponential", "base_delay": "2s"}}
+            "retry": {"max_attempts": 4, "backoff": "exponential", "base_delay": "0s"}}
     doc = make_flow("flaky", [T, call, DONE], [("start", "call"), ("call", "done")])
     run = engine.run(doc)
-    assert run["status"] == "succeeded"
+    assert run["status"] == "succeeded" and _first_parked_at(engine, run["id"]) is None
     assert site.hits["/flaky"] == 3
     call = engine.step(run, "call")
     assert call["status"] == "succeeded" and call["attempts"] == 3
-    assert engine.sleeps == [2.0, 4.0]  # exponential from 2s, through the injected sleep
+    assert engine.sleeps == []
+
+
+def test_retries_inside_a_foreach_wait_inline_capped_by_max_interval(engine: Engine, site: Site) -> None:
+    call = {"id": "call", "type": "http.request", "config": {"method": "GET", "url": site.url + "/flaky"},
+            "retry": {"max_attempts": 4, "backoff": "exponential", "base_delay": "2s", "max_interval": "3s"}}
+    doc = make_flow("loop", [T, {"id": "each", "type": "foreach", "config": {"items": "{{ [1] }}"}}, call, DONE],
+                    [("start", "each"), ("each", "item", "call"), ("each", "done", "done")])
+    run = engine.run(doc)
+    assert run["status"] == "succeeded" and _first_parked_at(engine, run["id"]) is None  # a loop's step cannot park
+    assert engine.step(run, "call[0]")["attempts"] == 3
+    assert engine.sleeps == [2.0, 3.0]  # 2s, then 4s capped at 3s, through the injected sleep
 
 
 def test_retries_exhausted_then_continue_on_fail_goes_on(engine: Engine, site: Site) -> None:
     doc = make_flow("cof", [
         T,
         {"id": "call", "type": "http.request", "config": {"method": "GET", "url": site.url + "/fail"},
-         "retry": {"max_attempts": 2, "backoff": "linear", "base_delay": "3s"}, "continue_on_fail": True},
+         "retry": {"max_attempts": 2, "backoff": "linear", "base_delay": 0}, "continue_on_fail": True},
         {"id": "done", "type": "terminal",
          "config": {"output": "{{ errors.call.type }} after {{ errors.call.attempts }}"}},
     ], [("start", "call"), ("call", "done")])
@@ -75,7 +94,7 @@ def test_retries_exhausted_then_continue_on_fail_goes_on(engine: Engine, site: S
     assert run["status"] == "succeeded"
     assert run["result"] == "http_status after 2"
     assert engine.step(run, "call")["status"] == "failed"
-    assert engine.sleeps == [3.0]
+    assert site.hits["/fail"] == 2
 
 
 def test_a_body_exception_fails_the_step_not_the_worker(engine: Engine) -> None:

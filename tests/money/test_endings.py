@@ -5,11 +5,16 @@ drops the connection mid-response."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+import orjson
 import pytest
 
 from tests.engine.conftest import Site, wait_until
 from tests.money.conftest import MoneyEngine, model_flow
+
+HOUR = 3600.0
+MS = 0.001
 
 
 def _no_placed_holds(engine: MoneyEngine, run_id: str, count: int) -> list[dict[str, object]]:
@@ -91,5 +96,45 @@ def test_parked_expired_while_a_background_call_runs(start_money_engine: Callabl
     engine.advance(73 * 3600)
     run = engine.wait(run_id)
     assert run["status"] == "failed" and run["error_type"] == "parked_expired"
+    [hold] = _no_placed_holds(engine, run_id, 1)
+    assert hold["state"] == "released"
+
+
+def _polled_again(engine: MoneyEngine, run_id: str) -> dict[str, Any]:
+    """The run once it parked on its background call after the last advance (its due time moved past now)."""
+    def parked_again() -> dict[str, Any] | None:
+        run = engine.services.get_run(run_id, with_steps=False)
+        assert run is not None and run["status"] not in ("succeeded", "failed", "cancelled"), run
+        waiting = run.get("waiting_on") or {}
+        if run["status"] == "waiting" and waiting.get("reason") == "provider_response" \
+                and waiting["due_at"] > engine.clock.now():
+            return run
+        return None
+
+    return dict(wait_until(parked_again, what="the background call to be polled and parked again"))
+
+
+def test_a_background_call_unanswered_at_24h_fails_with_suspended_step_timeout(
+        start_money_engine: Callable[..., MoneyEngine]) -> None:
+    engine = start_money_engine(background_seconds=100 * HOUR)
+    engine.publish(model_flow("slow-answer", {"background": True, "hold_ttl": "30h"}))
+    run_id = engine.start("slow-answer")
+    engine.wait_parked(run_id, "provider_response")
+    first_park = engine.clock.now()
+    handles = engine.services.handles
+    assert handles is not None
+    for at in (8 * HOUR, 16 * HOUR, 24 * HOUR - MS):  # each poll parks the step again
+        engine.advance(first_park + at - engine.clock.now())
+        run = _polled_again(engine, run_id)
+        assert run["waiting_on"]["due_at"] - engine.clock.now() <= 30
+    checkpoint = orjson.loads(handles.client.get(handles.keys.run_checkpoint(run_id)) or b"{}")
+    assert (checkpoint["step_parked_at"], checkpoint["wake_kind"]) == (first_park, "suspended_step_timeout")
+    assert checkpoint["wake_at"] == first_park + 24 * HOUR  # not 24h after the last poll
+    assert engine.holds(run_id)[0]["state"] == "placed"
+
+    engine.advance(first_park + 24 * HOUR - engine.clock.now())
+    run = engine.wait(run_id)
+    assert run["status"] == "failed" and run["error_type"] == "suspended_step_timeout"
+    assert "counted from its first park" in run["error"]
     [hold] = _no_placed_holds(engine, run_id, 1)
     assert hold["state"] == "released"
