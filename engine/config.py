@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,3 +57,51 @@ class EngineConfig:
     def sql_url(self) -> str:
         """The SQLAlchemy URL in force."""
         return self.db_url or f"sqlite:///{self.data_dir / 'lockgate.db'}"
+
+
+DEFAULT_MAX_INPUT_DEPTH = 64
+DEFAULT_MAX_INPUT_BYTES = 1 << 20
+INPUT_DEPTH_CEILING = 128
+"""The most `LOCKGATE_MAX_INPUT_DEPTH` may allow: events decode values up to about 200 levels, and steps and
+events wrap a run's inputs in some levels of their own."""
+
+
+@dataclass(frozen=True)
+class InputLimits:
+    """How large a run's inputs may be: create_run refuses more (`refused_inputs`) before the run exists."""
+
+    max_depth: int = DEFAULT_MAX_INPUT_DEPTH
+    """Containers one input value may nest (`[]` is 1 deep)."""
+    max_bytes: int = DEFAULT_MAX_INPUT_BYTES
+    """Size of all inputs together, serialized as JSON."""
+
+    @classmethod
+    def from_env(cls) -> InputLimits:
+        """Defaults, overridden by `LOCKGATE_MAX_INPUT_DEPTH` and `LOCKGATE_MAX_INPUT_BYTES`."""
+        return cls(max_depth=_whole_number("LOCKGATE_MAX_INPUT_DEPTH", DEFAULT_MAX_INPUT_DEPTH, INPUT_DEPTH_CEILING),
+                   max_bytes=_whole_number("LOCKGATE_MAX_INPUT_BYTES", DEFAULT_MAX_INPUT_BYTES))
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_depth <= INPUT_DEPTH_CEILING or self.max_bytes < 1:
+            raise ValueError(f"input limits {self} are not usable: max_depth must be 1 to {INPUT_DEPTH_CEILING} "
+                             "and max_bytes at least 1")
+
+
+def _whole_number(name: str, default: int, ceiling: int | None = None) -> int:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1 or (ceiling is not None and value > ceiling):
+        most = f" and at most {ceiling}" if ceiling is not None else ""
+        raise ValueError(f"{name}={raw!r} is not a whole number above zero{most}; set it like {name}={default}")
+    return value
+
+
+@functools.cache
+def input_limits() -> InputLimits:
+    """The input limits in force: the environment's, read once per process."""
+    return InputLimits.from_env()

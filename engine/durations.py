@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 _UNIT_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1, "ms": 0.001}
@@ -17,15 +18,28 @@ class DurationError(ValueError):
 
 
 def parse_duration(value: object) -> float:
-    """Seconds in `value`; raises DurationError naming the accepted forms."""
+    """Seconds in `value`; raises DurationError naming the accepted forms (NaN and infinities are refused)."""
+    try:
+        seconds = _seconds(value)
+    except OverflowError:
+        seconds = math.inf
+    if not math.isfinite(seconds):
+        raise DurationError(f"{_shown(value)} is not a finite duration; write e.g. \"90s\", \"1h30m\" or \"PT2H\"")
+    return seconds
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _seconds(value: object) -> float:
     if isinstance(value, bool):
-        raise DurationError(f"{value!r} is not a duration")
+        raise DurationError(f"{_shown(value)} is not a duration")
     if isinstance(value, (int, float)):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise DurationError(f"{value!r} is not a duration")
         return float(value)
     if not isinstance(value, str):
-        raise DurationError(f"{value!r} is not a duration; write e.g. \"90s\", \"1h30m\" or \"PT2H\"")
+        raise DurationError(f"{_shown(value)} is not a duration; write e.g. \"90s\", \"1h30m\" or \"PT2H\"")
     text = value.strip()
     if not text:
         raise DurationError("empty duration; write e.g. \"90s\", \"1h30m\" or \"PT2H\"")
@@ -39,7 +53,7 @@ def parse_duration(value: object) -> float:
     iso = _ISO.fullmatch(text.upper())
     if iso and any(iso.groupdict().values()) and not text.upper().endswith("T"):
         return sum(float(v) * _UNIT_SECONDS[k.lower()] for k, v in iso.groupdict().items() if v)
-    raise DurationError(f"{value!r} is not a duration; write e.g. \"90s\", \"1h30m\" or \"PT2H\"")
+    raise DurationError(f"{_shown(value)} is not a duration; write e.g. \"90s\", \"1h30m\" or \"PT2H\"")
 
 
 def format_duration(seconds: float) -> str:

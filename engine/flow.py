@@ -13,7 +13,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator
 
+from engine import json_bounds
+
 FORMAT = "lockgate.flow/1"
+MAX_DOCUMENT_DEPTH = 100
+"""Containers a flow document may nest (the document object is level 1); deeper ones are invalid_document."""
 FLOW_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 NODE_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
 
@@ -110,15 +114,20 @@ def json_path(loc: tuple[int | str, ...]) -> str:
 
 
 def parse_document(text: str | bytes) -> Any:
-    """Raw JSON of a flow file; raises FlowLoadError for text that is not JSON."""
+    """Raw JSON of a flow file; raises FlowLoadError for text that is not JSON.
+
+    Values no part of the engine could carry (huge integers, NaN, lone surrogates, deep nesting) still parse
+    here; `flow_from_data` names them.
+    """
     try:
         if isinstance(text, bytes):
             text = text.decode("utf-8")
-        return json.loads(text)
+        return json_bounds.loads(text)
     except UnicodeDecodeError as exc:
         raise FlowLoadError([("$", f"not UTF-8 text ({exc.reason} at byte {exc.start})")]) from None
     except RecursionError:
-        raise FlowLoadError([("$", "JSON nested too deeply")]) from None
+        path = json_bounds.deep_path(text, MAX_DOCUMENT_DEPTH) if isinstance(text, str) else None
+        raise FlowLoadError([(path or "$", f"nested deeper than {MAX_DOCUMENT_DEPTH} levels; flatten it")]) from None
     except json.JSONDecodeError as exc:
         raise FlowLoadError([("$", f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]) from None
 
@@ -129,6 +138,9 @@ def flow_from_data(data: Any) -> Flow:
 
     if not isinstance(data, dict):
         raise FlowLoadError([("$", f"a flow is a JSON object, got {type(data).__name__}")])
+    unfit = json_bounds.json_problems(data, MAX_DOCUMENT_DEPTH)
+    if unfit:
+        raise FlowLoadError([(problem.path, problem.message) for problem in unfit])
     if data.get("format") != FORMAT:
         got = data.get("format")
         shown = json.dumps(got)[:60] if got is not None else "nothing"

@@ -18,7 +18,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from engine.flow import Flow, dump_flow, load_flow_text
+from engine.flow import MAX_DOCUMENT_DEPTH, Flow, dump_flow, flow_to_data, load_flow_text
+from engine.json_bounds import json_problems
 from engine.store.db import read_scope, session_scope
 from engine.store.models import FlowRecord, FlowVersion
 from engine.validation import Diagnostic, has_errors, validate
@@ -100,6 +101,11 @@ def publish(target: Target, flow: Flow, *, now: datetime | None = None) -> Publi
     diagnostics = validate(flow)
     if has_errors(diagnostics):
         raise PublishRefused(flow.id, diagnostics)
+    # A Flow built in memory (the canvas's) skipped the file checks; what is stored must load again.
+    unfit = json_problems(flow_to_data(flow), MAX_DOCUMENT_DEPTH)
+    if unfit:
+        raise PublishRefused(flow.id, [Diagnostic("invalid_document", "error", None, f"{p.path}: {p.message}")
+                                       for p in unfit])
     document = dump_flow(flow)
     digest = content_hash(document)
     stamp = now or datetime.now(UTC)

@@ -144,7 +144,7 @@ class _Checker:
         for name, default in DEFAULT_LIMITS.items():
             raw = getattr(settings, name)
             try:
-                limits[name] = parse_duration(raw if raw is not None else default)
+                limits[name] = _non_negative_seconds(raw if raw is not None else default)
             except DurationError as exc:
                 self.add("bad_duration", None, f"settings.{name}: {exc}")
                 limits[name] = parse_duration(default)
@@ -157,6 +157,8 @@ class _Checker:
                 self.add("duplicate_node_id", node.id, message)
                 continue
             self.nodes[node.id] = node
+            if node.retry is not None:
+                self._retry_delay(node, node.retry.base_delay)
             spec = CATALOG.get(node.type)
             if spec is None:
                 self.add(
@@ -168,6 +170,12 @@ class _Checker:
             self.specs[node.id] = spec
             self.ports[node.id] = spec.output_ports(node.config)
             self._config(node, spec)
+
+    def _retry_delay(self, node: Node, delay: str | float) -> None:
+        try:
+            _non_negative_seconds(delay)
+        except DurationError as exc:
+            self.add("bad_duration", node.id, f"node \"{node.id}\" ({node.type}): retry.base_delay: {exc}")
 
     def _config(self, node: Node, spec: NodeType) -> None:
         try:
@@ -746,6 +754,14 @@ class _Checker:
                 found = [everything]
             self._port_children[node_id] = found
         return found
+
+
+def _non_negative_seconds(value: Any) -> float:
+    """`_duration_seconds`, refusing a negative duration too."""
+    seconds = _duration_seconds(value)
+    if seconds < 0:
+        raise DurationError(f"{value!r} is negative; durations are zero or more")
+    return seconds
 
 
 def _duration_seconds(value: Any) -> float:

@@ -69,7 +69,7 @@ def start_run(services: EngineServices, body: dict[str, Any],
     except UnknownFlowVersion as exc:
         raise ApiError(404, "unknown_flow", str(exc)) from None
     except InputError as exc:
-        raise ApiError(422, "refused_inputs", str(exc)) from None
+        raise ApiError(422, exc.kind, str(exc)) from None
     except RunRefused as exc:
         reason = getattr(exc, "reason", None)
         if reason == "budget_exhausted":

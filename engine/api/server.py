@@ -208,7 +208,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, data)
 
     def _send(self, status: int, data: Any) -> None:
-        raw = orjson.dumps(data)
+        try:
+            raw = orjson.dumps(data)
+        except (orjson.JSONEncodeError, TypeError) as exc:
+            log.exception("API %s %s: the answer cannot be encoded", self.command, self.path)
+            status, raw = 500, orjson.dumps({"error": {"code": "internal", "message": f"the answer cannot be encoded "
+                                                       f"as JSON ({exc}); see the engine log"}})
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(raw)))

@@ -2,8 +2,10 @@
 
 Publishes the file (refused on validation errors, printed as `validate` prints them), runs it on
 the engine of the data folder, shows progress on stderr and prints the run when it ends.
-Exit codes: 0 succeeded (or accepted/parked with --detach), 1 the run did not succeed or the flow
-was refused, 2 usage errors (unreadable file, bad --input, refused inputs), 130 interrupted.
+Exit codes: 0 succeeded (or accepted/parked with --detach), 1 the run did not succeed, the flow was
+refused, or inputs the engine cannot carry (too deep or large, NaN, lone surrogates: see
+`LOCKGATE_MAX_INPUT_DEPTH` / `LOCKGATE_MAX_INPUT_BYTES`), 2 usage errors (unreadable file, bad --input,
+inputs of the wrong type or missing), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -39,14 +41,19 @@ def register(subparsers: Any) -> None:
 
 def parse_inputs(pairs: list[str], inputs_file: str | None) -> dict[str, Any]:
     """Inputs from --inputs-file and --input KEY=JSON; raises ValueError with a fix-it message."""
+    from engine import json_bounds
+
     inputs: dict[str, Any] = {}
     if inputs_file:
         try:
-            data = json.loads(Path(inputs_file).read_text(encoding="utf-8"))
+            data = json_bounds.loads(Path(inputs_file).read_text(encoding="utf-8"))
         except OSError as exc:
             raise ValueError(f"--inputs-file {inputs_file}: cannot be read ({exc.strerror or exc})") from None
         except json.JSONDecodeError as exc:
             raise ValueError(f"--inputs-file {inputs_file}: not JSON ({exc.msg} at line {exc.lineno})") from None
+        except (RecursionError, UnicodeDecodeError):
+            raise ValueError(f"--inputs-file {inputs_file}: not JSON the engine can read (nested too deeply, or "
+                             "not UTF-8 text)") from None
         if not isinstance(data, dict):
             raise ValueError(f"--inputs-file {inputs_file}: must hold a JSON object of input names to values")
         inputs.update(data)
@@ -55,10 +62,12 @@ def parse_inputs(pairs: list[str], inputs_file: str | None) -> dict[str, Any]:
         if not sep or not key:
             raise ValueError(f"--input {pair!r}: write KEY=JSON, e.g. --input name='\"Ada\"'")
         try:
-            inputs[key] = json.loads(text)
+            inputs[key] = json_bounds.loads(text)
         except json.JSONDecodeError:
             raise ValueError(f"--input {key}: {text!r} is not JSON; quote strings, e.g. --input {key}='\"{text}\"'"
                              ) from None
+        except RecursionError:
+            raise ValueError(f"--input {key}: nested too deeply to read; flatten it") from None
     return inputs
 
 
@@ -118,9 +127,9 @@ def print_run(run: dict[str, Any], as_json: bool) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     from engine.cli.validate import FileReport, print_human
-    from engine.config import EngineConfig
+    from engine.config import EngineConfig, input_limits
     from engine.runtime.create import RunRefused
-    from engine.runtime.inputs import InputError, check_inputs
+    from engine.runtime.inputs import InputBoundsError, InputError, check_input_bounds, check_inputs
     from engine.runtime.services import EngineServices
     from engine.runtime.transitions import TERMINAL
     from engine.validation import has_errors, validate_document
@@ -141,7 +150,16 @@ def run_command(args: argparse.Namespace) -> int:
         print_human([FileReport(args.file, [d.to_dict() for d in diagnostics])], out=sys.stderr)
         return EXIT_FAILED
     try:
-        check_inputs(flow, inputs)  # refuse before starting anything; create_run checks again
+        limits = input_limits()
+    except ValueError as exc:
+        print(f"lockgate run: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        check_input_bounds(flow.id, inputs, limits)  # refuse before starting anything; create_run checks again
+        check_inputs(flow, inputs)
+    except InputBoundsError as exc:
+        print(f"lockgate run: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except InputError as exc:
         print(f"lockgate run: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -154,6 +172,9 @@ def run_command(args: argparse.Namespace) -> int:
         try:
             created = services.create_run(flow.id, inputs)
             run_id = created.run_id
+        except InputBoundsError as exc:
+            print(f"lockgate run: {exc}", file=sys.stderr)
+            return EXIT_FAILED
         except InputError as exc:
             print(f"lockgate run: {exc}", file=sys.stderr)
             return EXIT_USAGE

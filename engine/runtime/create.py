@@ -1,11 +1,14 @@
 """`create_run()`: the single way a run comes to exist, and `cancel_run()`.
 
 create_run: idempotency guard, budget preflight, version resolve, input check, run record
-`queued`, job message on the jobs stream — in that order, so a refused run leaves no trace.
+`queued`, job message on the jobs stream — in that order, so a refused run leaves no trace. A job that
+cannot be enqueued takes its run record back with it; a process that dies between the two leaves a
+queued run without a job, which the orphan sweep (`engine.runtime.orphans`) ends.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -14,20 +17,24 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
+import redis
 import sqlalchemy as sa
 
+from engine.config import InputLimits, input_limits
 from engine.events import ExternalStamper, encode_event
 from engine.flow import Flow
 from engine.publish import PublishedVersion, get_version
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.handles import EngineHandles
-from engine.runtime.inputs import check_inputs, redacted_inputs, secret_names
+from engine.runtime.inputs import check_input_bounds, check_inputs, redacted_inputs, secret_names
 from engine.runtime.jobs import encode_job, start_job
 from engine.runtime.sealed import seal_secrets
 from engine.runtime.transitions import TERMINAL
 from engine.runtime.write_lock import sqlite_writer
 from engine.secret_box import SecretBoxError
 from engine.store.models import Run
+
+log = logging.getLogger("lockgate.create")
 
 IDEMPOTENCY_TTL_SECONDS = 7 * 24 * 3600
 LATEST_VERSION_TTL_SECONDS = 1.0
@@ -116,11 +123,13 @@ def _existing_run(handles: EngineHandles, key: str) -> CreatedRun | None:
 def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | None = None, *,
                version: int | None = None, trigger: str | None = None, idempotency_key: str | None = None,
                budget_preflight: BudgetPreflight = no_budget_preflight,
-               latest: LatestVersions | None = None, mode: RunMode = "sync") -> CreatedRun:
+               latest: LatestVersions | None = None, mode: RunMode = "sync",
+               limits: InputLimits | None = None) -> CreatedRun:
     """Create a queued run of a published flow and enqueue its job; raises RunRefused / InputError.
 
     `mode="async"` records the acceptance time (the run's `created_at`) on its job, and so in its
     checkpoints, so that its `max_wait` counts from acceptance rather than from its first park.
+    `limits`: how large inputs may be (default: the environment's, `engine.config.input_limits`).
     """
     if mode not in ("sync", "async"):
         raise ValueError(f'create_run mode must be "sync" or "async" (got {mode!r})')
@@ -136,7 +145,12 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
         raise RunRefused(f'flow "{flow.id}" (version {published.version}) is disabled, so its triggers start '
                          'nothing; enable it and publish again')
     trigger_id = _trigger_of(flow, trigger)
-    resolved = check_inputs(flow, inputs or {})
+    given = inputs or {}
+    bounds = limits or input_limits()
+    check_input_bounds(flow.id, given, bounds)  # first: the type check copies values, which recurses
+    resolved = check_inputs(flow, given)
+    if len(resolved) > len(given):
+        check_input_bounds(flow.id, resolved, bounds)  # with the defaults filled in
     budget_preflight(flow, resolved)
     run_id = uuid.uuid4().hex
     secrets = {name: resolved[name] for name in secret_names(flow) if name in resolved}
@@ -151,6 +165,8 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
             return found
     shown = redacted_inputs(flow, resolved)
     accepted_at = handles.clock.now()
+    job = encode_job(start_job(run_id, flow.id, published.version, trigger_id, shown, bool(secrets),
+                               accepted_at if mode == "async" else None))
     now = datetime.fromtimestamp(accepted_at, UTC)
     try:
         with sqlite_writer(handles.sql), handles.sql.begin() as conn:
@@ -167,11 +183,28 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
     pipe = handles.client.pipeline(transaction=False)
     if sealed is not None:
         pipe.set(handles.keys.run_secrets(run_id), sealed)
-    pipe.xadd(handles.keys.jobs, encode_job(start_job(run_id, flow.id, published.version, trigger_id, shown,
-                                                      bool(secrets),
-                                                      accepted_at if mode == "async" else None)))
-    pipe.execute()
+    pipe.xadd(handles.keys.jobs, job)
+    try:
+        pipe.execute()
+    except Exception:
+        _take_back(handles, run_id, idempotency_key)
+        raise
     return CreatedRun(run_id, flow.id, published.version, "queued")
+
+
+def _take_back(handles: EngineHandles, run_id: str, idempotency_key: str | None) -> None:
+    """Undo a run whose job could not be enqueued: its record (still queued, nothing ran) and, where Redis
+    answers, its secrets and idempotency key, so the caller can simply try again. Should the job have reached
+    the stream after all (an answer lost, not a refusal), its events name no run and become dead letters."""
+    with sqlite_writer(handles.sql), handles.sql.begin() as conn:
+        conn.execute(sa.delete(RUNS).where(RUNS.c.id == run_id, RUNS.c.status == "queued", RUNS.c.last_seq == 0))
+    try:
+        handles.client.delete(handles.keys.run_secrets(run_id),
+                              *([handles.keys.idempotency(idempotency_key)] if idempotency_key else []))
+    except redis.RedisError:
+        # Left behind, the secrets are never read (no job names the run), and an idempotency key naming a run
+        # that does not exist counts as no key.
+        log.warning("run %s: its job was not enqueued and Redis did not answer the clean-up", run_id)
 
 
 def cancel_run(handles: EngineHandles, run_id: str, reason: str = "cancelled by request") -> str:

@@ -5,7 +5,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
+
+from engine.config import InputLimits
 from engine.flow import Flow, InputSpec
+from engine.json_bounds import JsonProblem, json_problems, path_key
 
 REDACTED = "***"
 
@@ -13,10 +17,44 @@ REDACTED = "***"
 class InputError(ValueError):
     """Inputs a flow refuses; `problems` lists one message per input."""
 
+    kind = "refused_inputs"
+
     def __init__(self, flow_id: str, problems: list[str]):
         self.flow_id = flow_id
         self.problems = problems
         super().__init__(f'flow "{flow_id}" refuses these inputs: ' + "; ".join(problems))
+
+
+class InputBoundsError(InputError):
+    """Inputs no part of the engine could carry to the run's end (too deep, too large, NaN, lone surrogates);
+    `paths` names each place, as JSON paths from the request's `inputs`."""
+
+    def __init__(self, flow_id: str, problems: list[str], paths: list[str]):
+        super().__init__(flow_id, problems)
+        self.paths = paths
+
+
+def check_input_bounds(flow_id: str, inputs: dict[str, Any], limits: InputLimits) -> None:
+    """Raise InputBoundsError unless every input value fits `limits` and JSON itself; secret values are never
+    shown, only where the problem is."""
+    found = json_problems(inputs, limits.max_depth + 1, "$.inputs")
+    if found:
+        problems = [f"{p.path}: {_with_setting(p, limits)}" for p in found]
+        raise InputBoundsError(flow_id, problems, [p.path for p in found])
+    size = len(orjson.dumps(inputs))
+    if size > limits.max_bytes:
+        largest = max(inputs, key=lambda name: len(orjson.dumps(inputs[name])))
+        message = (f"$.inputs: {size} bytes of JSON is over the {limits.max_bytes} bytes allowed "
+                   f"(LOCKGATE_MAX_INPUT_BYTES); the largest is {path_key('$.inputs', largest)}; send less, or a "
+                   "reference to it")
+        raise InputBoundsError(flow_id, [message], ["$.inputs"])
+
+
+def _with_setting(problem: JsonProblem, limits: InputLimits) -> str:
+    if problem.kind == "too_deep":  # counted from the inputs object, one level above each input's value
+        return (f"nested deeper than {limits.max_depth} levels (LOCKGATE_MAX_INPUT_DEPTH={limits.max_depth}); "
+                "flatten it")
+    return problem.message
 
 
 def json_type_of(value: Any) -> str:

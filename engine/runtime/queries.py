@@ -1,16 +1,66 @@
-"""Reading runs and their steps from the store (what `lockgate runs`, the app and the API show)."""
+"""Reading runs and their steps from the store (what `lockgate runs`, the app and the API show).
+
+A stored value no answer could carry (one written before inputs were bounded, or by another hand: nested
+past the encoders' limits, a lone surrogate) is shown as a note in its place, so one such run never makes
+a list or a run fail.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, cast
 
+import orjson
 import sqlalchemy as sa
 
+from engine.json_bounds import json_problems
 from engine.store.models import Run, Step
 
 RUNS = cast(sa.Table, Run.__table__)
 STEPS = cast(sa.Table, Step.__table__)
+ANSWER_NESTING = 8
+"""Levels an answer wraps a stored value in (`{"runs": [{"inputs": {...}}]}`, steps deeper): a value shown
+must encode with this many levels to spare."""
+_ENCODER_DEPTH = 254
+"""orjson's nesting limit."""
+
+
+def _answerable(value: Any) -> bool:
+    kind = type(value)
+    if value is None or kind is bool or kind is float or (kind is int and -(1 << 63) <= value < (1 << 64)):
+        return True
+    if kind is str and value.isascii():
+        return True
+    wrapped = value
+    for _ in range(ANSWER_NESTING):
+        wrapped = [wrapped]
+    try:
+        orjson.dumps(wrapped)
+    except (orjson.JSONEncodeError, TypeError):
+        return False
+    return True
+
+
+def _not_shown(value: Any) -> str:
+    problems = json_problems(value, _ENCODER_DEPTH - ANSWER_NESTING, limit=1)
+    if not problems:
+        return "<not shown: the stored value cannot be answered as JSON>"
+    path = problems[0].path if len(problems[0].path) <= 80 else problems[0].path[:60] + "..." + problems[0].path[-17:]
+    why = f"{path}: {problems[0].message}"
+    return f"<not shown: the stored value cannot be answered as JSON ({why})>"
+
+
+def shown(value: Any) -> Any:
+    """`value` as stored when an answer can carry it; else, per entry of an object, a note where it cannot."""
+    if value is None or _answerable(value):
+        return value
+    if isinstance(value, dict):
+        return {_shown_key(key): item if _answerable(item) else _not_shown(item) for key, item in value.items()}
+    return _not_shown(value)
+
+
+def _shown_key(key: Any) -> str:
+    return key if isinstance(key, str) and _answerable(key) else str(key).encode("utf-8", "backslashreplace").decode()
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -24,11 +74,11 @@ def _run_data(row: Any) -> dict[str, Any]:
         "version": row["version"],
         "status": row["status"],
         "trigger": row["trigger"],
-        "inputs": row["inputs"],
-        "result": row["result"],
-        "error": row["error"],
+        "inputs": shown(row["inputs"]),
+        "result": shown(row["result"]),
+        "error": shown(row["error"]),
         "error_type": row["error_type"],
-        "waiting_on": row["waiting_on"],
+        "waiting_on": shown(row["waiting_on"]),
         "current_node": row["current_node"],
         "cost_micros": row["cost_micros"],
         "created_at": _iso(row["created_at"]),
@@ -45,10 +95,10 @@ def _step_data(row: Any) -> dict[str, Any]:
         "status": row["status"],
         "attempts": row["attempts"],
         "duration_ms": row["duration_ms"],
-        "ports": row["ports"],
-        "given": row["input"],
-        "output": row["output"],
-        "error": row["error"],
+        "ports": shown(row["ports"]),
+        "given": shown(row["input"]),
+        "output": shown(row["output"]),
+        "error": shown(row["error"]),
         "error_type": row["error_type"],
         "started_at": _iso(row["started_at"]),
         "finished_at": _iso(row["finished_at"]),
@@ -62,7 +112,7 @@ def get_run(sql: sa.Engine, run_id: str, *, with_steps: bool = True) -> dict[str
         if row is None:
             return None
         data = _run_data(row)
-        data["state"] = row["state"]
+        data["state"] = shown(row["state"])
         if with_steps:
             steps = conn.execute(sa.select(STEPS).where(STEPS.c.run_id == run_id)
                                  .order_by(STEPS.c.started_at.is_(None), STEPS.c.started_at, STEPS.c.id)).mappings()

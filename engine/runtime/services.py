@@ -24,6 +24,7 @@ from engine.runtime.consumers import ConsumerSlots, drain_predecessors
 from engine.runtime.create import BudgetPreflight, CreatedRun, LatestVersions, no_budget_preflight
 from engine.runtime.handles import EngineHandles
 from engine.runtime.jobs import encode_job, resume_job
+from engine.runtime.orphans import OrphanSweep
 from engine.runtime.projection import BatchResult
 from engine.runtime.projector import Projector
 from engine.runtime.reaper import Reaper
@@ -128,6 +129,8 @@ class EngineServices:
             self.watchdog = Watchdog(reclaimer)
             self._spawn("lockgate-reaper", self.reaper.run)
             self._spawn("lockgate-watchdog", self.watchdog.run)
+            orphans = OrphanSweep(self.redis.client(), self.keys, self.sql, self.clock)
+            self._spawn("lockgate-orphans", lambda stop: reclaimer.every_tick(stop, orphans.tick, log, "orphan sweep"))
         if self.run_due_waker:
             self.waker = DueWaker(DueSet(self.redis.client(), self.keys), self._resume_due, self.clock).start()
         return self

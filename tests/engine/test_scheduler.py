@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+import random
+from typing import Any
+
+import pytest
+
 from engine.flow import flow_from_data
 from engine.runtime.plan import FlowPlan
 from engine.runtime.scheduler import Scheduler
@@ -92,3 +98,99 @@ def test_webhook_trigger_runs_only_its_own_reach() -> None:
     scheduler = Scheduler(plan, plan.trigger_scope("hook"), "hook")
     ran, skipped = _drive(plan, scheduler, {})
     assert ran == ["hook", "only_hook"] and skipped == []
+
+
+class _Rescanning(Scheduler):
+    """The scheduler's verdicts as first written: every pending node of the scope looked at, pass after pass."""
+
+    def advance(self) -> tuple[list[str], list[str]]:
+        ready: list[str] = []
+        skipped: list[str] = []
+        changed = True
+        while changed:
+            changed = False
+            for node_id in self.plan.nodes:
+                if node_id not in self.scope or self.status[node_id] != "pending" or node_id in ready:
+                    continue
+                verdict = self._verdict(node_id)
+                if verdict == "ready":
+                    ready.append(node_id)
+                elif verdict == "skip":
+                    self.status[node_id] = "skipped"
+                    skipped.append(node_id)
+                    changed = True
+        return ready, skipped
+
+
+def _random_flow(rng: random.Random, size: int) -> FlowPlan:
+    """A random DAG of routers, joins (all / any) and setters under two triggers, nodes listed out of order."""
+    nodes: list[dict[str, Any]] = [{"id": "go", "type": "trigger.manual"}, {"id": "hook", "type": "trigger.webhook"}]
+    edges: list[tuple[str, str] | tuple[str, str, str]] = []
+    for index in range(size):
+        node_id = f"n{index}"
+        kind = rng.choice(["set", "set", "router", "join", "join_any"])
+        if kind == "router":
+            nodes.append({"id": node_id, "type": "router",
+                          "config": {"branches": [{"port": "a", "when": "{{ 1 }}"}, {"port": "b", "when": "{{ 1 }}"}]}})
+        elif kind.startswith("join"):
+            nodes.append({"id": node_id, "type": "join", "config": {"mode": "any" if kind == "join_any" else "all"}})
+        else:
+            nodes.append({"id": node_id, "type": "set", "config": {"values": {"k": "1"}}})
+        earlier = [n["id"] for n in nodes[:-1]]
+        for source in rng.sample(earlier, k=min(len(earlier), rng.choice([1, 1, 2, 3]))):
+            source_type = next(n for n in nodes if n["id"] == source)["type"]
+            if source_type == "router":
+                edges.append((source, rng.choice(["a", "b", "default"]), node_id))
+            else:
+                edges.append((source, node_id))
+    rng.shuffle(nodes)
+    return FlowPlan(flow_from_data(make_flow("random", nodes, edges)))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_advance_gives_the_verdicts_of_a_full_rescan_in_the_same_order(seed: int) -> None:
+    rng = random.Random(seed)
+    plan = _random_flow(rng, rng.randint(3, 40))
+    routes = {node: rng.choice([("a",), ("b",), ("default",), ("a", "b")])
+              for node, kind in plan.kinds.items() if kind == "router"}
+    for trigger in ("go", "hook"):
+        fast, slow = (cls(plan, plan.trigger_scope(trigger), trigger) for cls in (Scheduler, _Rescanning))
+        pick = random.Random(seed)
+        while True:
+            answer = fast.advance()
+            assert answer == slow.advance()
+            ready = answer[0]
+            if not ready:
+                break
+            node = ready[pick.randrange(len(ready))]  # run one, leave the others ready, as the executor does
+            for scheduler in (fast, slow):
+                scheduler.start(node)
+                scheduler.complete(node, routes.get(node, plan.ports[node]))
+        assert fast.status == slow.status
+
+
+class _Counting(Scheduler):
+    verdicts = 0
+
+    def _verdict(self, node_id: str) -> Any:
+        self.verdicts += 1
+        return super()._verdict(node_id)
+
+
+def test_a_long_chain_is_scheduled_in_linear_time() -> None:
+    size = 5_000
+    nodes = [{"id": "go", "type": "trigger.manual"}] + [
+        {"id": f"s{i}", "type": "set", "config": {"values": {"k": "1"}}} for i in range(size)]
+    ids = [node["id"] for node in nodes]
+    plan = FlowPlan(flow_from_data(make_flow("chain", nodes, list(itertools.pairwise(ids)))))
+    scheduler = _Counting(plan, plan.trigger_scope("go"), "go")
+    ran = 0
+    while True:
+        ready, _ = scheduler.advance()
+        if not ready:
+            break
+        scheduler.start(ready[0])
+        scheduler.complete(ready[0], ("out",))
+        ran += 1
+    assert ran == size + 1
+    assert scheduler.verdicts <= 3 * (size + 1)  # a full rescan per step would be about size² / 2

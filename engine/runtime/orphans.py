@@ -1,0 +1,89 @@
+"""The orphan sweep: a run that sits `queued` with no job message anywhere is failed, so it does not wait forever.
+
+create_run writes the run record, then enqueues its job; a process that dies in between (or a job refused
+later) leaves a queued run no worker will ever take. A job message lives on the jobs stream from its XADD
+until the worker that ran it acknowledges and deletes it, whether it waits for a consumer or is pending with
+one, so a queued run none of whose messages are on the stream, older than the grace period, has no job. It
+gets a `run_failed` event (`orphaned_run`), so the projector stays the only writer of run state.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import redis
+import sqlalchemy as sa
+
+from engine.clock import Clock
+from engine.events import ExternalStamper, encode_event
+from engine.runtime.emitter import EVENT_FIELD
+from engine.runtime.jobs import BadJob, decode_job
+from engine.store.models import Run
+from engine.transport.keys import Keyspace
+
+log = logging.getLogger("lockgate.orphans")
+
+ORPHAN_GRACE_SECONDS = 60.0
+"""How long a queued run may have no job message: a create_run enqueues within moments of its insert."""
+SWEEP_BATCH = 200
+"""Queued runs looked at per pass, oldest first."""
+_STREAM_PAGE = 1000
+
+
+class OrphanSweep:
+    """Fails queued runs without a job; `tick()` is one pass, called by the engine's reaper loop."""
+
+    def __init__(self, client: redis.Redis, keys: Keyspace, sql: sa.Engine, clock: Clock,
+                 grace: float = ORPHAN_GRACE_SECONDS) -> None:
+        self.client = client
+        self.keys = keys
+        self.sql = sql
+        self.clock = clock
+        self.grace = grace
+        self._failed: set[str] = set()
+        """Runs this sweep already failed, while the projector may not have applied it yet."""
+
+    def tick(self) -> list[str]:
+        """Fail every queued run older than the grace period whose job is not on the jobs stream; returns them."""
+        cutoff = datetime.fromtimestamp(self.clock.now() - self.grace, UTC)
+        with self.sql.connect() as conn:
+            rows = conn.execute(sa.select(Run.id, Run.last_seq, Run.created_at)
+                                .where(Run.status == "queued", Run.created_at < cutoff)
+                                .order_by(Run.created_at).limit(SWEEP_BATCH)).all()
+        candidates = {row.id: row for row in rows if row.id not in self._failed}
+        self._failed &= {row.id for row in rows}
+        if not candidates:
+            return []
+        orphans = [run_id for run_id in candidates if run_id not in self._runs_with_jobs()]
+        if not orphans:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for run_id in orphans:
+            row = candidates[run_id]
+            waited = self.clock.now() - row.created_at.timestamp()
+            reason = (f"run {run_id} sat queued for {waited:.0f}s with no job on the jobs stream (its job was never "
+                      "enqueued, or was lost); nothing will start it, so it was failed: start it again")
+            log.error("%s", reason)
+            event = ExternalStamper(run_id, self.clock, int(row.last_seq or 0)).run_failed(reason, "orphaned_run")
+            pipe.xadd(self.keys.events, {EVENT_FIELD: encode_event(event)})
+            pipe.delete(self.keys.run_secrets(run_id))
+        pipe.execute()
+        self._failed.update(orphans)
+        return orphans
+
+    def _runs_with_jobs(self) -> set[str]:
+        """Run ids named by a message on the jobs stream (waiting for a consumer, or pending with one)."""
+        found: set[str] = set()
+        start = "-"
+        while True:
+            entries: Any = self.client.xrange(self.keys.jobs, min=start, count=_STREAM_PAGE)
+            for _message_id, fields in entries:
+                try:
+                    found.add(decode_job(fields).run_id)
+                except BadJob:
+                    continue
+            if len(entries) < _STREAM_PAGE:
+                return found
+            start = "(" + entries[-1][0].decode()
