@@ -129,7 +129,11 @@ class Worker:
             for _stream, entries in reply or []:
                 try:
                     self.handle_batch(entries)
-                except redis.RedisError:
+                except redis.RedisError as exc:
+                    if stop.is_set():  # the engine stopped and closed Redis under a long batch
+                        log.warning("worker %s: stopped mid-batch (%s); its jobs stay pending for the next start",
+                                    self.name, exc)
+                        return
                     log.exception("worker %s: Redis failed mid-batch; its jobs stay pending for a reaper", self.name)
                     stop.wait(1.0)
 
