@@ -47,6 +47,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("run", "&Run…", "&Flow", ("F5",), "Start a run of the published flow with inputs", True,
                QStyle.StandardPixmap.SP_MediaPlay),
     ActionSpec("versions", "&Versions…", "&Flow", (), "The published versions of this flow"),
+    ActionSpec("flow_properties", "Pr&operties", "&Flow", ("Alt+Return",),
+               "The flow's name, id, description, inputs and limits (shown when no node is selected)"),
     ActionSpec("triggers", "&Triggers", "&Flow", ("Ctrl+Shift+T",),
                "Enable or disable this flow's webhooks and schedules; URLs, next fire, what they started"),
     ActionSpec("live", "&Live", "&Flow", ("Ctrl+Shift+L",), "Show what the engine is doing now on the canvas", True,

@@ -244,6 +244,19 @@ class EngineBridge(QObject):
 
         self.request(read, on_done)
 
+    def list_flow_ids(self, on_done: Done) -> None:
+        """The ids of every published flow (a set)."""
+
+        def read(services: Any) -> set[str]:
+            import sqlalchemy as sa
+
+            from engine.store.models import FlowRecord
+
+            with services.sql.connect() as conn:
+                return {str(row) for row in conn.execute(sa.select(FlowRecord.id)).scalars()}
+
+        self.request(read, on_done)
+
     def list_versions(self, flow_id: str, on_done: Done) -> None:
         """Every published version of a flow, oldest first."""
 

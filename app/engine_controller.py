@@ -96,8 +96,9 @@ class EngineController(QObject):
 
     # ----- publish and run ---------------------------------------------------------------
 
-    def publish(self) -> None:
-        document = self.window.document
+    def publish(self, document: FlowDocument | None = None) -> None:
+        """Publish `document` (default: the current one); on success its draft continues that flow's history."""
+        document = document or self.window.document
         if document is None:
             return
         flow = document.flow()
@@ -111,6 +112,8 @@ class EngineController(QObject):
                 self._say(f"Publish of {flow.id} refused: {error}")
                 return
             self._say(f"{flow.id} v{version.version} published")
+            document.history_id = flow.id
+            document.id_follows_name = False
             self.published.emit(flow.id, int(version.version))
 
         self.bridge.publish(flow, done)

@@ -36,6 +36,7 @@ from app.engine_controller import EngineController
 from app.examples import FIRST_START_EXAMPLE, FIRST_START_HINT, example_bytes, example_names
 from app.flow_tabs import FlowTabs
 from app.panels.approvals import ApprovalsPanel
+from app.panels.flow_panel import TakenIds
 from app.panels.holds import HoldsPanel
 from app.panels.log import LogPanel
 from app.panels.problems import ProblemsPanel
@@ -70,7 +71,9 @@ class MainWindow(QMainWindow):
         self.choose_open_path: Callable[[], Path | None] = self._open_path_dialog
         self.choose_save_path: Callable[[FlowDocument], Path | None] = self._save_path_dialog
         self.ask_run_inputs: Callable[[Flow], dict[str, Any] | None] = self._run_inputs_dialog
-        self._untitled_count = 0
+        self.ask_publish_onto_history: Callable[[FlowDocument, int], bool] = self._publish_onto_history_dialog
+        self.published_ids: frozenset[str] = frozenset()
+        """Ids of the flows published in the engine's data folder (read when the engine starts and on publish)."""
 
         self.tabs = FlowTabs(self)
         self.setCentralWidget(self.tabs)
@@ -96,12 +99,13 @@ class MainWindow(QMainWindow):
         self.problems.node_activated.connect(self.reveal_node)
         self.palette_widget.activated.connect(self._add_from_palette)
         self.problems.counts_changed.connect(self._problem_counts_changed)
+        self.properties.flow_panel.taken_ids = self.taken_ids
         self.engine: EngineController | None = None
         self.trigger_watch: TriggerWatch | None = None
         if bridge is not None:
             self.engine = EngineController(self, bridge)
             self.trigger_watch = TriggerWatch(self, bridge)
-            self.engine.published.connect(lambda _flow_id, _version: self._refresh_triggers())
+            self.engine.published.connect(self._published)
             bridge.log_message.connect(self.log.append)
             bridge.state_changed.connect(self._engine_state_changed)
             self._engine_state_changed(bridge.state)
@@ -171,6 +175,7 @@ class MainWindow(QMainWindow):
             "run": self.run_flow,
             "live": self.toggle_live,
             "versions": self.show_versions,
+            "flow_properties": self.show_flow_properties,
             "triggers": self.show_triggers,
             "theme_system": lambda: self.set_theme("system"),
             "theme_light": lambda: self.set_theme("light"),
@@ -249,13 +254,44 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(0, editor.view.fit_selection_or_all)
 
     def new_flow(self) -> FlowDocument:
+        """An empty flow with an id no open or published flow has (untitled, untitled-2, ...); its id follows
+        its name until the id is set by hand."""
         from canvas.document import FlowDocument, empty_flow
+        from canvas.flow_header import unique_id
 
-        self._untitled_count += 1
-        suffix = f"-{self._untitled_count}" if self._untitled_count > 1 else ""
-        document = FlowDocument.from_flow(empty_flow(f"untitled{suffix}", f"Untitled{suffix.replace('-', ' ')}"))
+        flow_id = unique_id("untitled", self.taken_ids_for(None).all())
+        number = flow_id.removeprefix("untitled").removeprefix("-")
+        document = FlowDocument.from_flow(empty_flow(flow_id, f"Untitled {number}".strip()))
+        document.id_follows_name = True
         self.add_document(document)
         return document
+
+    def taken_ids(self) -> TakenIds:
+        """Ids in use by flows other than the current one (the flow panel checks its id against them)."""
+        return self.taken_ids_for(self.document)
+
+    def taken_ids_for(self, document: FlowDocument | None) -> TakenIds:
+        """Ids in use by flows other than `document`: open drafts and published flows, less the published
+        history `document` itself continues."""
+        version_views = set(self.engine.version_documents.values()) if self.engine is not None else set()
+        open_ids = {
+            other.flow_ref().id: self.tabs.tabText(index).removesuffix(" *")
+            for index, other in enumerate(self.tabs.documents())
+            if other is not document and other not in version_views
+        }
+        history = document.history_id if document is not None else None
+        return TakenIds(open_ids, self.published_ids - {history} if history else self.published_ids)
+
+    def refresh_published_ids(self) -> None:
+        if self.bridge is None or not self.bridge.available:
+            return
+
+        def done(ids: Any, error: BaseException | None) -> None:
+            if error is None and ids is not None:
+                self.published_ids = frozenset(ids)
+                self.properties.flow_panel.refresh()
+
+        self.bridge.list_flow_ids(done)
 
     def open_dialog(self) -> None:
         path = self.choose_open_path()
@@ -288,6 +324,7 @@ class MainWindow(QMainWindow):
         from engine.flow import load_flow_text
 
         document = FlowDocument.from_flow(load_flow_text(example_bytes(name)))
+        document.history_id = document.flow_ref().id  # an example is that flow: publishing it continues its history
         self.add_document(document)
         return document
 
@@ -364,6 +401,7 @@ class MainWindow(QMainWindow):
         previous = getattr(self, "_watched_document", None)
         if previous is not None and previous is not document:
             for signal, slot in ((previous.diagnostics_changed, self.problems.set_diagnostics),
+                                 (previous.header_changed, self._header_changed),
                                  (previous.undo_stack.canUndoChanged, self._update_edit_actions),
                                  (previous.undo_stack.canRedoChanged, self._update_edit_actions)):
                 try:
@@ -374,19 +412,39 @@ class MainWindow(QMainWindow):
         self.properties.set_document(document)
         if document is not None:
             document.diagnostics_changed.connect(self.problems.set_diagnostics)
+            document.header_changed.connect(self._header_changed)
             document.undo_stack.canUndoChanged.connect(self._update_edit_actions)
             document.undo_stack.canRedoChanged.connect(self._update_edit_actions)
             self.problems.set_diagnostics(document.diagnostics())
-            flow = document.flow_ref()
-            self.setWindowTitle(f"{flow.name or flow.id} — Lockgate")
         else:
             self.problems.set_diagnostics([])
-            self.setWindowTitle("Lockgate")
+        self._show_window_title()
         if self.engine is not None and self.engine.live_on:
             self.engine.repaint_live()
-        for action_id in ("save", "save_as", "close_tab", "validate", "publish", "run", "live", "versions"):
+        for action_id in ("save", "save_as", "close_tab", "validate", "publish", "run", "live", "versions",
+                          "flow_properties"):
             self.actions_by_id[action_id].setEnabled(document is not None)
         self._update_edit_actions()
+
+    def _show_window_title(self) -> None:
+        document = self.document
+        flow = document.flow_ref() if document is not None else None
+        self.setWindowTitle(f"{flow.name or flow.id} — Lockgate" if flow is not None else "Lockgate")
+
+    def _header_changed(self) -> None:
+        self._show_window_title()
+        self._refresh_triggers()
+
+    def show_flow_properties(self) -> None:
+        """Flow ▸ Properties: the flow panel, with the selection cleared so it stays shown."""
+        editor = self.tabs.current_editor()
+        if editor is None:
+            return
+        editor.view.flow_scene.clearSelection()
+        self.properties.show_node(None)
+        self.docks["Properties"].show()
+        self.docks["Properties"].raise_()
+        self.properties.flow_panel.focus_name()
 
     def _update_edit_actions(self, *_args: object) -> None:
         document = self.document
@@ -457,8 +515,40 @@ class MainWindow(QMainWindow):
                 f"Publish refused: {errors} error(s) in {document.flow_ref().id}; fix them (see Problems) and "
                 "publish again.", STATUS_MESSAGE_MS)
             return
-        if self._needs_engine("Publish") and self.engine is not None:
-            self.engine.publish()
+        if not self._needs_engine("Publish") or self.engine is None or self.bridge is None:
+            return
+        flow_id = document.flow_ref().id
+        if document.history_id == flow_id:
+            self.engine.publish(document)
+            return
+
+        def versions_read(versions: Any, error: BaseException | None) -> None:
+            if self.engine is None or self.tabs.index_of(document) < 0:
+                return
+            if error is None and versions and not self.ask_publish_onto_history(document, len(versions)):
+                self.statusBar().showMessage(
+                    f"Not published: {flow_id} is another flow's id. Give this flow its own id in its properties "
+                    "(Flow ▸ Properties).", STATUS_MESSAGE_MS)
+                return
+            self.engine.publish(document)
+
+        self.bridge.list_versions(flow_id, versions_read)
+
+    def _publish_onto_history_dialog(self, document: FlowDocument, versions: int) -> bool:
+        flow = document.flow_ref()
+        answer = QMessageBox.question(
+            self, "Publish onto an existing flow?",
+            f"A flow with the id {flow.id} is published already ({versions} version(s)). Publishing "
+            f"\"{flow.name or flow.id}\" adds version {versions + 1} to that flow's history: its runs, "
+            "triggers and counters.\n\nTo publish a separate flow instead, cancel and change the id in the flow's "
+            "properties.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Cancel)
+        return answer == QMessageBox.StandardButton.Yes
+
+    def _published(self, flow_id: str, _version: int) -> None:
+        self.published_ids = self.published_ids | {flow_id}
+        self.properties.flow_panel.refresh()
+        self._refresh_triggers()
 
     def run_flow(self) -> None:
         document = self.document
@@ -500,6 +590,8 @@ class MainWindow(QMainWindow):
 
     def _engine_state_changed(self, state: str) -> None:
         self.engine_label.setText(f"Engine: {state}")
+        if state == "running":
+            self.refresh_published_ids()
         if state != "running":
             reason = self.bridge.unavailable_reason if self.bridge is not None else ""
             text = f"The engine is {state}" + (f": {reason}." if reason else ".")

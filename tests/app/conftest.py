@@ -15,6 +15,7 @@ from app.bridge import EngineBridge
 from app.examples import example_bytes
 from app.settings import AppSettings, BudgetSetting
 from app.window import MainWindow
+from canvas.document import FlowDocument
 from engine.config import EngineConfig
 
 ENGINE_START_MS = 30_000
@@ -67,6 +68,11 @@ def wait_for_workers(qtbot, bridge: EngineBridge, starts: int = 1) -> None:
     qtbot.waitUntil(served, timeout=ENGINE_START_MS)
 
 
+def unexpected_publish_question(document: FlowDocument, versions: int) -> bool:
+    """The default answer in tests: a modal question nobody expected fails the test instead of hanging it."""
+    raise AssertionError(f"unexpected question: publish {document.flow_ref().id} onto its {versions} version(s)?")
+
+
 @pytest.fixture
 def open_engine_window(qtbot, tmp_path: Path, redis_url: str, key_prefix: str,
                        app_settings: AppSettings) -> Iterator[Callable[..., MainWindow]]:
@@ -84,6 +90,7 @@ def open_engine_window(qtbot, tmp_path: Path, redis_url: str, key_prefix: str,
         window = MainWindow(app_settings, bridge)
         qtbot.addWidget(window)
         window.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
+        window.ask_publish_onto_history = unexpected_publish_question
         if show:
             window.show()
         bridge.start()
