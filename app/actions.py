@@ -25,11 +25,11 @@ class ActionSpec:
 
 
 ACTIONS: tuple[ActionSpec, ...] = (
-    ActionSpec("new", "&New flow", "&File", (QKeySequence.StandardKey.New,), "Start an empty flow in a new tab", True,
+    ActionSpec("new", "&New flow", "&File", ("Ctrl+N",), "Start an empty flow in a new tab", True,
                QStyle.StandardPixmap.SP_FileIcon),
-    ActionSpec("open", "&Open…", "&File", (QKeySequence.StandardKey.Open,), "Open a *.flow.json file", True,
+    ActionSpec("open", "&Open…", "&File", ("Ctrl+O",), "Open a *.flow.json file", True,
                QStyle.StandardPixmap.SP_DialogOpenButton),
-    ActionSpec("save", "&Save", "&File", (QKeySequence.StandardKey.Save,), "Save the current flow", True,
+    ActionSpec("save", "&Save", "&File", ("Ctrl+S",), "Save the current flow", True,
                QStyle.StandardPixmap.SP_DialogSaveButton, separator_before=True),
     ActionSpec("save_as", "Save &As…", "&File", ("Ctrl+Shift+S",), "Save the current flow under a new name"),
     ActionSpec("close_tab", "&Close tab", "&File", ("Ctrl+W",), "Close the current flow (asks to save changes)"),
