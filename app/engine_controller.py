@@ -7,7 +7,6 @@ overlays are repainted by the canvas at most once per frame.
 
 from __future__ import annotations
 
-import getpass
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -57,7 +56,6 @@ class EngineController(QObject):
         self._live_runs_timer.setInterval(LIVE_RUNS_REFRESH_MS)
         self._money_timer = self._single_shot(self.refresh_money)
         self._approvals_timer = self._single_shot(self.refresh_approvals)
-        self.actor = getpass.getuser()
         self._live_timer = self._single_shot(self.repaint_live)
         self._countdown = QTimer(self)
         self._countdown.setInterval(COUNTDOWN_MS)
@@ -209,17 +207,27 @@ class EngineController(QObject):
             self.bridge.pending_approvals(done)
 
     def decide(self, approval_id: str, approved: bool, comment: str) -> None:
+        """Decide as Settings ▸ General ▸ Your name; the answer goes back to the Approvals panel."""
+        actor = self.window.settings.your_name
+        panel = self.window.approvals
+
         def done(result: Any, error: BaseException | None) -> None:
             if error is not None:
-                self._say(f"Decision not sent: {error}")
+                text = f"Decision not sent: {error}"
+                panel.decision_result(approval_id, False, text)
             elif result.accepted:
-                self._say(f"{'Approved' if approved else 'Rejected'}: run {str(result.run_id)[:8]} continues "
-                          f"through {result.port}")
+                text = (f"{'Approved' if approved else 'Rejected'} as {actor}: run {str(result.run_id)[:8]} "
+                        f"continues through {result.port}.")
+                panel.decision_result(approval_id, True, text)
             else:
-                self._say(f"Decision refused: {result.message}")
+                text = f"Not decided: {result.message}."
+                if result.reason == "not_allowed":
+                    text += " If you are one of them, set Your name in Settings ▸ General (the change link)."
+                panel.decision_result(approval_id, False, text)
+            self._say(text)
             self.refresh_approvals()
 
-        self.bridge.decide_approval(approval_id, approved, self.actor, comment, done)
+        self.bridge.decide_approval(approval_id, approved, actor, comment, done)
 
     # ----- live mode -----------------------------------------------------------------------
 

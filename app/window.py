@@ -72,6 +72,7 @@ class MainWindow(QMainWindow):
         self.choose_save_path: Callable[[FlowDocument], Path | None] = self._save_path_dialog
         self.ask_run_inputs: Callable[[Flow], dict[str, Any] | None] = self._run_inputs_dialog
         self.ask_publish_onto_history: Callable[[FlowDocument, int], bool] = self._publish_onto_history_dialog
+        self.run_settings_dialog: Callable[[QDialog], int] = lambda dialog: dialog.exec()
         self.published_ids: frozenset[str] = frozenset()
         """Ids of the flows published in the engine's data folder (read when the engine starts and on publish)."""
 
@@ -100,6 +101,8 @@ class MainWindow(QMainWindow):
         self.palette_widget.activated.connect(self._add_from_palette)
         self.problems.counts_changed.connect(self._problem_counts_changed)
         self.properties.flow_panel.taken_ids = self.taken_ids
+        self.approvals.set_decider(settings.your_name)
+        self.approvals.change_name_requested.connect(lambda: self.show_settings("General"))
         self.engine: EngineController | None = None
         self.trigger_watch: TriggerWatch | None = None
         if bridge is not None:
@@ -611,11 +614,19 @@ class MainWindow(QMainWindow):
         if isinstance(app, QApplication):
             apply_app_theme(app, mode)
 
-    def show_settings(self) -> None:
+    def show_settings(self, tab: str | None = None, budget: str | None = None) -> None:
+        """The Settings dialog, on `tab` (or on the Budgets tab with `budget` selected, added if missing)."""
         from app.settings_dialog import SettingsDialog
 
-        if SettingsDialog(self.settings, self, bridge=self.bridge).exec() != QDialog.DialogCode.Accepted:
+        dialog = SettingsDialog(self.settings, self, bridge=self.bridge)
+        if budget is not None:
+            dialog.show_budget(budget)
+        elif tab is not None:
+            dialog.show_tab(tab)
+        self.settings_dialog = dialog
+        if self.run_settings_dialog(dialog) != QDialog.DialogCode.Accepted:
             return
+        self.approvals.set_decider(self.settings.your_name)
         self.log.append("Settings saved; data folder, Redis, database and provider changes apply at the next start "
                         "(providers are written to providers.json in the data folder)")
         if self.bridge is not None and self.bridge.available:
