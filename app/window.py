@@ -33,7 +33,8 @@ from PySide6.QtWidgets import (
 from app import actions as action_specs
 from app.bridge import EngineBridge
 from app.engine_controller import EngineController
-from app.examples import FIRST_START_EXAMPLE, FIRST_START_HINT, example_bytes, example_names
+from app.engine_process import SIMULATOR_HOST, SIMULATOR_PORT
+from app.examples import FIRST_START_EXAMPLE, FIRST_START_HINT, example_flow, example_names
 from app.flow_tabs import FlowTabs
 from app.panels.approvals import ApprovalsPanel
 from app.panels.flow_panel import TakenIds
@@ -322,14 +323,21 @@ class MainWindow(QMainWindow):
         return document
 
     def open_example(self, name: str) -> FlowDocument:
-        """Open a bundled example as a new, unsaved flow (so Save asks where to put it)."""
+        """Open a bundled example as a new, unsaved flow (so Save asks where to put it); calls it makes to
+        outside services go to the stand-ins of the app's provider simulator."""
         from canvas.document import FlowDocument
-        from engine.flow import load_flow_text
 
-        document = FlowDocument.from_flow(load_flow_text(example_bytes(name)))
+        document = FlowDocument.from_flow(example_flow(name, self.simulator_root()))
         document.history_id = document.flow_ref().id  # an example is that flow: publishing it continues its history
         self.add_document(document)
         return document
+
+    def simulator_root(self) -> str:
+        """Where the app's provider simulator listens (`http://127.0.0.1:8765`), once started or as preferred."""
+        simulator = self.bridge.simulator if self.bridge is not None else None
+        if simulator is not None and simulator.url:
+            return simulator.url.removesuffix("/v1")
+        return f"http://{SIMULATOR_HOST}:{SIMULATOR_PORT}"
 
     def save(self) -> bool:
         document = self.document
