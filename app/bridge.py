@@ -234,6 +234,10 @@ class EngineBridge(QObject):
 
         self.request(read, on_done)
 
+    def list_budgets(self, on_done: Done) -> None:
+        """Every budget in the ledger (`engine.money.ledger.BudgetInfo`)."""
+        self.request(lambda services: _ledger(services).budgets(), on_done)
+
     def flow_version(self, flow_id: str, version: int, on_done: Done) -> None:
         """`(PublishedVersion, Flow)` of one published version."""
 

@@ -7,9 +7,10 @@ so tests can answer them without a modal dialog.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import QActionGroup, QCloseEvent, QKeySequence
@@ -32,6 +33,7 @@ from PySide6.QtWidgets import (
 
 from app import actions as action_specs
 from app.bridge import EngineBridge
+from app.budget_check import budget_check
 from app.engine_controller import EngineController
 from app.engine_process import SIMULATOR_HOST, SIMULATOR_PORT
 from app.examples import FIRST_START_EXAMPLE, FIRST_START_HINT, example_flow, example_names
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
 
 FLOW_FILE_FILTER = "Lockgate flows (*.flow.json);;JSON files (*.json);;All files (*)"
 SaveAnswer = QMessageBox.StandardButton
+RunChoice = Literal["publish_and_run", "run_published", "cancel"]
 STATUS_MESSAGE_MS = 6000
 
 
@@ -74,6 +77,9 @@ class MainWindow(QMainWindow):
         self.ask_run_inputs: Callable[[Flow], dict[str, Any] | None] = self._run_inputs_dialog
         self.ask_publish_onto_history: Callable[[FlowDocument, int], bool] = self._publish_onto_history_dialog
         self.run_settings_dialog: Callable[[QDialog], int] = lambda dialog: dialog.exec()
+        self.ask_publish_before_run: Callable[[FlowDocument, int | None], RunChoice] = self._publish_before_run_dialog
+        self.known_budgets: frozenset[str] | None = None
+        """Names of the engine's budgets, once read (the budget_missing check waits for them)."""
         self.published_ids: frozenset[str] = frozenset()
         """Ids of the flows published in the engine's data folder (read when the engine starts and on publish)."""
 
@@ -99,6 +105,7 @@ class MainWindow(QMainWindow):
         self.tabs.selection_changed.connect(self.properties.show_selection)
         self.tabs.close_requested.connect(self.close_tab)
         self.problems.node_activated.connect(self.reveal_node)
+        self.problems.budget_requested.connect(lambda name: self.show_settings(budget=name))
         self.palette_widget.activated.connect(self._add_from_palette)
         self.problems.counts_changed.connect(self._problem_counts_changed)
         self.properties.flow_panel.taken_ids = self.taken_ids
@@ -252,6 +259,9 @@ class MainWindow(QMainWindow):
         return self.tabs.current_document()
 
     def add_document(self, document: FlowDocument) -> None:
+        window = weakref.ref(self)  # the document keeps the check; a strong reference back would make a cycle
+        document.extra_checks.append(budget_check(lambda: (w.known_budgets if (w := window()) is not None
+                                                           else None)))
         editor = self.tabs.add_document(document)
         self._current_document_changed(document)
         # Once laid out, frame the whole flow (the view's size is only known after the first layout).
@@ -285,6 +295,15 @@ class MainWindow(QMainWindow):
         }
         history = document.history_id if document is not None else None
         return TakenIds(open_ids, self.published_ids - {history} if history else self.published_ids)
+
+    def set_known_budgets(self, names: set[str] | frozenset[str]) -> None:
+        """The engine's budget names as just read; open flows are checked again when they changed."""
+        known = frozenset(names)
+        if known == self.known_budgets:
+            return
+        self.known_budgets = known
+        for document in self.tabs.documents():
+            document.validate_now()
 
     def refresh_published_ids(self) -> None:
         if self.bridge is None or not self.bridge.available:
@@ -513,7 +532,9 @@ class MainWindow(QMainWindow):
         else:
             self.statusBar().showMessage(f"{errors} error(s), {warnings} warning(s): see Problems.", STATUS_MESSAGE_MS)
 
-    def publish(self) -> None:
+    def publish(self, then: Callable[[], None] | None = None) -> None:
+        """Validate, then publish the current flow (asking first when its id is another flow's); `then()`
+        runs once it is published."""
         document = self.document
         if document is None:
             return
@@ -530,7 +551,7 @@ class MainWindow(QMainWindow):
             return
         flow_id = document.flow_ref().id
         if document.history_id == flow_id:
-            self.engine.publish(document)
+            self.engine.publish(document, then)
             return
 
         def versions_read(versions: Any, error: BaseException | None) -> None:
@@ -541,7 +562,7 @@ class MainWindow(QMainWindow):
                     f"Not published: {flow_id} is another flow's id. Give this flow its own id in its properties "
                     "(Flow ▸ Properties).", STATUS_MESSAGE_MS)
                 return
-            self.engine.publish(document)
+            self.engine.publish(document, then)
 
         self.bridge.list_versions(flow_id, versions_read)
 
@@ -562,13 +583,66 @@ class MainWindow(QMainWindow):
         self._refresh_triggers()
 
     def run_flow(self) -> None:
+        """Run the published flow; a draft that is not published, or differs from its latest version, is
+        offered "Publish and run" first."""
         document = self.document
-        if document is None or not self._needs_engine("Run") or self.engine is None:
+        if document is None or not self._needs_engine("Run") or self.engine is None or self.bridge is None:
+            return
+        from engine.publish import content_hash
+
+        flow_id = document.flow_ref().id
+        draft_hash = content_hash(document.text())
+
+        def versions_read(versions: Any, error: BaseException | None) -> None:
+            if self.tabs.index_of(document) < 0:
+                return
+            if error is not None:
+                self.statusBar().showMessage(f"Run of {flow_id} not started: {error}", STATUS_MESSAGE_MS)
+                return
+            # Versions of another flow that happens to have this id are not this draft's to run.
+            latest = versions[-1] if versions and document.history_id == flow_id else None
+            if latest is None or latest.content_hash != draft_hash:
+                choice = self.ask_publish_before_run(document, int(latest.version) if latest else None)
+                if choice == "publish_and_run":
+                    self.publish(then=lambda: self._ask_inputs_and_start(document))
+                    return
+                if choice != "run_published" or latest is None:
+                    self.statusBar().showMessage(f"Not run: {flow_id} has no published version with this draft.",
+                                                 STATUS_MESSAGE_MS)
+                    return
+            self._ask_inputs_and_start(document)
+
+        self.bridge.list_versions(flow_id, versions_read)
+
+    def _ask_inputs_and_start(self, document: FlowDocument) -> None:
+        if self.engine is None or self.tabs.index_of(document) < 0:
             return
         flow = document.flow()
         inputs = self.ask_run_inputs(flow)
         if inputs is not None:
             self.engine.start_run(flow.id, inputs, document.text())
+
+    def _publish_before_run_dialog(self, document: FlowDocument, version: int | None) -> RunChoice:
+        flow = document.flow_ref()
+        box = QMessageBox(self)
+        box.setWindowTitle("Publish first?")
+        box.setIcon(QMessageBox.Icon.Question)
+        if version is None:
+            box.setText(f"{flow.name or flow.id} is not published yet. Runs start from a published version.")
+        else:
+            box.setText(f"This draft of {flow.name or flow.id} has changes that are not published. A run now "
+                        f"starts v{version}, without them.")
+        publish = box.addButton("Publish and run", QMessageBox.ButtonRole.AcceptRole)
+        run = box.addButton(f"Run v{version} as published", QMessageBox.ButtonRole.ActionRole) if version else None
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(publish)
+        box.exec()
+        clicked = box.clickedButton()
+        if clicked is publish:
+            return "publish_and_run"
+        if run is not None and clicked is run:
+            return "run_published"
+        return "cancel"
 
     def _run_inputs_dialog(self, flow: Flow) -> dict[str, Any] | None:
         from app.run_dialog import RunInputsDialog

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,9 @@ class FlowDocument(QObject):
         self.history_id: str | None = self._flow.id if path is not None else None
         """The flow id whose published history this draft continues (None: a new flow, not published yet)."""
         self._diagnostics: list[Diagnostic] = []
+        self.extra_checks: list[Callable[[Flow], list[Diagnostic]]] = []
+        """Checks beyond the flow file's own validation that need outside knowledge (the app adds one that
+        knows the engine's budgets); their diagnostics follow the validator's."""
         self.undo_stack = QUndoStack(self)
         self.undo_stack.cleanChanged.connect(self._clean_changed)
         self._validation_timer = QTimer(self)
@@ -191,7 +194,10 @@ class FlowDocument(QObject):
     def validate_now(self) -> list[Diagnostic]:
         """Validate at once (content edits schedule this 150 ms after the last one) and notify."""
         self._validation_timer.stop()
-        self._publish(self._content_version, validate(self._flow))
+        found = validate(self._flow)
+        for check in self.extra_checks:
+            found += check(self._flow)
+        self._publish(self._content_version, found)
         return list(self._diagnostics)
 
     def unique_node_id(self, base: str, also_taken: set[str] | frozenset[str] = frozenset()) -> str:
