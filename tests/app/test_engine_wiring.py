@@ -57,8 +57,8 @@ def test_publish_then_run_with_inputs(qtbot, engine_window: MainWindow) -> None:
         return {"name": "Ada"}
 
     window.ask_run_inputs = answer
-    window.run_flow()
-    assert asked == [["name"]]
+    window.run_flow()  # the draft is v1 as published: straight to the inputs
+    qtbot.waitUntil(lambda: asked == [["name"]], timeout=10_000)
     qtbot.waitUntil(lambda: any(r.status == "succeeded" for r in window.runs.rows.values()), timeout=15_000)
     row = next(iter(window.runs.rows.values()))
     assert (row.flow_id, row.version) == ("hello", 1)
