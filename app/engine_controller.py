@@ -244,7 +244,7 @@ class EngineController(QObject):
             else:
                 text = f"Not decided: {without_cli_hints(result.message)}."
                 if result.reason == "not_allowed":
-                    text += " If you are one of them, set Your name in Settings ▸ General (the change link)."
+                    text += " If you are one of them, set Your name in Settings ▸ General (Change… here)."
                 panel.decision_result(approval_id, False, text)
             self._say(text)
             self.refresh_approvals()

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QTableWidgetItem,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -61,7 +62,11 @@ class ApprovalsPanel(QWidget):
         self.decider_label.setTextFormat(Qt.TextFormat.RichText)
         self.decider_label.setToolTip("The name your decisions are recorded under; approval nodes that list "
                                       "approvers accept only those names")
-        self.decider_label.linkActivated.connect(lambda _link: self.change_name_requested.emit())
+        self.change_name_button = QToolButton(self)
+        self.change_name_button.setObjectName("changeNameButton")
+        self.change_name_button.setText("Change…")
+        self.change_name_button.setToolTip("Settings ▸ General ▸ Your name")
+        self.change_name_button.clicked.connect(self.change_name_requested.emit)
         self.result_label = QLabel(self)
         self.result_label.setObjectName("fieldNote")
         self.result_label.setWordWrap(True)
@@ -77,6 +82,7 @@ class ApprovalsPanel(QWidget):
         self.reject_button.clicked.connect(lambda: self._decide(False))
         bar = QHBoxLayout()
         bar.addWidget(self.decider_label)
+        bar.addWidget(self.change_name_button)
         bar.addWidget(self.comment, 1)
         bar.addWidget(self.approve_button)
         bar.addWidget(self.reject_button)
@@ -92,7 +98,7 @@ class ApprovalsPanel(QWidget):
     def set_decider(self, name: str) -> None:
         """Show who the panel decides as (Settings ▸ General ▸ Your name)."""
         self.decider = name
-        self.decider_label.setText(f"Deciding as <b>{escape(name) or '?'}</b> (<a href='change'>change</a>)")
+        self.decider_label.setText(f"Deciding as <b>{escape(name) or '?'}</b>")
 
     def set_unavailable(self, reason: str) -> None:
         self.deciding = None

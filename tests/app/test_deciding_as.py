@@ -61,7 +61,7 @@ def test_a_refused_decision_shows_in_the_panel_and_your_name_decides(qtbot, engi
         return QDialog.DialogCode.Accepted
 
     window.run_settings_dialog = answer
-    panel.decider_label.linkActivated.emit("change")
+    qtbot.mouseClick(panel.change_name_button, Qt.MouseButton.LeftButton)
     assert window.settings.your_name == "alice" and "Deciding as <b>alice</b>" in panel.decider_label.text()
     qtbot.mouseClick(panel.approve_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: panel.approvals == [], timeout=10_000)

@@ -111,7 +111,7 @@ def test_approvals_say_who_decides_show_a_refusal_and_move_on_only_after_the_lis
     assert "Deciding as <b>root</b>" in panel.decider_label.text()
     asked: list[int] = []
     panel.change_name_requested.connect(lambda: asked.append(1))
-    panel.decider_label.linkActivated.emit("change")
+    qtbot.mouseClick(panel.change_name_button, Qt.MouseButton.LeftButton)
     assert asked == [1]
     rows = [_approval("a1", "run-one", 9), _approval("a2", "run-two", 5), _approval("a3", "run-three", 1)]
     panel.set_approvals(rows)
