@@ -532,10 +532,10 @@ class MainWindow(QMainWindow):
         else:
             self.statusBar().showMessage(f"{errors} error(s), {warnings} warning(s): see Problems.", STATUS_MESSAGE_MS)
 
-    def publish(self, then: Callable[[], None] | None = None) -> None:
-        """Validate, then publish the current flow (asking first when its id is another flow's); `then()`
-        runs once it is published."""
-        document = self.document
+    def publish(self, then: Callable[[], None] | None = None, document: FlowDocument | None = None) -> None:
+        """Validate, then publish `document` (default: the current flow), asking first when its id is another
+        flow's; `then()` runs once it is published."""
+        document = document or self.document
         if document is None:
             return
         diagnostics = document.validate_now()
@@ -604,7 +604,7 @@ class MainWindow(QMainWindow):
             if latest is None or latest.content_hash != draft_hash:
                 choice = self.ask_publish_before_run(document, int(latest.version) if latest else None)
                 if choice == "publish_and_run":
-                    self.publish(then=lambda: self._ask_inputs_and_start(document))
+                    self.publish(lambda: self._ask_inputs_and_start(document), document)
                     return
                 if choice != "run_published" or latest is None:
                     self.statusBar().showMessage(f"Not run: {flow_id} has no published version with this draft.",

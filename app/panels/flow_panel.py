@@ -136,11 +136,14 @@ class FlowPanel(QScrollArea):
         column.addWidget(limits_box)
         column.addStretch(1)
         self.setWidget(page)
+        self.refresh()
 
     # ----- wiring ------------------------------------------------------------------
 
     def set_document(self, document: FlowDocument | None) -> None:
-        if self.document is not None and self.document is not document:
+        if document is self.document:
+            return
+        if self.document is not None:
             try:
                 self.document.header_changed.disconnect(self.refresh)
             except (RuntimeError, TypeError):
@@ -161,7 +164,7 @@ class FlowPanel(QScrollArea):
         document = self.document
         self.page.setEnabled(document is not None)
         if document is None:
-            self.header.setText("<b>No flow open</b>")
+            self.header.setText("<b>No flow open</b>: New flow (Ctrl+N) or Open (Ctrl+O)")
             return
         flow = document.flow_ref()
         self.header.setText(f"<b>Flow</b> &nbsp;<span style='color:gray'>{flow.id}</span>")
