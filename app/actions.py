@@ -25,11 +25,11 @@ class ActionSpec:
 
 
 ACTIONS: tuple[ActionSpec, ...] = (
-    ActionSpec("new", "&New flow", "&File", (QKeySequence.StandardKey.New,), "Start an empty flow in a new tab", True,
+    ActionSpec("new", "&New flow", "&File", ("Ctrl+N",), "Start an empty flow in a new tab", True,
                QStyle.StandardPixmap.SP_FileIcon),
-    ActionSpec("open", "&Open…", "&File", (QKeySequence.StandardKey.Open,), "Open a *.flow.json file", True,
+    ActionSpec("open", "&Open…", "&File", ("Ctrl+O",), "Open a *.flow.json file", True,
                QStyle.StandardPixmap.SP_DialogOpenButton),
-    ActionSpec("save", "&Save", "&File", (QKeySequence.StandardKey.Save,), "Save the current flow", True,
+    ActionSpec("save", "&Save", "&File", ("Ctrl+S",), "Save the current flow", True,
                QStyle.StandardPixmap.SP_DialogSaveButton, separator_before=True),
     ActionSpec("save_as", "Save &As…", "&File", ("Ctrl+Shift+S",), "Save the current flow under a new name"),
     ActionSpec("close_tab", "&Close tab", "&File", ("Ctrl+W",), "Close the current flow (asks to save changes)"),
@@ -47,6 +47,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
     ActionSpec("run", "&Run…", "&Flow", ("F5",), "Start a run of the published flow with inputs", True,
                QStyle.StandardPixmap.SP_MediaPlay),
     ActionSpec("versions", "&Versions…", "&Flow", (), "The published versions of this flow"),
+    ActionSpec("flow_properties", "Pr&operties", "&Flow", ("Alt+Return",),
+               "The flow's name, id, description, inputs and limits (shown when no node is selected)"),
     ActionSpec("triggers", "&Triggers", "&Flow", ("Ctrl+Shift+T",),
                "Enable or disable this flow's webhooks and schedules; URLs, next fire, what they started"),
     ActionSpec("live", "&Live", "&Flow", ("Ctrl+Shift+L",), "Show what the engine is doing now on the canvas", True,

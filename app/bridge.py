@@ -253,6 +253,10 @@ class EngineBridge(QObject):
 
         self.request(read, on_done)
 
+    def list_budgets(self, on_done: Done) -> None:
+        """Every budget in the ledger (`engine.money.ledger.BudgetInfo`)."""
+        self.request(lambda services: _ledger(services).budgets(), on_done)
+
     def flow_version(self, flow_id: str, version: int, on_done: Done) -> None:
         """`(PublishedVersion, Flow)` of one published version."""
 
@@ -260,6 +264,19 @@ class EngineBridge(QObject):
             from engine.publish import get_version
 
             return get_version(services.sql, flow_id, version)
+
+        self.request(read, on_done)
+
+    def list_flow_ids(self, on_done: Done) -> None:
+        """The ids of every published flow (a set)."""
+
+        def read(services: Any) -> set[str]:
+            import sqlalchemy as sa
+
+            from engine.store.models import FlowRecord
+
+            with services.sql.connect() as conn:
+                return {str(row) for row in conn.execute(sa.select(FlowRecord.id)).scalars()}
 
         self.request(read, on_done)
 

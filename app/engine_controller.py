@@ -7,7 +7,6 @@ overlays are repainted by the canvas at most once per frame.
 
 from __future__ import annotations
 
-import getpass
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -17,6 +16,8 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QDialog, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout
 
 from app.bridge import EngineBridge
+from app.budget_check import BudgetDiagnostic
+from app.engine_messages import run_refusal, without_cli_hints
 from app.live import LiveState, row_at_place, row_of_place, run_path, run_row, waiting_text
 from app.panels.rows import ApprovalRow, BudgetRow, HoldRow, local_time
 
@@ -57,7 +58,6 @@ class EngineController(QObject):
         self._live_runs_timer.setInterval(LIVE_RUNS_REFRESH_MS)
         self._money_timer = self._single_shot(self.refresh_money)
         self._approvals_timer = self._single_shot(self.refresh_approvals)
-        self.actor = getpass.getuser()
         self._live_timer = self._single_shot(self.repaint_live)
         self._countdown = QTimer(self)
         self._countdown.setInterval(COUNTDOWN_MS)
@@ -96,8 +96,10 @@ class EngineController(QObject):
 
     # ----- publish and run ---------------------------------------------------------------
 
-    def publish(self) -> None:
-        document = self.window.document
+    def publish(self, document: FlowDocument | None = None, then: Callable[[], None] | None = None) -> None:
+        """Publish `document` (default: the current one); on success its draft continues that flow's history
+        and `then()` runs. The engine's budgets are read first, so Problems warns of a missing one."""
+        document = document or self.window.document
         if document is None:
             return
         flow = document.flow()
@@ -108,20 +110,40 @@ class EngineController(QObject):
                 if diagnostics is not None:
                     self.window.problems.set_diagnostics(diagnostics)
                     self.window.docks["Problems"].raise_()
-                self._say(f"Publish of {flow.id} refused: {error}")
+                self._say(f"Publish of {flow.id} refused: {without_cli_hints(str(error))}")
                 return
-            self._say(f"{flow.id} v{version.version} published")
+            document.history_id = flow.id
+            document.id_follows_name = False
+            missing = [d for d in document.validate_now() if isinstance(d, BudgetDiagnostic)]
+            if missing:
+                names = ", ".join(sorted({f'"{d.budget}"' for d in missing}))
+                self._say(f"{flow.id} v{version.version} published, but the engine has no budget {names}: runs "
+                          "will be refused until it does (add it in Settings ▸ Budgets; see Problems)")
+                self.window.docks["Problems"].show()
+                self.window.docks["Problems"].raise_()
+            else:
+                self._say(f"{flow.id} v{version.version} published")
             self.published.emit(flow.id, int(version.version))
+            if then is not None:
+                then()
 
-        self.bridge.publish(flow, done)
+        def budgets_read(budgets: Any, error: BaseException | None) -> None:
+            if error is None and budgets is not None:
+                self.window.set_known_budgets({b.name for b in budgets})
+            self.bridge.publish(flow, done)
+
+        self.bridge.list_budgets(budgets_read)
 
     def start_run(self, flow_id: str, inputs: dict[str, Any], draft_text: str | None = None) -> None:
         """Start a run of the latest published version; say so when the open draft differs from it."""
 
         def done(created: Any, error: BaseException | None) -> None:
             if error is not None:
-                hint = "; publish the flow first (Ctrl+Shift+P)" if isinstance(error, LookupError) else ""
-                self._say(f"Run of {flow_id} not started: {error}{hint}")
+                document = self.window.document
+                flow = document.flow_ref() if document is not None and document.flow_ref().id == flow_id else None
+                why = (run_refusal(flow, error, self.window.known_budgets) if flow is not None
+                       else without_cli_hints(str(error)))
+                self._say(f"Run of {flow_id} not started: {why}")
                 return
             started = f"Run {created.run_id[:8]} of {flow_id} v{created.version} started"
             self._say(started)
@@ -172,6 +194,7 @@ class EngineController(QObject):
                 self.window.log.append(f"Budgets could not be read: {error}")
                 return
             budgets, holds = result
+            self.window.set_known_budgets({b.name for b in budgets})
             self.window.holds.set_budgets([
                 BudgetRow(b.name, _micros(b.limit_micros), _micros(b.spent_micros), _micros(b.held_micros), b.period)
                 for b in budgets
@@ -206,17 +229,27 @@ class EngineController(QObject):
             self.bridge.pending_approvals(done)
 
     def decide(self, approval_id: str, approved: bool, comment: str) -> None:
+        """Decide as Settings ▸ General ▸ Your name; the answer goes back to the Approvals panel."""
+        actor = self.window.settings.your_name
+        panel = self.window.approvals
+
         def done(result: Any, error: BaseException | None) -> None:
             if error is not None:
-                self._say(f"Decision not sent: {error}")
+                text = f"Decision not sent: {without_cli_hints(str(error))}"
+                panel.decision_result(approval_id, False, text)
             elif result.accepted:
-                self._say(f"{'Approved' if approved else 'Rejected'}: run {str(result.run_id)[:8]} continues "
-                          f"through {result.port}")
+                text = (f"{'Approved' if approved else 'Rejected'} as {actor}: run {str(result.run_id)[:8]} "
+                        f"continues through {result.port}.")
+                panel.decision_result(approval_id, True, text)
             else:
-                self._say(f"Decision refused: {result.message}")
+                text = f"Not decided: {without_cli_hints(result.message)}."
+                if result.reason == "not_allowed":
+                    text += " If you are one of them, set Your name in Settings ▸ General (Change… here)."
+                panel.decision_result(approval_id, False, text)
+            self._say(text)
             self.refresh_approvals()
 
-        self.bridge.decide_approval(approval_id, approved, self.actor, comment, done)
+        self.bridge.decide_approval(approval_id, approved, actor, comment, done)
 
     # ----- live mode -----------------------------------------------------------------------
 

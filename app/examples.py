@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from importlib import resources
+from typing import TYPE_CHECKING
+
+from engine.providers.simulator import DEMO_REFUNDS_PATH
+
+if TYPE_CHECKING:
+    from engine.flow import Flow
 
 EXAMPLES_PACKAGE = "resources.examples"
 FIRST_START_EXAMPLE = "ticket-triage.flow.json"
@@ -24,3 +30,23 @@ def example_bytes(name: str) -> bytes:
     if not item.is_file():
         raise FileNotFoundError(f"no bundled example {name!r}; the examples are {', '.join(example_names())}")
     return item.read_bytes()
+
+
+OFFLINE_STAND_INS: dict[str, str] = {"http://127.0.0.1:9/refunds": DEMO_REFUNDS_PATH}
+"""Outside services the shared examples call on the discard port (where nothing answers), and the path of the
+stand-in the app's provider simulator serves for each: an opened example then runs offline end to end."""
+
+
+def example_flow(name: str, simulator_root: str) -> Flow:
+    """A bundled example as the app opens it: its outside calls pointed at the stand-ins of the simulator at
+    `simulator_root` (`http://127.0.0.1:8765`)."""
+    from engine.flow import load_flow_text
+
+    flow = load_flow_text(example_bytes(name))
+    nodes = []
+    for node in flow.nodes:
+        path = OFFLINE_STAND_INS.get(node.config.get("url", "")) if node.type == "http.request" else None
+        if path is not None:
+            node = node.model_copy(update={"config": {**node.config, "url": simulator_root.rstrip("/") + path}})
+        nodes.append(node)
+    return flow.model_copy(update={"nodes": nodes})

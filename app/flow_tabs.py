@@ -49,6 +49,7 @@ class FlowTabs(QTabWidget):
         self.setTabToolTip(index, str(document.path) if document.path else "Not saved yet")
         document.dirty_changed.connect(lambda _dirty, d=document: self.refresh_title(d))
         document.path_changed.connect(lambda _path, d=document: self.refresh_title(d))
+        document.header_changed.connect(lambda d=document: self.refresh_title(d))
         editor.view.selection_changed.connect(lambda ids, e=editor: self._forward_selection(e, ids))
         self.setCurrentIndex(index)
         return editor

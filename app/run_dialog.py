@@ -37,10 +37,14 @@ class RunInputsDialog(QDialog):
         for name, spec in flow.inputs.items():
             widget = self._widget_for(name, spec)
             widget.setObjectName(f"input_{name}")
-            if spec.description:
-                widget.setToolTip(spec.description)
             self.widgets[name] = widget
             form.addRow(name + (" *" if spec.required else ""), widget)
+            if spec.description:
+                widget.setToolTip(spec.description)
+                note = QLabel(spec.description, self)
+                note.setObjectName("fieldNote")
+                note.setWordWrap(True)
+                form.addRow("", note)
         self.problem = QLabel(self)
         self.problem.setObjectName("fieldNote")
         self.problem.setProperty("problem", True)
@@ -53,7 +57,7 @@ class RunInputsDialog(QDialog):
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         if not flow.inputs:
-            layout.addWidget(QLabel("This flow declares no inputs."))
+            layout.addWidget(QLabel("This flow declares no inputs (declare them in Flow ▸ Properties)."))
         layout.addLayout(form)
         layout.addWidget(self.problem)
         layout.addWidget(buttons)

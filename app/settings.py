@@ -7,6 +7,7 @@ live in the system keyring, or, when the machine has no keyring backend, in a
 
 from __future__ import annotations
 
+import getpass
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -133,6 +134,17 @@ class AppSettings:
     def first_start_done(self, done: bool) -> None:
         self.qsettings.setValue("app/first_start_done", "1" if done else "0")
 
+    # -- who decides approvals in the app
+    @property
+    def your_name(self) -> str:
+        """The name approvals decided in the app are decided as (default: the login name); flows' approver
+        lists name it."""
+        return self._str("approvals/your_name").strip() or login_name()
+
+    @your_name.setter
+    def your_name(self, name: str) -> None:
+        self.qsettings.setValue("approvals/your_name", name.strip())
+
     # -- window
     def window_state(self) -> tuple[bytes | None, bytes | None]:
         """(geometry, dock/toolbar state) saved at the last quit."""
@@ -178,3 +190,11 @@ class AppSettings:
         except ValueError:
             return []
         return items if isinstance(items, list) else []
+
+
+def login_name() -> str:
+    """The operating system's name for the user, or "me" where it has none."""
+    try:
+        return getpass.getuser() or "me"
+    except (OSError, KeyError):
+        return "me"

@@ -39,6 +39,7 @@ from app.settings import (
     ProviderSetting,
     SecretStore,
     approval_key_secret_name,
+    login_name,
     mask_secret,
     provider_secret_name,
 )
@@ -104,6 +105,7 @@ class SettingsDialog(QDialog):
         self.key_created.connect(self._show_new_key)
 
         self.tabs = QTabWidget(self)
+        self.tabs.addTab(self._general_tab(), "General")
         self.tabs.addTab(self._engine_tab(), "Engine")
         self.tabs.addTab(self._providers_tab(), "Providers")
         self.tabs.addTab(self._budgets_tab(), "Budgets")
@@ -119,7 +121,41 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.secrets_note)
         layout.addWidget(buttons)
 
+    def show_tab(self, title: str) -> None:
+        """Bring the tab titled `title` forward (General, Engine, Providers, Budgets, Approval API keys)."""
+        for index in range(self.tabs.count()):
+            if self.tabs.tabText(index) == title:
+                self.tabs.setCurrentIndex(index)
+                return
+        raise KeyError(f"no settings tab {title!r}")
+
+    def show_budget(self, name: str) -> None:
+        """The Budgets tab with budget `name` selected, added (with a starting limit) when there is none."""
+        self.show_tab("Budgets")
+        for row in range(self.budgets_table.rowCount()):
+            if _cell(self.budgets_table, row, 0) == name:
+                break
+        else:
+            self._add_budget_row(BudgetSetting(name, 10.0, "month"))
+            row = self.budgets_table.rowCount() - 1
+        self.budgets_table.setCurrentCell(row, 1)
+        self.budgets_table.setFocus()
+
     # ----- tabs ---------------------------------------------------------------------
+
+    def _general_tab(self) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        self.your_name_edit = QLineEdit(self.settings.your_name)
+        self.your_name_edit.setObjectName("yourNameEdit")
+        self.your_name_edit.setPlaceholderText(login_name())
+        form.addRow("Your name", self.your_name_edit)
+        note = QLabel("Approvals you decide in the app are decided as this name: an approval node that lists its "
+                      "approvers (alice, bob) accepts only those names. Empty: your login name.")
+        note.setObjectName("emptyHint")
+        note.setWordWrap(True)
+        form.addRow("", note)
+        return page
 
     def _engine_tab(self) -> QWidget:
         page = QWidget()
@@ -373,6 +409,7 @@ class SettingsDialog(QDialog):
         providers, budgets = self.collect()
         data_dir = self.data_dir_edit.text().strip()
         self.settings.data_dir = Path(data_dir).expanduser() if data_dir else None
+        self.settings.your_name = self.your_name_edit.text()
         self.settings.redis_url = self.redis_edit.text()
         self.settings.db_url = self.db_edit.text()
         self.settings.set_providers(providers)

@@ -7,9 +7,10 @@ so tests can answer them without a modal dialog.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import QActionGroup, QCloseEvent, QKeySequence
@@ -32,11 +33,14 @@ from PySide6.QtWidgets import (
 
 from app import actions as action_specs
 from app.bridge import EngineBridge
+from app.budget_check import budget_check
 from app.engine_controller import EngineController
-from app.examples import FIRST_START_EXAMPLE, FIRST_START_HINT, example_bytes, example_names
+from app.engine_process import SIMULATOR_HOST, SIMULATOR_PORT
+from app.examples import FIRST_START_EXAMPLE, FIRST_START_HINT, example_flow, example_names
 from app.flow_tabs import FlowTabs
 from app.log_feed import LogFeed
 from app.panels.approvals import ApprovalsPanel
+from app.panels.flow_panel import TakenIds
 from app.panels.holds import HoldsPanel
 from app.panels.log import LogPanel
 from app.panels.problems import ProblemsPanel
@@ -55,6 +59,7 @@ if TYPE_CHECKING:
 
 FLOW_FILE_FILTER = "Lockgate flows (*.flow.json);;JSON files (*.json);;All files (*)"
 SaveAnswer = QMessageBox.StandardButton
+RunChoice = Literal["publish_and_run", "run_published", "cancel"]
 STATUS_MESSAGE_MS = 6000
 
 
@@ -72,7 +77,13 @@ class MainWindow(QMainWindow):
         self.choose_open_path: Callable[[], Path | None] = self._open_path_dialog
         self.choose_save_path: Callable[[FlowDocument], Path | None] = self._save_path_dialog
         self.ask_run_inputs: Callable[[Flow], dict[str, Any] | None] = self._run_inputs_dialog
-        self._untitled_count = 0
+        self.ask_publish_onto_history: Callable[[FlowDocument, int], bool] = self._publish_onto_history_dialog
+        self.run_settings_dialog: Callable[[QDialog], int] = lambda dialog: dialog.exec()
+        self.ask_publish_before_run: Callable[[FlowDocument, int | None], RunChoice] = self._publish_before_run_dialog
+        self.known_budgets: frozenset[str] | None = None
+        """Names of the engine's budgets, once read (the budget_missing check waits for them)."""
+        self.published_ids: frozenset[str] = frozenset()
+        """Ids of the flows published in the engine's data folder (read when the engine starts and on publish)."""
 
         self.tabs = FlowTabs(self)
         self.setCentralWidget(self.tabs)
@@ -97,14 +108,18 @@ class MainWindow(QMainWindow):
         self.tabs.selection_changed.connect(self.properties.show_selection)
         self.tabs.close_requested.connect(self.close_tab)
         self.problems.node_activated.connect(self.reveal_node)
+        self.problems.budget_requested.connect(lambda name: self.show_settings(budget=name))
         self.palette_widget.activated.connect(self._add_from_palette)
         self.problems.counts_changed.connect(self._problem_counts_changed)
+        self.properties.flow_panel.taken_ids = self.taken_ids
+        self.approvals.set_decider(settings.your_name)
+        self.approvals.change_name_requested.connect(lambda: self.show_settings("General"))
         self.engine: EngineController | None = None
         self.trigger_watch: TriggerWatch | None = None
         if bridge is not None:
             self.engine = EngineController(self, bridge)
             self.trigger_watch = TriggerWatch(self, bridge)
-            self.engine.published.connect(lambda _flow_id, _version: self._refresh_triggers())
+            self.engine.published.connect(self._published)
             bridge.log_message.connect(self.log.append)
             bridge.state_changed.connect(self._engine_state_changed)
             self._engine_state_changed(bridge.state)
@@ -174,6 +189,7 @@ class MainWindow(QMainWindow):
             "run": self.run_flow,
             "live": self.toggle_live,
             "versions": self.show_versions,
+            "flow_properties": self.show_flow_properties,
             "triggers": self.show_triggers,
             "theme_system": lambda: self.set_theme("system"),
             "theme_light": lambda: self.set_theme("light"),
@@ -246,19 +262,62 @@ class MainWindow(QMainWindow):
         return self.tabs.current_document()
 
     def add_document(self, document: FlowDocument) -> None:
+        window = weakref.ref(self)  # the document keeps the check; a strong reference back would make a cycle
+        document.extra_checks.append(budget_check(lambda: (w.known_budgets if (w := window()) is not None
+                                                           else None)))
         editor = self.tabs.add_document(document)
         self._current_document_changed(document)
         # Once laid out, frame the whole flow (the view's size is only known after the first layout).
         QTimer.singleShot(0, editor.view.fit_selection_or_all)
 
     def new_flow(self) -> FlowDocument:
+        """An empty flow with an id no open or published flow has (untitled, untitled-2, ...); its id follows
+        its name until the id is set by hand."""
         from canvas.document import FlowDocument, empty_flow
+        from canvas.flow_header import unique_id
 
-        self._untitled_count += 1
-        suffix = f"-{self._untitled_count}" if self._untitled_count > 1 else ""
-        document = FlowDocument.from_flow(empty_flow(f"untitled{suffix}", f"Untitled{suffix.replace('-', ' ')}"))
+        flow_id = unique_id("untitled", self.taken_ids_for(None).all())
+        number = flow_id.removeprefix("untitled").removeprefix("-")
+        document = FlowDocument.from_flow(empty_flow(flow_id, f"Untitled {number}".strip()))
+        document.id_follows_name = True
         self.add_document(document)
         return document
+
+    def taken_ids(self) -> TakenIds:
+        """Ids in use by flows other than the current one (the flow panel checks its id against them)."""
+        return self.taken_ids_for(self.document)
+
+    def taken_ids_for(self, document: FlowDocument | None) -> TakenIds:
+        """Ids in use by flows other than `document`: open drafts and published flows, less the published
+        history `document` itself continues."""
+        version_views = set(self.engine.version_documents.values()) if self.engine is not None else set()
+        open_ids = {
+            other.flow_ref().id: self.tabs.tabText(index).removesuffix(" *")
+            for index, other in enumerate(self.tabs.documents())
+            if other is not document and other not in version_views
+        }
+        history = document.history_id if document is not None else None
+        return TakenIds(open_ids, self.published_ids - {history} if history else self.published_ids)
+
+    def set_known_budgets(self, names: set[str] | frozenset[str]) -> None:
+        """The engine's budget names as just read; open flows are checked again when they changed."""
+        known = frozenset(names)
+        if known == self.known_budgets:
+            return
+        self.known_budgets = known
+        for document in self.tabs.documents():
+            document.validate_now()
+
+    def refresh_published_ids(self) -> None:
+        if self.bridge is None or not self.bridge.available:
+            return
+
+        def done(ids: Any, error: BaseException | None) -> None:
+            if error is None and ids is not None:
+                self.published_ids = frozenset(ids)
+                self.properties.flow_panel.refresh()
+
+        self.bridge.list_flow_ids(done)
 
     def open_dialog(self) -> None:
         path = self.choose_open_path()
@@ -286,13 +345,21 @@ class MainWindow(QMainWindow):
         return document
 
     def open_example(self, name: str) -> FlowDocument:
-        """Open a bundled example as a new, unsaved flow (so Save asks where to put it)."""
+        """Open a bundled example as a new, unsaved flow (so Save asks where to put it); calls it makes to
+        outside services go to the stand-ins of the app's provider simulator."""
         from canvas.document import FlowDocument
-        from engine.flow import load_flow_text
 
-        document = FlowDocument.from_flow(load_flow_text(example_bytes(name)))
+        document = FlowDocument.from_flow(example_flow(name, self.simulator_root()))
+        document.history_id = document.flow_ref().id  # an example is that flow: publishing it continues its history
         self.add_document(document)
         return document
+
+    def simulator_root(self) -> str:
+        """Where the app's provider simulator listens (`http://127.0.0.1:8765`), once started or as preferred."""
+        simulator = self.bridge.simulator if self.bridge is not None else None
+        if simulator is not None and simulator.url:
+            return simulator.url.removesuffix("/v1")
+        return f"http://{SIMULATOR_HOST}:{SIMULATOR_PORT}"
 
     def save(self) -> bool:
         document = self.document
@@ -367,6 +434,7 @@ class MainWindow(QMainWindow):
         previous = getattr(self, "_watched_document", None)
         if previous is not None and previous is not document:
             for signal, slot in ((previous.diagnostics_changed, self.problems.set_diagnostics),
+                                 (previous.header_changed, self._header_changed),
                                  (previous.undo_stack.canUndoChanged, self._update_edit_actions),
                                  (previous.undo_stack.canRedoChanged, self._update_edit_actions)):
                 try:
@@ -377,19 +445,39 @@ class MainWindow(QMainWindow):
         self.properties.set_document(document)
         if document is not None:
             document.diagnostics_changed.connect(self.problems.set_diagnostics)
+            document.header_changed.connect(self._header_changed)
             document.undo_stack.canUndoChanged.connect(self._update_edit_actions)
             document.undo_stack.canRedoChanged.connect(self._update_edit_actions)
             self.problems.set_diagnostics(document.diagnostics())
-            flow = document.flow_ref()
-            self.setWindowTitle(f"{flow.name or flow.id} — Lockgate")
         else:
             self.problems.set_diagnostics([])
-            self.setWindowTitle("Lockgate")
+        self._show_window_title()
         if self.engine is not None and self.engine.live_on:
             self.engine.repaint_live()
-        for action_id in ("save", "save_as", "close_tab", "validate", "publish", "run", "live", "versions"):
+        for action_id in ("save", "save_as", "close_tab", "validate", "publish", "run", "live", "versions",
+                          "flow_properties"):
             self.actions_by_id[action_id].setEnabled(document is not None)
         self._update_edit_actions()
+
+    def _show_window_title(self) -> None:
+        document = self.document
+        flow = document.flow_ref() if document is not None else None
+        self.setWindowTitle(f"{flow.name or flow.id} — Lockgate" if flow is not None else "Lockgate")
+
+    def _header_changed(self) -> None:
+        self._show_window_title()
+        self._refresh_triggers()
+
+    def show_flow_properties(self) -> None:
+        """Flow ▸ Properties: the flow panel, with the selection cleared so it stays shown."""
+        editor = self.tabs.current_editor()
+        if editor is None:
+            return
+        editor.view.flow_scene.clearSelection()
+        self.properties.show_node(None)
+        self.docks["Properties"].show()
+        self.docks["Properties"].raise_()
+        self.properties.flow_panel.focus_name()
 
     def _update_edit_actions(self, *_args: object) -> None:
         document = self.document
@@ -447,8 +535,10 @@ class MainWindow(QMainWindow):
         else:
             self.statusBar().showMessage(f"{errors} error(s), {warnings} warning(s): see Problems.", STATUS_MESSAGE_MS)
 
-    def publish(self) -> None:
-        document = self.document
+    def publish(self, then: Callable[[], None] | None = None, document: FlowDocument | None = None) -> None:
+        """Validate, then publish `document` (default: the current flow), asking first when its id is another
+        flow's; `then()` runs once it is published."""
+        document = document or self.document
         if document is None:
             return
         diagnostics = document.validate_now()
@@ -460,17 +550,102 @@ class MainWindow(QMainWindow):
                 f"Publish refused: {errors} error(s) in {document.flow_ref().id}; fix them (see Problems) and "
                 "publish again.", STATUS_MESSAGE_MS)
             return
-        if self._needs_engine("Publish") and self.engine is not None:
-            self.engine.publish()
+        if not self._needs_engine("Publish") or self.engine is None or self.bridge is None:
+            return
+        flow_id = document.flow_ref().id
+        if document.history_id == flow_id:
+            self.engine.publish(document, then)
+            return
+
+        def versions_read(versions: Any, error: BaseException | None) -> None:
+            if self.engine is None or self.tabs.index_of(document) < 0:
+                return
+            if error is None and versions and not self.ask_publish_onto_history(document, len(versions)):
+                self.statusBar().showMessage(
+                    f"Not published: {flow_id} is another flow's id. Give this flow its own id in its properties "
+                    "(Flow ▸ Properties).", STATUS_MESSAGE_MS)
+                return
+            self.engine.publish(document, then)
+
+        self.bridge.list_versions(flow_id, versions_read)
+
+    def _publish_onto_history_dialog(self, document: FlowDocument, versions: int) -> bool:
+        flow = document.flow_ref()
+        answer = QMessageBox.question(
+            self, "Publish onto an existing flow?",
+            f"A flow with the id {flow.id} is published already ({versions} version(s)). Publishing "
+            f"\"{flow.name or flow.id}\" adds version {versions + 1} to that flow's history: its runs, "
+            "triggers and counters.\n\nTo publish a separate flow instead, cancel and change the id in the flow's "
+            "properties.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Cancel)
+        return answer == QMessageBox.StandardButton.Yes
+
+    def _published(self, flow_id: str, _version: int) -> None:
+        self.published_ids = self.published_ids | {flow_id}
+        self.properties.flow_panel.refresh()
+        self._refresh_triggers()
 
     def run_flow(self) -> None:
+        """Run the published flow; a draft that is not published, or differs from its latest version, is
+        offered "Publish and run" first."""
         document = self.document
-        if document is None or not self._needs_engine("Run") or self.engine is None:
+        if document is None or not self._needs_engine("Run") or self.engine is None or self.bridge is None:
+            return
+        from engine.publish import content_hash
+
+        flow_id = document.flow_ref().id
+        draft_hash = content_hash(document.text())
+
+        def versions_read(versions: Any, error: BaseException | None) -> None:
+            if self.tabs.index_of(document) < 0:
+                return
+            if error is not None:
+                self.statusBar().showMessage(f"Run of {flow_id} not started: {error}", STATUS_MESSAGE_MS)
+                return
+            # Versions of another flow that happens to have this id are not this draft's to run.
+            latest = versions[-1] if versions and document.history_id == flow_id else None
+            if latest is None or latest.content_hash != draft_hash:
+                choice = self.ask_publish_before_run(document, int(latest.version) if latest else None)
+                if choice == "publish_and_run":
+                    self.publish(lambda: self._ask_inputs_and_start(document), document)
+                    return
+                if choice != "run_published" or latest is None:
+                    self.statusBar().showMessage(f"Not run: {flow_id} has no published version with this draft.",
+                                                 STATUS_MESSAGE_MS)
+                    return
+            self._ask_inputs_and_start(document)
+
+        self.bridge.list_versions(flow_id, versions_read)
+
+    def _ask_inputs_and_start(self, document: FlowDocument) -> None:
+        if self.engine is None or self.tabs.index_of(document) < 0:
             return
         flow = document.flow()
         inputs = self.ask_run_inputs(flow)
         if inputs is not None:
             self.engine.start_run(flow.id, inputs, document.text())
+
+    def _publish_before_run_dialog(self, document: FlowDocument, version: int | None) -> RunChoice:
+        flow = document.flow_ref()
+        box = QMessageBox(self)
+        box.setWindowTitle("Publish first?")
+        box.setIcon(QMessageBox.Icon.Question)
+        if version is None:
+            box.setText(f"{flow.name or flow.id} is not published yet. Runs start from a published version.")
+        else:
+            box.setText(f"This draft of {flow.name or flow.id} has changes that are not published. A run now "
+                        f"starts v{version}, without them.")
+        publish = box.addButton("Publish and run", QMessageBox.ButtonRole.AcceptRole)
+        run = box.addButton(f"Run v{version} as published", QMessageBox.ButtonRole.ActionRole) if version else None
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(publish)
+        box.exec()
+        clicked = box.clickedButton()
+        if clicked is publish:
+            return "publish_and_run"
+        if run is not None and clicked is run:
+            return "run_published"
+        return "cancel"
 
     def _run_inputs_dialog(self, flow: Flow) -> dict[str, Any] | None:
         from app.run_dialog import RunInputsDialog
@@ -503,6 +678,8 @@ class MainWindow(QMainWindow):
 
     def _engine_state_changed(self, state: str) -> None:
         self.engine_label.setText(f"Engine: {state}")
+        if state == "running":
+            self.refresh_published_ids()
         if state != "running":
             reason = self.bridge.unavailable_reason if self.bridge is not None else ""
             text = f"The engine is {state}" + (f": {reason}." if reason else ".")
@@ -522,11 +699,19 @@ class MainWindow(QMainWindow):
         if isinstance(app, QApplication):
             apply_app_theme(app, mode)
 
-    def show_settings(self) -> None:
+    def show_settings(self, tab: str | None = None, budget: str | None = None) -> None:
+        """The Settings dialog, on `tab` (or on the Budgets tab with `budget` selected, added if missing)."""
         from app.settings_dialog import SettingsDialog
 
-        if SettingsDialog(self.settings, self, bridge=self.bridge).exec() != QDialog.DialogCode.Accepted:
+        dialog = SettingsDialog(self.settings, self, bridge=self.bridge)
+        if budget is not None:
+            dialog.show_budget(budget)
+        elif tab is not None:
+            dialog.show_tab(tab)
+        self.settings_dialog = dialog
+        if self.run_settings_dialog(dialog) != QDialog.DialogCode.Accepted:
             return
+        self.approvals.set_decider(self.settings.your_name)
         self.log.append("Settings saved; data folder, Redis, database and provider changes apply at the next start "
                         "(providers are written to providers.json in the data folder)")
         if self.bridge is not None and self.bridge.available:

@@ -15,7 +15,15 @@ Public API (the app embeds these):
   `rename_node(id, title)`, `set_config_field(id, key, value|None)`,
   `set_node_field(id, "retry"|"continue_on_fail"|"idempotent", value)`,
   `copy_fragment(ids)`, `paste(fragment, at=None) -> ids`, `duplicate(ids)`,
-  `insert_on_edge(id, edge)`, `auto_layout()`.
+  `insert_on_edge(id, edge)`, `auto_layout()`; the flow's own properties
+  (signal `header_changed()`, `header()`, `id_follows_name`, `history_id`):
+  `rename_flow(name, taken)`, `set_flow_id(id)`, `set_description(text)`,
+  `set_enabled(bool)`, `set_setting(key, value|None)`, `add_input(name, spec)`,
+  `remove_input(name)`, `rename_input(old, new)`, `move_input(name, offset)`,
+  `set_input(name, spec)`; `extra_checks` (diagnostics needing outside
+  knowledge, run after the validator).
+- `canvas.flow_header` — `FlowHeader` (the flow less its nodes and edges),
+  `slug(name)`, `unique_id`, `flow_id_problem`, `input_name_problem`, `input_spec`.
 - `canvas.commands` — the QUndoCommands behind those edits.
 - `canvas.scene.FlowScene`, `canvas.items` (NodeItem, PortItem, EdgeItem,
   WireItem) and `canvas.view.FlowView(document)`: signals

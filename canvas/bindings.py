@@ -34,21 +34,20 @@ def _keys(*specs: KeySpec) -> tuple[KeySpec, ...]:
     return specs
 
 
+# Keys are spelled out rather than taken from QKeySequence.StandardKey: the standard Delete also means Ctrl+D on
+# some desktops (which is Duplicate here) and the standard Copy adds F16 and the Copy media key. "Ctrl" is the
+# Command key on macOS.
 BINDINGS: tuple[Binding, ...] = (
-    Binding(
-        "delete", "Delete", _keys(QKeySequence.StandardKey.Delete, "Backspace"), "Delete the selected nodes and edges"
-    ),
-    Binding(
-        "copy", "Copy", _keys(QKeySequence.StandardKey.Copy), "Copy the selected nodes with the edges between them"
-    ),
-    Binding("paste", "Paste", _keys(QKeySequence.StandardKey.Paste), "Paste copied nodes with fresh ids"),
+    Binding("delete", "Delete", _keys("Delete", "Backspace"), "Delete the selected nodes and edges"),
+    Binding("copy", "Copy", _keys("Ctrl+C"), "Copy the selected nodes with the edges between them"),
+    Binding("paste", "Paste", _keys("Ctrl+V"), "Paste copied nodes with fresh ids"),
     Binding("duplicate", "Duplicate", _keys("Ctrl+D"), "Duplicate the selected nodes"),
-    Binding("select_all", "Select all", _keys(QKeySequence.StandardKey.SelectAll), "Select every node"),
+    Binding("select_all", "Select all", _keys("Ctrl+A"), "Select every node"),
     Binding("fit", "Fit selection or all", _keys("F"), "Zoom to the selection, or to the whole flow"),
     Binding("quick_add", "Add node…", _keys("Tab", "Shift+A"), "Search node types and add one at the cursor"),
     Binding("auto_layout", "Auto-layout", _keys("Ctrl+L"), "Arrange the flow left to right (undoable)"),
-    Binding("zoom_in", "Zoom in", _keys(QKeySequence.StandardKey.ZoomIn, "Ctrl+="), "Zoom in"),
-    Binding("zoom_out", "Zoom out", _keys(QKeySequence.StandardKey.ZoomOut), "Zoom out"),
+    Binding("zoom_in", "Zoom in", _keys("Ctrl++", "Ctrl+="), "Zoom in"),
+    Binding("zoom_out", "Zoom out", _keys("Ctrl+-"), "Zoom out"),
     Binding("reset_zoom", "Actual size", _keys("Ctrl+0"), "Zoom to 100%"),
     Binding("toggle_snap", "Snap to grid", _keys("Ctrl+G"), "Snap dragged nodes to the grid"),
 )

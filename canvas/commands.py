@@ -17,6 +17,7 @@ from engine.flow import Edge, Node
 
 if TYPE_CHECKING:
     from canvas.document import FlowDocument
+    from canvas.flow_header import FlowHeader
 
 Position = tuple[float, float]
 
@@ -179,6 +180,22 @@ class SetNodeFieldCommand(ReplaceNodeCommand):
         super().__init__(
             document, node.model_copy(update={field: getattr(checked, field)}), f"Change {node_id}.{field}"
         )
+
+
+class SetHeaderCommand(DocumentCommand):
+    """Swap the flow's own properties (id, name, description, enabled, inputs, settings) for edited ones."""
+
+    def __init__(self, document: FlowDocument, header: FlowHeader, id_follows_name: bool, text: str) -> None:
+        super().__init__(text)
+        self.document = document
+        self.old = (document.header(), document.id_follows_name)
+        self.new = (header, id_follows_name)
+
+    def redo(self) -> None:
+        self.document.apply_header(*self.new)
+
+    def undo(self) -> None:
+        self.document.apply_header(*self.old)
 
 
 class CompoundCommand(QUndoCommand):

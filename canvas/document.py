@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +18,21 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QUndoStack
 
 from canvas import commands
+from canvas.flow_header import (
+    FlowHeader,
+    flow_id_problem,
+    input_name_problem,
+    input_spec,
+    moved,
+    renamed,
+    slug,
+    unique_id,
+    unique_input_name,
+)
 from canvas.geometry import has_input, output_ports
 from canvas.layout import layered_positions
 from engine.catalog import node_type
-from engine.flow import Edge, Flow, Node, dump_flow, flow_to_data, load_flow, save_flow
+from engine.flow import Edge, Flow, InputSpec, Node, dump_flow, flow_to_data, load_flow, save_flow
 from engine.validation import Diagnostic, validate
 
 VALIDATION_DELAY_MS = 150
@@ -56,6 +67,8 @@ class FlowDocument(QObject):
     edge_added = Signal(object)
     edge_removed = Signal(object)
     flow_changed = Signal()
+    header_changed = Signal()
+    """The flow's own properties (id, name, description, enabled, inputs, settings) changed."""
     diagnostics_changed = Signal(list)
     dirty_changed = Signal(bool)
     path_changed = Signal(object)
@@ -69,7 +82,14 @@ class FlowDocument(QObject):
         for node in self._flow.nodes:
             self._nodes_by_id.setdefault(node.id, node)
         self.path: Path | None = path
+        self.id_follows_name = False
+        """True for a new flow until its id is set by hand: renaming the flow then renames its id too."""
+        self.history_id: str | None = self._flow.id if path is not None else None
+        """The flow id whose published history this draft continues (None: a new flow, not published yet)."""
         self._diagnostics: list[Diagnostic] = []
+        self.extra_checks: list[Callable[[Flow], list[Diagnostic]]] = []
+        """Checks beyond the flow file's own validation that need outside knowledge (the app adds one that
+        knows the engine's budgets); their diagnostics follow the validator's."""
         self.undo_stack = QUndoStack(self)
         self.undo_stack.cleanChanged.connect(self._clean_changed)
         self._validation_timer = QTimer(self)
@@ -174,7 +194,10 @@ class FlowDocument(QObject):
     def validate_now(self) -> list[Diagnostic]:
         """Validate at once (content edits schedule this 150 ms after the last one) and notify."""
         self._validation_timer.stop()
-        self._publish(self._content_version, validate(self._flow))
+        found = validate(self._flow)
+        for check in self.extra_checks:
+            found += check(self._flow)
+        self._publish(self._content_version, found)
         return list(self._diagnostics)
 
     def unique_node_id(self, base: str, also_taken: set[str] | frozenset[str] = frozenset()) -> str:
@@ -408,6 +431,81 @@ class FlowDocument(QObject):
         if any(self._nodes_by_id[i].position != p for i, p in moved.items()):
             self.undo_stack.push(commands.AutoLayoutCommand(self, moved))
 
+    # ----- the flow's own properties (each change one undo step) ---------------------
+
+    def header(self) -> FlowHeader:
+        return FlowHeader.of(self._flow)
+
+    def set_header(self, header: FlowHeader, text: str, id_follows_name: bool | None = None) -> None:
+        follows = self.id_follows_name if id_follows_name is None else id_follows_name
+        if not header.same_as(self.header()) or follows != self.id_follows_name:
+            self.undo_stack.push(commands.SetHeaderCommand(self, header, follows, text))
+
+    def rename_flow(self, name: str, taken: Collection[str] = ()) -> None:
+        """Set the flow's name; while the id follows the name, the id becomes the name's slug (made unique
+        against `taken`, the ids of other open and published flows)."""
+        header = self.header()
+        if name == header.name:
+            return
+        changes: dict[str, object] = {"name": name}
+        if self.id_follows_name and name.strip():
+            changes["id"] = unique_id(slug(name), set(taken) - {header.id})
+        self.set_header(header.with_(**changes), f'Rename flow to "{name}"')
+
+    def set_flow_id(self, flow_id: str) -> None:
+        """Set the id by hand (it stops following the name); raises ValueError for an id the pattern refuses."""
+        problem = flow_id_problem(flow_id)
+        if problem is not None:
+            raise ValueError(problem)
+        if flow_id != self._flow.id:
+            self.set_header(self.header().with_(id=flow_id), f"Change flow id to {flow_id}", id_follows_name=False)
+
+    def set_description(self, text: str) -> None:
+        self.set_header(self.header().with_(description=text), "Change flow description")
+
+    def set_enabled(self, enabled: bool) -> None:
+        self.set_header(self.header().with_(enabled=enabled), "Enable flow" if enabled else "Disable flow")
+
+    def set_setting(self, key: str, value: str | int | float | None) -> None:
+        """Set one of `max_delay`, `max_wait`, `suspended_step_timeout` (None: back to the default)."""
+        self.set_header(self.header().with_setting(key, value), f"Change settings.{key}")
+
+    def add_input(self, name: str | None = None, spec: InputSpec | None = None) -> str:
+        header = self.header()
+        chosen = name or unique_input_name(header.inputs)
+        problem = input_name_problem(chosen, header.inputs)
+        if problem is not None:
+            raise ValueError(problem)
+        inputs = {**header.inputs, chosen: spec or input_spec("string", False, False, None)}
+        self.set_header(header.with_(inputs=inputs), f"Add input {chosen}")
+        return chosen
+
+    def remove_input(self, name: str) -> None:
+        header = self.header()
+        if name in header.inputs:
+            inputs = {n: s for n, s in header.inputs.items() if n != name}
+            self.set_header(header.with_(inputs=inputs), f"Remove input {name}")
+
+    def rename_input(self, old: str, new: str) -> None:
+        """Rename an input in place; raises ValueError for a name templates cannot read or one taken."""
+        header = self.header()
+        if old not in header.inputs or old == new:
+            return
+        problem = input_name_problem(new, header.inputs, current=old)
+        if problem is not None:
+            raise ValueError(problem)
+        self.set_header(header.with_(inputs=renamed(header.inputs, old, new)), f"Rename input {old} to {new}")
+
+    def move_input(self, name: str, offset: int) -> None:
+        header = self.header()
+        if name in header.inputs:
+            self.set_header(header.with_(inputs=moved(header.inputs, name, offset)), f"Move input {name}")
+
+    def set_input(self, name: str, spec: InputSpec) -> None:
+        header = self.header()
+        if name in header.inputs:
+            self.set_header(header.with_(inputs={**header.inputs, name: spec}), f"Change input {name}")
+
     # ----- primitives (commands only) ---------------------------------------------
 
     def insert_node_at(self, index: int, node: Node) -> None:
@@ -468,3 +566,13 @@ class FlowDocument(QObject):
         if moved:
             self.nodes_moved.emit(moved)
             self.flow_changed.emit()
+
+    def apply_header(self, header: FlowHeader, id_follows_name: bool) -> None:
+        flow = self._flow
+        flow.id, flow.name, flow.description, flow.enabled = header.id, header.name, header.description, header.enabled
+        flow.inputs = dict(header.inputs)
+        flow.settings = header.settings
+        self.id_follows_name = id_follows_name
+        self.header_changed.emit()
+        self._content_changed()
+        self.flow_changed.emit()

@@ -133,3 +133,27 @@ def truthy(source: str, context: dict[str, Any]) -> bool:
     if isinstance(value, str):
         return value.strip().lower() not in ("", "false", "0", "none", "no")
     return bool(value)
+
+
+@lru_cache(maxsize=8192)
+def template_input_refs(source: str) -> frozenset[str]:
+    """Top-level `inputs.X` / `inputs['X']` names a template reads; raises TemplateProblem."""
+    if "inputs" not in source or not is_template(source):
+        return frozenset()
+    try:
+        tree = _env.parse(source)
+    except TemplateSyntaxError as exc:
+        raise TemplateProblem(f"line {exc.lineno}: {(exc.message or 'syntax error').rstrip('.')}") from None
+    refs: set[str] = set()
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
+        if isinstance(node, nodes.Getattr) and _is_inputs(node.node):
+            refs.add(node.attr)
+        elif isinstance(node, nodes.Getitem) and _is_inputs(node.node):
+            key = node.arg.value if isinstance(node.arg, nodes.Const) else None
+            if isinstance(key, str):
+                refs.add(key)
+    return frozenset(refs)
+
+
+def _is_inputs(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.Name) and node.name == "inputs"

@@ -21,7 +21,7 @@ from engine.durations import DurationError, format_duration, parse_duration
 from engine.flow import Edge, Flow, FlowLoadError, Node, flow_from_data, parse_document
 from engine.flow_graph import FlowGraph
 from engine.retry_plan import INLINE_RETRY_WAIT_LIMIT, retry_delay, total_backoff, wait_seconds
-from engine.templates import TemplateProblem, template_state_refs
+from engine.templates import TemplateProblem, template_input_refs, template_state_refs
 
 Severity = Literal["error", "warning"]
 
@@ -79,7 +79,7 @@ def validate(flow: Flow | str | bytes | dict[str, Any]) -> list[Diagnostic]:
     """Every publish-time diagnostic for `flow`: errors first, then warnings; never raises on bad input."""
     if not isinstance(flow, Flow):
         return validate_document(flow)[1]
-    return _Checker(flow).run()
+    return _Checker(flow).run() + _undeclared_inputs(flow)
 
 
 class _Checker:
@@ -762,6 +762,30 @@ def _non_negative_seconds(value: Any) -> float:
     if seconds < 0:
         raise DurationError(f"{value!r} is negative; durations are zero or more")
     return seconds
+
+
+def _undeclared_inputs(flow: Flow) -> list[Diagnostic]:
+    """Warnings for templates reading `inputs.X` the flow does not declare (a run refuses undeclared inputs)."""
+    found: list[Diagnostic] = []
+    declared = ", ".join(flow.inputs) or "none"
+    for node in flow.nodes:
+        if node.type not in CATALOG:
+            continue
+        reported: set[str] = set()
+        for path, source in template_fields(node.type, node.config):
+            try:
+                refs = template_input_refs(source)
+            except TemplateProblem:
+                continue  # bad_template already reported by the config check
+            for ref in sorted(refs - reported - flow.inputs.keys()):
+                reported.add(ref)
+                fix = _did_you_mean(ref, flow.inputs) or "; add it to the flow's inputs"
+                found.append(Diagnostic(
+                    "template_unknown_reference", "warning", node.id,
+                    f"node \"{node.id}\": {path} reads inputs.{ref}, which the flow does not declare "
+                    f"(declared: {declared}){fix}",
+                ))
+    return found
 
 
 def _duration_seconds(value: Any) -> float:

@@ -1,18 +1,27 @@
-"""The Approvals panel: pending approvals with Approve / Reject and an optional comment."""
+"""The Approvals panel: pending approvals with Approve / Reject, an optional comment, and who decides.
+
+A decision in flight disables the buttons until its answer is back; a refusal is shown here, with the comment
+kept. After an accepted decision the selection moves to the neighbouring row only once the list no longer holds
+the decided one, and the panel says which run is selected now, so a second click never acts on a run the user
+did not see chosen.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from html import escape
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
+    QLabel,
     QLineEdit,
     QPushButton,
     QTableWidgetItem,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -25,14 +34,21 @@ COLUMNS = ("Flow", "Run", "Node", "Message", "Requested", "Time left")
 
 
 class ApprovalsPanel(QWidget):
-    """`decision_made(approval_id, approved, comment)` when the user decides; the bridge sends it to the engine."""
+    """`decision_made(approval_id, approved, comment)` when the user decides; the bridge sends it to the engine
+    and the answer comes back through `decision_result`. `change_name_requested` asks for Settings ▸ General."""
 
     decision_made = Signal(str, bool, str)
+    change_name_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None, now: Callable[[], datetime] | None = None) -> None:
         super().__init__(parent)
         self.now = now or (lambda: datetime.now(UTC))
         self.approvals: list[ApprovalRow] = []
+        self.decider = ""
+        self.deciding: str | None = None
+        """The approval whose decision is in flight or accepted but still listed: the buttons wait for it."""
+        self._decided_row = 0
+        self._answered = False
         self.table = read_only_table("approvalsTable", COLUMNS)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -41,6 +57,20 @@ class ApprovalsPanel(QWidget):
             self.table.horizontalHeader().resizeSection(column, width)
         self.table.horizontalHeader().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         self.table.itemSelectionChanged.connect(self._update_buttons)
+        self.decider_label = QLabel(self)
+        self.decider_label.setObjectName("deciderLabel")
+        self.decider_label.setTextFormat(Qt.TextFormat.RichText)
+        self.decider_label.setToolTip("The name your decisions are recorded under; approval nodes that list "
+                                      "approvers accept only those names")
+        self.change_name_button = QToolButton(self)
+        self.change_name_button.setObjectName("changeNameButton")
+        self.change_name_button.setText("Change…")
+        self.change_name_button.setToolTip("Settings ▸ General ▸ Your name")
+        self.change_name_button.clicked.connect(self.change_name_requested.emit)
+        self.result_label = QLabel(self)
+        self.result_label.setObjectName("fieldNote")
+        self.result_label.setWordWrap(True)
+        self.result_label.hide()
         self.comment = QLineEdit(self)
         self.comment.setObjectName("approvalComment")
         self.comment.setPlaceholderText("Comment (optional)")
@@ -51,21 +81,27 @@ class ApprovalsPanel(QWidget):
         self.approve_button.clicked.connect(lambda: self._decide(True))
         self.reject_button.clicked.connect(lambda: self._decide(False))
         bar = QHBoxLayout()
+        bar.addWidget(self.decider_label)
+        bar.addWidget(self.change_name_button)
         bar.addWidget(self.comment, 1)
         bar.addWidget(self.approve_button)
         bar.addWidget(self.reject_button)
-        content = QWidget(self)
-        inner = QVBoxLayout(content)
-        inner.setContentsMargins(0, 0, 0, 0)
-        inner.addWidget(self.table)
-        inner.addLayout(bar)
-        self.stack = EmptyStateStack(content, self)
+        self.stack = EmptyStateStack(self.table, self)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.stack)
+        layout.addWidget(self.stack, 1)
+        layout.addLayout(bar)
+        layout.addWidget(self.result_label)
+        self.set_decider("")
         self.set_unavailable("The engine is not running, so no approvals can be listed or decided.")
 
+    def set_decider(self, name: str) -> None:
+        """Show who the panel decides as (Settings ▸ General ▸ Your name)."""
+        self.decider = name
+        self.decider_label.setText(f"Deciding as <b>{escape(name) or '?'}</b>")
+
     def set_unavailable(self, reason: str) -> None:
+        self.deciding = None
         self.approvals = []
         self.table.setRowCount(0)
         self.stack.show_message(reason)
@@ -74,6 +110,7 @@ class ApprovalsPanel(QWidget):
     def set_approvals(self, approvals: list[ApprovalRow]) -> None:
         selected = self.selected_approval()
         self.approvals = sorted(approvals, key=lambda a: a.requested_at)
+        decided_gone = self.deciding is not None and all(a.approval_id != self.deciding for a in self.approvals)
         now = self.now()
         self.table.blockSignals(True)
         self.table.setRowCount(len(self.approvals))
@@ -92,12 +129,55 @@ class ApprovalsPanel(QWidget):
                 self.table.setItem(row, column, item)
             if selected is not None and approval.approval_id == selected.approval_id:
                 self.table.selectRow(row)
+        if decided_gone:
+            self.table.clearSelection()
+            if self._answered:
+                self._select_after_decision()
         self.table.blockSignals(False)
         if self.approvals:
             self.stack.show_content()
         else:
             self.stack.show_message("No approvals are waiting.")
         self._update_buttons()
+
+    def decision_result(self, approval_id: str, accepted: bool, message: str) -> None:
+        """The engine's answer to a decision from this panel: a refusal is shown with the comment kept."""
+        if approval_id != self.deciding:
+            return
+        if accepted:
+            self.comment.clear()
+            self._say(message, problem=False)
+            self._answered = True
+            if all(a.approval_id != approval_id for a in self.approvals):  # the list updated first
+                self._select_after_decision()
+        else:
+            self.deciding = None
+            self._say(message, problem=True)
+        self._update_buttons()
+
+    def _select_after_decision(self) -> None:
+        """The decided row is gone and its answer is in: select its neighbour and say which run that is."""
+        self.deciding = None
+        if not self.approvals:
+            return
+        row = min(self._decided_row, len(self.approvals) - 1)
+        self.table.selectRow(row)
+        shown = self.approvals[row]
+        self._say(f"{self.result_label.text()} Selected now: {shown.flow_id} run {shown.run_id[:8]} "
+                  f"({shown.message or shown.node}).", problem=False)
+
+    def _say(self, text: str, problem: bool) -> None:
+        self.result_label.setText(text)
+        self.result_label.setProperty("problem", problem)
+        self.result_label.style().unpolish(self.result_label)
+        self.result_label.style().polish(self.result_label)
+        self.result_label.setVisible(bool(text))
+
+    @property
+    def problem(self) -> str | None:
+        """The refusal shown, if any."""
+        label = self.result_label
+        return label.text() if label.property("problem") and not label.isHidden() else None
 
     def refresh_times(self) -> None:
         """Recount the time left of each approval (called once a second)."""
@@ -114,13 +194,18 @@ class ApprovalsPanel(QWidget):
         return self.approvals[row]
 
     def _update_buttons(self) -> None:
-        chosen = self.selected_approval() is not None
+        chosen = self.selected_approval() is not None and self.deciding is None
         self.approve_button.setEnabled(chosen)
         self.reject_button.setEnabled(chosen)
 
     def _decide(self, approved: bool) -> None:
         approval = self.selected_approval()
-        if approval is None:
+        if approval is None or self.deciding is not None:
             return
+        self.deciding = approval.approval_id
+        self._answered = False
+        self._decided_row = self.table.currentRow()
+        self._say(f"{'Approving' if approved else 'Rejecting'} {approval.flow_id} run {approval.run_id[:8]} as "
+                  f"{self.decider}…", problem=False)
+        self._update_buttons()
         self.decision_made.emit(approval.approval_id, approved, self.comment.text().strip())
-        self.comment.clear()

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.field_kinds import FieldSpec
+from app.panels.template_completion import TemplateCompleter
 from engine.durations import DurationError, format_duration, parse_duration
 from engine.templates import TemplateProblem, check_template
 
@@ -177,13 +178,19 @@ class TemplateEditor(FieldEditor):
 
     def __init__(self, spec: FieldSpec, parent: QWidget | None = None) -> None:
         super().__init__(spec, parent)
-        self.text = _CommitOnLeaveTextEdit(self)
+        self.text = CommitOnLeaveTextEdit(self)
         self.text.setTabChangesFocus(True)
         self.text.setPlaceholderText("{{ state.key }} and {{ inputs.name }} are available")
         self.text.setFixedHeight(64)
         self.text.textChanged.connect(self._check)
         self.text.left.connect(self.commit)
+        self.completion = TemplateCompleter(self.text)
+        self.text.completer = self.completion
         self._finish_layout(self.text)
+
+    def set_completions(self, words: list[str]) -> None:
+        """The `inputs.*` and `state.*` names offered while typing inside `{{ }}`."""
+        self.completion.set_words(words)
 
     def _display(self, value: Any) -> None:
         text = "" if value is None else str(value)
@@ -207,14 +214,22 @@ class TemplateEditor(FieldEditor):
         self._emit(source)
 
 
-class _CommitOnLeaveTextEdit(QPlainTextEdit):
+class CommitOnLeaveTextEdit(QPlainTextEdit):
+    """Plain text that says `left` when focus leaves it or on Ctrl+Enter (the moment to commit)."""
+
     left = Signal()
+    completer: TemplateCompleter | None = None
 
     def focusOutEvent(self, event: QFocusEvent) -> None:
         super().focusOutEvent(event)
-        self.left.emit()
+        if event.reason() != Qt.FocusReason.PopupFocusReason:  # the completion list is not leaving
+            self.left.emit()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
+        choosing = (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape, Qt.Key.Key_Tab, Qt.Key.Key_Backtab)
+        if self.completer is not None and self.completer.popup_visible() and event.key() in choosing:
+            event.ignore()  # the completion list takes it
+            return
         control = event.modifiers() & Qt.KeyboardModifier.ControlModifier
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and control:
             self.left.emit()

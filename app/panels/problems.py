@@ -1,4 +1,5 @@
-"""The Problems panel: the current document's diagnostics; picking one selects its node."""
+"""The Problems panel: the current document's diagnostics; picking one selects its node. A problem the app can
+fix from one of its own controls gets a button that opens it (a missing budget: Settings ▸ Budgets)."""
 
 from __future__ import annotations
 
@@ -7,22 +8,26 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
     QLabel,
+    QPushButton,
     QStyle,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
+from app.budget_check import BudgetDiagnostic
 from app.panels.tables import read_only_table
 from engine.validation import Diagnostic
 
-COLUMNS = ("", "Code", "Node", "Message")
+COLUMNS = ("", "Code", "Node", "Message", "Fix")
 
 
 class ProblemsPanel(QWidget):
     """A table of diagnostics, errors first; `node_activated(id)` when the user picks a row with a node."""
 
     node_activated = Signal(str)
+    budget_requested = Signal(str)
+    """(budget name): the user asked to create or change that budget."""
     counts_changed = Signal(int, int)
     """(errors, warnings) after each update, for the dock title and status bar."""
 
@@ -43,6 +48,7 @@ class ProblemsPanel(QWidget):
         header.resizeSection(1, 210)
         header.resizeSection(2, 130)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        header.resizeSection(4, 150)
         self.table.itemSelectionChanged.connect(self._selection_changed)
         self.table.itemActivated.connect(lambda _item: self._selection_changed())
         layout = QVBoxLayout(self)
@@ -72,6 +78,11 @@ class ProblemsPanel(QWidget):
             cells[3].setToolTip(diagnostic.message)
             for column, item in enumerate(cells):
                 self.table.setItem(row, column, item)
+            button = self._fix_button(diagnostic)
+            if button is not None:
+                self.table.setCellWidget(row, 4, button)
+            elif self.table.cellWidget(row, 4) is not None:
+                self.table.removeCellWidget(row, 4)
         self.table.blockSignals(False)
         errors = sum(1 for d in ordered if d.severity == "error")
         warnings = len(ordered) - errors
@@ -82,6 +93,20 @@ class ProblemsPanel(QWidget):
                                  f"{warnings} warning{'s' if warnings != 1 else ''}"
                                  + (" — fix the errors to publish." if errors else "."))
         self.counts_changed.emit(errors, warnings)
+
+    def _fix_button(self, diagnostic: Diagnostic) -> QPushButton | None:
+        if not isinstance(diagnostic, BudgetDiagnostic):
+            return None
+        button = QPushButton(f"Budget {diagnostic.budget}…", self.table)
+        button.setObjectName("fixButton")
+        button.setToolTip(f"Open Settings ▸ Budgets to add budget {diagnostic.budget!r} or change it")
+        button.clicked.connect(lambda _checked=False, name=diagnostic.budget: self.budget_requested.emit(name))
+        return button
+
+    def fix_button(self, row: int) -> QPushButton | None:
+        """The row's fix button, if it has one."""
+        widget = self.table.cellWidget(row, 4)
+        return widget if isinstance(widget, QPushButton) else None
 
     def _selection_changed(self) -> None:
         row = self.table.currentRow()

@@ -1,4 +1,5 @@
-"""The properties panel: editors generated from the selected node's typed config model.
+"""The properties panel: editors generated from the selected node's typed config model, or the flow panel
+when no node is selected.
 
 Every change goes through the document's edit methods (undoable commands); the
 panel redraws from the document's notifications, so undo updates it too.
@@ -18,12 +19,15 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QScrollArea,
     QSpinBox,
+    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from app.field_kinds import FieldSpec, config_fields
-from app.panels.field_editors import DurationEditor, FieldEditor, NodeRefEditor, editor_for
+from app.panels.field_editors import DurationEditor, FieldEditor, NodeRefEditor, TemplateEditor, editor_for
+from app.panels.flow_panel import FlowPanel
+from app.panels.template_completion import completion_words
 from engine.catalog import CATALOG
 
 if TYPE_CHECKING:
@@ -38,7 +42,7 @@ RETRY_DEFAULTS: dict[str, Any] = {"max_attempts": 3, "backoff": "exponential", "
 
 
 class PropertiesPanel(QWidget):
-    """Shows and edits one node of one document."""
+    """Shows and edits one node of one document, or (nothing selected) the flow itself."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -53,14 +57,13 @@ class PropertiesPanel(QWidget):
         self.scroll_area.setFrameShape(QScrollArea.Shape.NoFrame)
         # Editors shrink to the dock's width instead of hiding behind a horizontal scroll bar.
         self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.flow_panel = FlowPanel(self)
+        self.pages = QStackedWidget(self)
+        self.pages.addWidget(self.flow_panel)
+        self.pages.addWidget(self.scroll_area)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(self.scroll_area)
-        self.empty_label = QLabel("Select a node to edit its properties.", self)
-        self.empty_label.setObjectName("emptyHint")
-        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.empty_label.setWordWrap(True)
-        self.scroll_area.setWidget(self.empty_label)
+        outer.addWidget(self.pages)
 
     # ----- wiring ------------------------------------------------------------------
 
@@ -82,7 +85,12 @@ class PropertiesPanel(QWidget):
             document.node_changed.connect(self._on_node_event)
             document.node_removed.connect(self._on_node_event)
             document.flow_changed.connect(self._refresh_references)
+        self.flow_panel.set_document(document)
         self.show_node(None)
+
+    def showing_flow(self) -> bool:
+        """True while the flow panel (not a node) is shown."""
+        return self.pages.currentWidget() is self.flow_panel
 
     def show_node(self, node_id: str | None) -> None:
         """Edit `node_id` of the current document (None: show the empty hint)."""
@@ -90,20 +98,15 @@ class PropertiesPanel(QWidget):
         node = self.document.node(node_id) if self.document is not None and node_id else None
         if node is None:
             self.node_id = None
-            self._built_for = None
-            self.editors = {}
-            self.empty_label = QLabel("Select a node to edit its properties.")
-            self.empty_label.setObjectName("emptyHint")
-            self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-            self.empty_label.setWordWrap(True)
-            self.scroll_area.setWidget(self.empty_label)
+            self.pages.setCurrentWidget(self.flow_panel)
             return
         if self._built_for != (node.id, node.type):
             self._build(node.id, node.type)
+        self.pages.setCurrentWidget(self.scroll_area)
         self._refresh()
 
     def show_selection(self, node_ids: list[str]) -> None:
-        """The canvas selection: one node is edited, none or many show the hint."""
+        """The canvas selection: one node is edited, none or many show the flow panel."""
         self.show_node(node_ids[0] if len(node_ids) == 1 else None)
 
     def _on_node_event(self, node_id: str) -> None:
@@ -218,7 +221,10 @@ class PropertiesPanel(QWidget):
             return
         if self.title_edit.text() != node.title:
             self.title_edit.setText(node.title)
+        words = completion_words(self.document.flow_ref(), node.id)
         for key, editor in self.editors.items():
+            if isinstance(editor, TemplateEditor):
+                editor.set_completions(words)
             if isinstance(editor, NodeRefEditor):
                 ref_type = editor.spec.ref_type
                 editor.set_candidates(

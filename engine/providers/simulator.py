@@ -2,6 +2,7 @@
 
 Deterministic answers, token usage, `x-ratelimit-*` headers, request/token limits per window answering 429,
 latency, background calls with a poll endpoint, and faults chosen per model name or `x-sim-fault` header.
+It also stands in for a payments API at `POST /demo/refunds`, so the bundled triage example runs offline.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ FAULTS = ("garbage", "500", "hang", "drop", "429")
 FAULT_MODEL_PREFIX = "sim-fault-"
 """A model named `sim-fault-<fault>` always answers with that fault."""
 ANSWER_MODELS = ("sim-small", "sim-large")
+DEMO_REFUNDS_PATH = "/demo/refunds"
 
 
 @dataclass
@@ -53,6 +55,7 @@ class SimulatorCounters:
     polls: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
+    demo_refunds: int = 0
     by_model: dict[str, int] = field(default_factory=dict)
 
 
@@ -264,6 +267,9 @@ def _make_handler(sim: ProviderSimulator) -> type[BaseHTTPRequestHandler]:
             self._error(404, f"no route GET {self.path}", "not_found_error")
 
         def do_POST(self) -> None:
+            if self.path.rstrip("/") == DEMO_REFUNDS_PATH:
+                self._demo_refund()
+                return
             if self.path.rstrip("/") != "/v1/chat/completions":
                 self._error(404, f"no route POST {self.path}", "not_found_error")
                 return
@@ -274,6 +280,18 @@ def _make_handler(sim: ProviderSimulator) -> type[BaseHTTPRequestHandler]:
                 self._chat(raw)
             finally:
                 sim._count(in_flight=-1)
+
+        def _demo_refund(self) -> None:
+            """A refund "issued" for the JSON ticket posted (its `id` is echoed back)."""
+            length = int(self.headers.get("content-length") or 0)
+            try:
+                ticket = json.loads(self.rfile.read(length) or b"null") if length else None
+            except ValueError:
+                self._error(400, "the refund body must be JSON (the ticket)", "invalid_request_error")
+                return
+            sim._count(demo_refunds=1)
+            self._send_json(201, {"refund_id": f"rf_{uuid.uuid4().hex[:12]}", "status": "issued",
+                                  "ticket": ticket.get("id") if isinstance(ticket, dict) else None})
 
         def _chat(self, raw: bytes) -> None:
             key = self._api_key()

@@ -14,7 +14,8 @@ from PySide6.QtWidgets import QMessageBox
 from app.bridge import EngineBridge
 from app.examples import example_bytes
 from app.settings import AppSettings, BudgetSetting
-from app.window import MainWindow
+from app.window import MainWindow, RunChoice
+from canvas.document import FlowDocument
 from engine.config import EngineConfig
 
 ENGINE_START_MS = 30_000
@@ -67,6 +68,16 @@ def wait_for_workers(qtbot, bridge: EngineBridge, starts: int = 1) -> None:
     qtbot.waitUntil(served, timeout=ENGINE_START_MS)
 
 
+def unexpected_publish_question(document: FlowDocument, versions: int) -> bool:
+    """The default answer in tests: a modal question nobody expected fails the test instead of hanging it."""
+    raise AssertionError(f"unexpected question: publish {document.flow_ref().id} onto its {versions} version(s)?")
+
+
+def unexpected_run_question(document: FlowDocument, version: int | None) -> RunChoice:
+    """The default answer in tests: Run on a draft that is not published fails the test instead of hanging it."""
+    raise AssertionError(f"unexpected question: publish {document.flow_ref().id} before running (v{version})?")
+
+
 @pytest.fixture
 def open_engine_window(qtbot, tmp_path: Path, redis_url: str, key_prefix: str,
                        app_settings: AppSettings) -> Iterator[Callable[..., MainWindow]]:
@@ -84,6 +95,8 @@ def open_engine_window(qtbot, tmp_path: Path, redis_url: str, key_prefix: str,
         window = MainWindow(app_settings, bridge)
         qtbot.addWidget(window)
         window.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
+        window.ask_publish_onto_history = unexpected_publish_question
+        window.ask_publish_before_run = unexpected_run_question
         if show:
             window.show()
         bridge.start()

@@ -57,8 +57,8 @@ def test_publish_then_run_with_inputs(qtbot, engine_window: MainWindow) -> None:
         return {"name": "Ada"}
 
     window.ask_run_inputs = answer
-    window.run_flow()
-    assert asked == [["name"]]
+    window.run_flow()  # the draft is v1 as published: straight to the inputs
+    qtbot.waitUntil(lambda: asked == [["name"]], timeout=10_000)
     qtbot.waitUntil(lambda: any(r.status == "succeeded" for r in window.runs.rows.values()), timeout=15_000)
     row = next(iter(window.runs.rows.values()))
     assert (row.flow_id, row.version) == ("hello", 1)
@@ -100,12 +100,27 @@ def test_publish_refused_by_the_engine_lists_problems(qtbot, engine_window: Main
     assert badge is not None
 
 
-def test_run_without_publishing_says_what_to_do(qtbot, engine_window: MainWindow) -> None:
+def test_run_of_an_unpublished_draft_offers_publish_and_run(qtbot, engine_window: MainWindow) -> None:
     window = engine_window
     window.add_document(queue_flow("1h"))
-    window.ask_run_inputs = lambda _flow: {"name": "Ada"}
+    asked: list[int | None] = []
+    answers = ["cancel", "publish_and_run"]
+
+    def answer(_document: FlowDocument, version: int | None) -> str:
+        asked.append(version)
+        return answers.pop(0)
+
+    window.ask_publish_before_run = answer
+    inputs_asked: list[str] = []
+    window.ask_run_inputs = lambda flow: inputs_asked.append(flow.id) or {"name": "Ada"}
     window.run_flow()
-    qtbot.waitUntil(lambda: status_of(window).startswith("Run of wait-then-greet not started"), timeout=10_000)
+    qtbot.waitUntil(lambda: status_of(window).startswith("Not run: wait-then-greet"), timeout=10_000)
+    assert asked == [None] and inputs_asked == []
+    window.run_flow()
+    qtbot.waitUntil(lambda: status_of(window).startswith("Run ") and "of wait-then-greet v1 started" in
+                    status_of(window), timeout=10_000)
+    assert asked == [None, None] and inputs_asked == ["wait-then-greet"]
+    assert window.published_ids == frozenset({"wait-then-greet"})
 
 
 def test_live_mode_shows_a_parked_run_that_survives_a_restart(
@@ -278,8 +293,11 @@ def test_a_run_of_an_older_version_is_drawn_on_its_own_graph(qtbot, engine_windo
 
     # The draft changes: the v1 run now opens on v1's own graph, and a new run says the changes are not in it.
     document.rename_node("greet", "Greet warmly")
+    asked: list[int | None] = []
+    window.ask_publish_before_run = lambda _document, version: asked.append(version) or "run_published"
     window.run_flow()
     qtbot.waitUntil(lambda: "not published" in status_of(window), timeout=10_000)
+    assert asked == [1]
     window.engine.select_run(run_id)
     qtbot.waitUntil(lambda: window.tabs.count() == 2, timeout=5_000)
     assert window.tabs.currentIndex() == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLineEdit, QPlainTextEdit
 
 from app.panels.approvals import ApprovalsPanel
@@ -95,6 +96,54 @@ def test_approvals_decide_with_comment(qtbot) -> None:
     assert decided.args == ["a1", False, "customer is right"]
     panel.set_approvals([])
     assert panel.stack.showing_message
+
+
+def _approval(approval_id: str, run_id: str, minutes_ago: int) -> ApprovalRow:
+    return ApprovalRow(approval_id, "refunds", run_id, "ask", f"Refund {run_id}?", NOW - timedelta(minutes=minutes_ago),
+                       NOW + timedelta(hours=1))
+
+
+def test_approvals_say_who_decides_show_a_refusal_and_move_on_only_after_the_list_updates(qtbot) -> None:
+    panel = ApprovalsPanel(now=lambda: NOW)
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.set_decider("root")
+    assert "Deciding as <b>root</b>" in panel.decider_label.text()
+    asked: list[int] = []
+    panel.change_name_requested.connect(lambda: asked.append(1))
+    qtbot.mouseClick(panel.change_name_button, Qt.MouseButton.LeftButton)
+    assert asked == [1]
+    rows = [_approval("a1", "run-one", 9), _approval("a2", "run-two", 5), _approval("a3", "run-three", 1)]
+    panel.set_approvals(rows)
+    panel.table.selectRow(1)
+    qtbot.keyClicks(panel.comment, "customer is right")
+    with qtbot.waitSignal(panel.decision_made) as decided:
+        qtbot.mouseClick(panel.approve_button, Qt.MouseButton.LeftButton)
+    assert decided.args == ["a2", True, "customer is right"]
+    assert not panel.approve_button.isEnabled() and not panel.reject_button.isEnabled()
+
+    panel.decision_result("a2", False, "Not decided: root may not decide approval a2.")
+    assert panel.problem == "Not decided: root may not decide approval a2."
+    assert panel.comment.text() == "customer is right"
+    assert panel.selected_approval() == rows[1] and panel.approve_button.isEnabled()
+
+    panel.set_decider("alice")
+    qtbot.mouseClick(panel.approve_button, Qt.MouseButton.LeftButton)
+    panel.set_approvals(rows)  # a refresh that still lists the decided row: nothing moves, nothing is clickable
+    assert panel.selected_approval() == rows[1] and not panel.approve_button.isEnabled()
+    panel.decision_result("a2", True, "Approved as alice: run run-two continues through approved.")
+    assert panel.comment.text() == "" and panel.problem is None
+    assert panel.selected_approval() == rows[1] and not panel.approve_button.isEnabled()
+    panel.set_approvals([rows[0], rows[2]])
+    assert panel.selected_approval() == rows[2] and panel.approve_button.isEnabled()
+    assert "Selected now: refunds run run-thre" in panel.result_label.text()
+
+    # The list may update before the answer: no row is chosen until the answer is in.
+    qtbot.mouseClick(panel.reject_button, Qt.MouseButton.LeftButton)
+    panel.set_approvals([rows[0]])
+    assert panel.selected_approval() is None and not panel.reject_button.isEnabled()
+    panel.decision_result("a3", True, "Rejected as alice.")
+    assert panel.selected_approval() == rows[0] and panel.reject_button.isEnabled()
 
 
 def test_holds_bars_and_table(qtbot) -> None:

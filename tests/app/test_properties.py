@@ -190,11 +190,13 @@ def test_retry_and_flags_are_node_fields(panel_on) -> None:
     assert not document.is_dirty()
 
 
-def test_selection_of_many_shows_the_hint(panel_on) -> None:
+def test_selection_of_many_shows_the_flow_panel(panel_on) -> None:
     _document, show = panel_on
     panel = show("classify")
+    assert not panel.showing_flow()
     panel.show_selection(["classify", "route"])
-    assert panel.node_id is None and panel.editors == {}
+    assert panel.node_id is None and panel.showing_flow()
+    assert panel.flow_panel.name_edit.text() == "Ticket triage"
     panel.show_selection(["route"])
     assert panel.node_id == "route"
     assert cell(panel.editors["branches"].table, 0, 0).flags() & Qt.ItemFlag.ItemIsEditable

@@ -192,3 +192,51 @@ def test_cold_start_reaches_an_interactive_window(tmp_path: Path) -> None:
     assert done.stdout.startswith("ready "), done.stdout + done.stderr
     # The 2 s target is measured by tests/bench/app_cold_start.py; here only a gross regression fails.
     assert elapsed < 15, f"cold start took {elapsed:.1f}s"
+
+
+def test_no_shortcut_is_bound_twice_and_the_list_uses_key_names(window: MainWindow) -> None:
+    from collections import Counter
+
+    from PySide6.QtGui import QKeySequence
+
+    from app import actions as action_specs
+    from canvas.bindings import BINDINGS
+
+    window.new_flow()
+    editor = window.tabs.current_editor()
+    assert editor is not None
+    bound = Counter(
+        key.toString(QKeySequence.SequenceFormat.PortableText)
+        for action in [*window.actions_by_id.values(), *editor.view.actions_by_name.values()]
+        for key in action.shortcuts()
+    )
+    # Spelled-out keys only: a platform's standard keys differ (KDE's Delete includes Ctrl+D).
+    assert all(isinstance(key, str) for b in BINDINGS for key in b.keys)
+    assert all(isinstance(key, str) for spec in action_specs.ACTIONS for key in spec.shortcuts)
+    twice = {key: count for key, count in bound.items() if count > 1}
+    assert twice == {}, f"bound more than once: {twice}"
+    assert [k.toString() for k in editor.view.actions_by_name["delete"].shortcuts()] == ["Del", "Backspace"]
+    assert [k.toString() for k in editor.view.actions_by_name["duplicate"].shortcuts()] == ["Ctrl+D"]
+    assert len(bound) == sum(len(b.sequences()) for b in BINDINGS) + sum(
+        len(a.shortcuts()) for a in window.actions_by_id.values())
+
+    window.show_shortcuts()
+    table = window.shortcuts_dialog.findChild(QTableWidget, "shortcutsTable")
+    assert table is not None
+    rows = {cell(table, r, 0).text(): cell(table, r, 1).text() for r in range(table.rowCount())}
+    assert rows["Copy (canvas)"] == "Ctrl+C" and rows["Paste (canvas)"] == "Ctrl+V"
+    assert rows["Delete (canvas)"] == "Del, Backspace" and rows["Duplicate (canvas)"] == "Ctrl+D"
+    assert not [keys for keys in rows.values() if "F16" in keys or "Copy" in keys.split(", ")]
+
+
+def test_ctrl_d_duplicates_and_delete_deletes_on_the_canvas(qtbot, window: MainWindow) -> None:
+    document = window.new_flow()
+    editor = window.tabs.current_editor()
+    assert editor is not None
+    node_id = document.add_node("queue", (0, 0))
+    editor.view.select_node(node_id)
+    editor.view.setFocus()
+    qtbot.keyClick(editor.view, Qt.Key.Key_D, Qt.KeyboardModifier.ControlModifier)
+    assert len(document.flow_ref().nodes) == 2
+    qtbot.keyClick(editor.view, Qt.Key.Key_Delete)
+    assert len(document.flow_ref().nodes) == 1

@@ -295,3 +295,46 @@ def test_config_values_are_copied_so_callers_cannot_edit_behind_the_stack(triage
     triage.set_config_field("route", "branches", branches)
     branches.append({"port": "sneaky", "when": "{{ true }}"})
     assert [b["port"] for b in node_of(triage, "route").config["branches"]] == ["refund", "bug"]
+
+
+def test_flow_properties_are_undoable_steps_that_save_byte_stably(triage: FlowDocument, triage_path: Path) -> None:
+    from canvas.flow_header import input_spec
+
+    original = triage.text()
+    seen: list[str] = []
+    triage.header_changed.connect(lambda: seen.append(triage.flow_ref().id))
+    triage.rename_flow("Refunds")
+    assert triage.flow_ref().id == "ticket-triage"  # an opened flow keeps its id on rename
+    with pytest.raises(ValueError, match="not a flow id"):
+        triage.set_flow_id("Refunds!")
+    triage.set_flow_id("refunds")
+    triage.set_description("Refunds, asked first")
+    triage.set_enabled(False)
+    triage.set_setting("max_wait", "48h")
+    triage.add_input("amount", input_spec("number", True, False, "USD", 10, True))
+    triage.move_input("amount", -2)
+    assert list(triage.flow_ref().inputs) == ["amount", "ticket", "crm_token"]
+    triage.rename_input("amount", "refund_usd")
+    with pytest.raises(ValueError, match="exists already"):
+        triage.rename_input("refund_usd", "ticket")
+    triage.remove_input("crm_token")
+    assert triage.undo_stack.count() == 9 and seen[-1] == "refunds"
+    data = json.loads(triage.text())
+    assert data["inputs"]["refund_usd"] == {"type": "number", "required": True, "description": "USD", "default": 10}
+    assert list(data)[:6] == ["format", "id", "name", "description", "enabled", "inputs"]
+    triage.save()
+    assert FlowDocument.open(triage_path).text() == triage.text()
+    _undo_all_redo_all(triage, original)
+
+
+def test_a_new_flows_id_follows_its_name_until_set(qapp: QApplication) -> None:
+    document = FlowDocument.from_flow(empty_flow())
+    document.id_follows_name = True
+    document.rename_flow("Refund approvals!", taken={"refund-approvals"})
+    assert document.flow_ref().id == "refund-approvals-2"
+    document.set_flow_id("refunds")
+    document.rename_flow("Something else")
+    assert document.flow_ref().id == "refunds" and not document.id_follows_name
+    document.undo_stack.undo()
+    document.undo_stack.undo()
+    assert document.flow_ref().id == "refund-approvals-2" and document.id_follows_name

@@ -27,7 +27,8 @@ from tests.foundation.builders import (
 
 def test_a_clean_flow_has_no_diagnostics() -> None:
     found = diagnose(
-        [start(), setter("greet", greeting="Hi {{ inputs.name }}"), end()], chain("start", "greet", "done")
+        [start(), setter("greet", greeting="Hi {{ inputs.name }}"), end()], chain("start", "greet", "done"),
+        inputs={"name": {"type": "string"}},
     )
     assert found == []
     assert not has_errors(found)
@@ -172,7 +173,7 @@ def test_edge_from_a_terminal_and_into_a_trigger_are_refused() -> None:
 
 
 def test_router_ports_come_from_its_branches() -> None:
-    router = node("route", "router", {"branches": [{"port": "urgent", "when": "{{ inputs.x }}"}]})
+    router = node("route", "router", {"branches": [{"port": "urgent", "when": "{{ true }}"}]})
     found = diagnose(
         [start(), router, end("a"), end("b")],
         [*chain("start", "route"), edge("route", "a", "urgent"), edge("route", "b", "default")],
@@ -472,6 +473,22 @@ def test_model_output_key_and_approval_id_are_written_keys() -> None:
     ]
 
 
+@pytest.mark.parametrize("template", ["{{ inputs.nmae }}", "{{ inputs['nmae'] }}", "{% if inputs.nmae %}x{% endif %}"])
+def test_template_reading_an_undeclared_input_warns_with_did_you_mean(template: str) -> None:
+    found = diagnose([start(), setter("s", a=template), end()], chain("start", "s", "done"),
+                     inputs={"name": {"type": "string"}})
+    (problem,) = of_code(found, "template_unknown_reference")
+    assert problem.severity == "warning" and problem.node == "s"
+    assert "inputs.nmae" in problem.message and 'did you mean "name"' in problem.message
+
+
+def test_declared_inputs_and_their_fields_are_not_reported() -> None:
+    found = diagnose([start(), setter("s", a="{{ inputs.ticket.body }} {{ inputs.name | upper }}"), end()],
+                     chain("start", "s", "done"),
+                     inputs={"ticket": {"type": "object"}, "name": {"type": "string"}})
+    assert of_code(found, "template_unknown_reference") == []
+
+
 # write_conflict
 
 
@@ -499,7 +516,7 @@ def test_a_join_reducer_decides_parallel_writes() -> None:
 
 
 def test_router_exclusive_branches_do_not_conflict() -> None:
-    router = node("route", "router", {"branches": [{"port": "hi", "when": "{{ inputs.x }}"}]})
+    router = node("route", "router", {"branches": [{"port": "hi", "when": "{{ true }}"}]})
     found = diagnose(
         [start(), router, setter("a", reply="a"), setter("b", reply="b"), node("j", "join", {"mode": "any"}), end()],
         [
@@ -528,7 +545,7 @@ def test_approval_branches_do_not_conflict() -> None:
 
 
 def test_one_router_port_to_two_targets_runs_both() -> None:
-    router = node("route", "router", {"branches": [{"port": "hi", "when": "{{ inputs.x }}"}]})
+    router = node("route", "router", {"branches": [{"port": "hi", "when": "{{ true }}"}]})
     found = diagnose(
         [start(), router, setter("a", reply="a"), setter("b", reply="b"), end("x"), end("y"), end("z")],
         [
@@ -544,7 +561,7 @@ def test_one_router_port_to_two_targets_runs_both() -> None:
 
 
 def test_exclusive_branches_below_an_earlier_parallel_diamond_do_not_conflict() -> None:
-    router = node("route", "router", {"branches": [{"port": "hi", "when": "{{ inputs.x }}"}]})
+    router = node("route", "router", {"branches": [{"port": "hi", "when": "{{ true }}"}]})
     nodes = [
         start(),
         setter("left", l="1"),
@@ -589,6 +606,7 @@ def test_parallel_branches_behind_a_foreach_conflict() -> None:
             *chain("a", "x"),
             *chain("b", "y"),
         ],
+        inputs={"list": {"type": "array"}},
     )
     assert codes(found) == ["write_conflict"]
 

@@ -90,7 +90,8 @@ def as_tuples(diagnostics: list[Any]) -> list[tuple[str, str, str | None, str]]:
 
 
 def assert_same(document: dict[str, Any]) -> list[Diagnostic]:
-    found = validate(document)
+    # The undeclared-inputs check came after the validator this one is compared with.
+    found = [d for d in validate(document) if not (d.code == "template_unknown_reference" and "inputs." in d.message)]
     assert as_tuples(found) == as_tuples(validate_before(document))
     return found
 
