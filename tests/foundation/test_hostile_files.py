@@ -149,14 +149,16 @@ def _long_chain(count: int) -> dict[str, Any]:
     return flow_doc(nodes, chain(*(n["id"] for n in nodes)))
 
 
-def test_a_12000_node_chain_validates_in_under_a_second() -> None:
-    text = json.dumps(_long_chain(12_000)).encode()
-    validate_document(text)  # warm caches, as the second file of a run would find them
+def long_chain_text(count: int = 12_000) -> bytes:
+    return json.dumps(_long_chain(count)).encode()
+
+
+def test_a_12000_node_chain_validates() -> None:
+    """Its speed (under 1 s of CPU) is measured by tests/bench/validate_chain.py; here only a hang guard."""
     started = time.process_time()
-    flow, found = validate_document(text)
-    spent = time.process_time() - started
+    flow, found = validate_document(long_chain_text())
+    assert time.process_time() - started < 10.0
     assert flow is not None and len(flow.nodes) == 12_002
-    assert spent < 1.0, f"{spent:.2f} s of CPU"
     assert [d.code for d in found] == ["template_unknown_reference"]  # only the first setter reads an unset key
 
 
