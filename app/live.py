@@ -120,7 +120,12 @@ def run_row(run: dict[str, Any]) -> RunRow:
         current_node=run.get("current_node") or (waiting or {}).get("node"),
         waiting_reason=REASON_TEXT.get(str((waiting or {}).get("reason")), (waiting or {}).get("reason")),
         waiting_until=datetime.fromtimestamp(due_at, UTC) if isinstance(due_at, int | float) else None,
+        tokens_in=_count(run.get("tokens_in")), tokens_out=_count(run.get("tokens_out")),
     )
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def row_of_place(place: RunPlace, seen_at: datetime) -> RunRow:

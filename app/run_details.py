@@ -1,4 +1,4 @@
-"""One run opened from the Runs panel: its steps, state container, errors and a Cancel button."""
+"""One run opened from the Runs panel: its cost and tokens, steps, state container, errors and a Cancel button."""
 
 from __future__ import annotations
 
@@ -26,11 +26,12 @@ from PySide6.QtWidgets import (
 )
 
 from app.live import run_row
-from app.panels.rows import STATUS_COLOURS, local_time
+from app.panels.rows import STATUS_COLOURS, local_time, tokens_text, usd
 from app.panels.timeline import TimelineWidget
 from engine.runtime.transitions import TERMINAL as TERMINAL_STATUSES
 
-STEP_COLUMNS = ("Node", "Type", "Status", "Attempts", "Duration", "Ports", "Error")
+STEP_COLUMNS = ("Node", "Type", "Status", "Attempts", "Duration", "Tokens", "Ports", "Error")
+ERROR_COLUMN = len(STEP_COLUMNS) - 1
 
 
 class RunDetails(QDialog):
@@ -58,7 +59,7 @@ class RunDetails(QDialog):
         self.steps.setHorizontalHeaderLabels(list(STEP_COLUMNS))
         self.steps.verticalHeader().hide()
         self.steps.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.steps.horizontalHeader().setSectionResizeMode(6, QHeaderView.ResizeMode.Stretch)
+        self.steps.horizontalHeader().setSectionResizeMode(ERROR_COLUMN, QHeaderView.ResizeMode.Stretch)
         mono = QFont("monospace")
         mono.setStyleHint(QFont.StyleHint.Monospace)
         self.state_text = QPlainTextEdit()
@@ -91,10 +92,15 @@ class RunDetails(QDialog):
         colour = STATUS_COLOURS.get(row.status, "#888888")
         self.setWindowTitle(f"Run {row.run_id[:8]} — {row.flow_id} v{row.version}")
         where = row.where(_now())
+        spent = " · ".join(part for part in (
+            f"cost {usd(row.cost_usd)}" if row.cost_usd else "",
+            f"tokens {tokens_text(row.tokens_in, row.tokens_out)}" if row.tokens_in or row.tokens_out else "",
+        ) if part)
         self.header.setText(
             f"<b>{row.flow_id}</b> v{row.version} &nbsp; <span style='color:{colour}'>● {row.status}</span>"
             f" &nbsp; started {local_time(row.started_at)} &nbsp; {row.duration(_now())}"
             + (f" &nbsp; at <b>{where}</b>" if where else "")
+            + (f" &nbsp; {spent}" if spent else "")
         )
         steps = run.get("steps", [])
         self.timeline.set_run(run, _now().timestamp())
@@ -103,12 +109,12 @@ class RunDetails(QDialog):
             duration = step.get("duration_ms")
             cells = (
                 step.get("node") or "", step.get("type") or "", step.get("status") or "",
-                str(step.get("attempts") or ""), _milliseconds(duration),
+                str(step.get("attempts") or ""), _milliseconds(duration), _step_tokens(step),
                 ", ".join(step.get("ports") or []), step.get("error") or "",
             )
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(str(text))
-                if column == 6 and text:
+                if column == ERROR_COLUMN and text:
                     item.setToolTip(str(text))
                 self.steps.setItem(index, column, item)
         self.state_text.setPlainText(json.dumps(run.get("state") or {}, indent=2, sort_keys=True, default=str))
@@ -121,6 +127,13 @@ class RunDetails(QDialog):
     def _cancel(self) -> None:
         if self.run is not None:
             self.cancel_requested.emit(str(self.run["id"]))
+
+
+def _step_tokens(step: dict[str, Any]) -> str:
+    tokens_in, tokens_out = step.get("tokens_in"), step.get("tokens_out")
+    if tokens_in is None and tokens_out is None:
+        return ""
+    return tokens_text(tokens_in, tokens_out) if tokens_in or tokens_out else "0"
 
 
 def _milliseconds(value: Any) -> str:

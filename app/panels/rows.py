@@ -32,6 +32,9 @@ class RunRow:
     current_node: str | None = None
     waiting_reason: str | None = None
     waiting_until: datetime | None = None
+    tokens_in: int | None = None
+    """Prompt tokens of the run's model calls; None: the engine did not report them."""
+    tokens_out: int | None = None
 
     def where(self, now: datetime) -> str:
         """The current node, or what the run waits on and for how long."""
@@ -95,6 +98,22 @@ def local_time(moment: datetime | None) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def token_count(count: int) -> str:
+    """`980`, `12,400`, `125.3k`, `4.2M`: exact while short, rounded once it would be long."""
+    if count < 100_000:
+        return f"{count:,}"
+    if count < 1_000_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.1f}M"
+
+
+def tokens_text(tokens_in: int | None, tokens_out: int | None) -> str:
+    """`1,234 in · 56 out`, or `—` when no model call reported tokens."""
+    if not tokens_in and not tokens_out:
+        return "—"
+    return f"{token_count(tokens_in or 0)} in · {token_count(tokens_out or 0)} out"
 
 
 def usd(amount: float) -> str:

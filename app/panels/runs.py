@@ -1,4 +1,4 @@
-"""The Runs panel: runs with status colour, version, times, cost and where they are; filter by status."""
+"""The Runs panel: runs with status colour, version, times, cost, tokens and where they are; filter by status."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from PySide6.QtWidgets import (
 )
 
 from app.panels.empty_state import EmptyStateStack
-from app.panels.rows import RUN_STATUSES, STATUS_COLOURS, RunRow, local_time, usd
+from app.panels.rows import RUN_STATUSES, STATUS_COLOURS, RunRow, local_time, tokens_text, usd
 from app.panels.table_model import RowsModel
 
 ALL_STATUSES = "All statuses"
-WHERE_COLUMN = 6
+COST_COLUMN, TOKENS_COLUMN, WHERE_COLUMN, RUN_COLUMN = 5, 6, 7, 8
 
 
 class RunsPanel(QWidget):
@@ -57,6 +57,7 @@ class RunsPanel(QWidget):
                 ("Started", lambda r: local_time(r.started_at)),
                 ("Duration", lambda r: r.duration(self.now())),
                 ("Cost", lambda r: usd(r.cost_usd) if r.cost_usd is not None else "—"),
+                ("Tokens", lambda r: tokens_text(r.tokens_in, r.tokens_out)),
                 ("Where", lambda r: r.where(self.now())),
                 ("Run", lambda r: r.run_id),
             ],
@@ -72,7 +73,7 @@ class RunsPanel(QWidget):
         self.table.setAlternatingRowColors(True)
         header = self.table.horizontalHeader()
         # Fixed widths: ResizeToContents re-measures every cell on each refresh (seconds at 200 runs).
-        for column, width in enumerate((110, 130, 70, 150, 80, 80, 260, 120)):
+        for column, width in enumerate((110, 130, 70, 150, 80, 80, 140, 260, 120)):
             header.resizeSection(column, width)
         header.setSectionResizeMode(WHERE_COLUMN, QHeaderView.ResizeMode.Stretch)
         self.table.selectionModel().selectionChanged.connect(lambda *_args: self._selected())

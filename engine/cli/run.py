@@ -76,9 +76,13 @@ def run_summary(run: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": run["id"], "flow_id": run["flow_id"], "version": run["version"], "status": run["status"],
         "result": run["result"], "error": run["error"], "error_type": run["error_type"],
-        "waiting_on": run["waiting_on"], "created_at": run["created_at"], "finished_at": run["finished_at"],
+        "errors": run.get("errors") or {}, "current_node": run.get("current_node"),
+        "waiting_on": run["waiting_on"], "cost_micros": run.get("cost_micros", 0),
+        "tokens_in": run.get("tokens_in", 0), "tokens_out": run.get("tokens_out", 0),
+        "created_at": run["created_at"], "finished_at": run["finished_at"],
         "steps": [{"step": s["step"], "node": s["node"], "type": s["type"], "status": s["status"],
                    "attempts": s["attempts"], "duration_ms": s["duration_ms"], "error": s["error"],
+                   "tokens_in": s.get("tokens_in"), "tokens_out": s.get("tokens_out"),
                    "given": s.get("given"), "output": s.get("output")}
                   for s in run.get("steps", [])],
     }
@@ -112,6 +116,8 @@ class _Progress:
 
 
 def print_run(run: dict[str, Any], as_json: bool) -> None:
+    from engine.money.amounts import format_usd
+
     if as_json:
         print(json.dumps(run_summary(run), indent=2, ensure_ascii=False, default=str))
         return
@@ -123,6 +129,11 @@ def print_run(run: dict[str, Any], as_json: bool) -> None:
         print(f"error: {run['error']}")
     if run["waiting_on"]:
         print(f"waiting on: {run['waiting_on']['node']} ({run['waiting_on']['reason']})")
+    if run.get("cost_micros") or run.get("tokens_in") or run.get("tokens_out"):
+        print(f"cost: {format_usd(run.get('cost_micros') or 0)}, tokens: {run.get('tokens_in') or 0:,} in, "
+              f"{run.get('tokens_out') or 0:,} out")
+    for step, failure in (run.get("errors") or {}).items():
+        print(f"went on past {step}: {failure.get('type')}: {failure.get('message')}")
 
 
 def run_command(args: argparse.Namespace) -> int:

@@ -62,6 +62,8 @@ def show_command(args: argparse.Namespace) -> int:
     print_run(run, False)
     for step in run["steps"]:
         took = f" {step['duration_ms']:.1f} ms" if step["duration_ms"] is not None else ""
+        tokens = (f" {step['tokens_in'] or 0:,} in / {step['tokens_out'] or 0:,} out tokens"
+                  if step.get("tokens_in") is not None or step.get("tokens_out") is not None else "")
         error = f" — {step['error']}" if step["error"] else ""
-        print(f"  {step['step']:<24} {step['status']:<10}{took}{error}")
+        print(f"  {step['step']:<24} {step['status']:<10}{took}{tokens}{error}")
     return 0

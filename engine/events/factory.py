@@ -88,9 +88,11 @@ class EventStamper:
                            given=given or {})
 
     def step_completed(self, node: str, step: str, ports: list[str], writes: dict[str, Any],
-                       duration_ms: float, step_attempt: int = 1) -> StepCompleted:
+                       duration_ms: float, step_attempt: int = 1, *, tokens_in: int | None = None,
+                       tokens_out: int | None = None) -> StepCompleted:
         return StepCompleted(**self.stamp(), node=node, step=step, ports=ports, writes=writes,
-                             duration_ms=duration_ms, step_attempt=step_attempt)
+                             duration_ms=duration_ms, step_attempt=step_attempt, tokens_in=tokens_in,
+                             tokens_out=tokens_out)
 
     def step_failed(self, node: str, step: str, error: str, *, error_type: str = "error", step_attempt: int = 1,
                     will_retry: bool = False, retry_in: float | None = None, continued: bool = False,

@@ -58,6 +58,9 @@ class StepCompleted(EventBase):
     writes: dict[str, Any] = Field(default_factory=dict, description="state keys the step wrote, redacted")
     duration_ms: float = 0.0
     step_attempt: int = 1
+    tokens_in: int | None = Field(default=None, ge=0, description="ai.model: the answered call's prompt tokens")
+    tokens_out: int | None = Field(default=None, ge=0, description="ai.model: the answered call's completion "
+                                   "tokens")
 
 
 class StepFailed(EventBase):

@@ -27,7 +27,7 @@ from engine.money.run_state import HoldPlan, ModelProgress
 from engine.money.wiring import MoneyServices, current
 from engine.providers.base import ChatRequest
 from engine.providers.model_call import Answered, Failed, HoldRef, LedgerChange, Parked
-from engine.runtime.bodies import Park, StepCall, StepError, StepResult, register_body
+from engine.runtime.bodies import Park, StepCall, StepError, StepResult, TokenUsage, register_body
 from engine.templates import TemplateProblem, render
 from engine.validation import DEFAULT_LIMITS
 
@@ -200,7 +200,9 @@ def model_body(call: StepCall) -> StepResult | Park:
 
     if isinstance(outcome, Answered):
         services.state.clear_progress(run_id, node_id)
-        return StepResult(ports=("out",), writes={config.output_key: outcome.result.text})
+        answer = outcome.result
+        return StepResult(ports=("out",), writes={config.output_key: answer.text},
+                          tokens=TokenUsage(answer.prompt_tokens, answer.completion_tokens))
     if isinstance(outcome, Failed):
         services.state.clear_progress(run_id, node_id)
         raise StepError(outcome.message, outcome.error_type)

@@ -27,6 +27,14 @@ class StepServices:
 
 
 @dataclass(frozen=True)
+class TokenUsage:
+    """Tokens a model call used: the prompt's (`tokens_in`) and the answer's (`tokens_out`)."""
+
+    tokens_in: int
+    tokens_out: int
+
+
+@dataclass(frozen=True)
 class StepResult:
     """A body's outcome: the ports it delivers (None: every output port), state writes, a terminal result."""
 
@@ -35,6 +43,8 @@ class StepResult:
     result: Any = None
     items: list[Any] | None = None
     """foreach only: the items to iterate."""
+    tokens: TokenUsage | None = None
+    """ai.model only: what the answered call used (recorded on `step_completed`)."""
 
 
 @dataclass(frozen=True)

@@ -303,8 +303,11 @@ class RunExecutor:
             ports = ("done",)
         if self.plan.kinds[node_id] == "terminal":
             self.result = outcome.result
-        self.emitter.emit(self.stamper.step_completed(node_id, step, list(ports), self.ctx.redact(writes), elapsed_ms,
-                                                      attempt))
+        tokens = outcome.tokens
+        self.emitter.emit(self.stamper.step_completed(
+            node_id, step, list(ports), self.ctx.redact(writes), elapsed_ms, attempt,
+            tokens_in=tokens.tokens_in if tokens is not None else None,
+            tokens_out=tokens.tokens_out if tokens is not None else None))
         scope.scheduler.complete(node_id, ports)
         scope.order.append(node_id)
         scope.writes[node_id] = writes

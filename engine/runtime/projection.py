@@ -1,7 +1,8 @@
 """Applies a batch of events to SQL in one transaction, idempotently: the projector's pure SQL half.
 
 Applying an event twice, or a whole batch again, changes nothing: event ids already in
-`applied_events` are skipped, and every change sets values (never `+= 1`). Events the state machine
+`applied_events` are skipped, and every change sets values (never `+= 1`): a run's token totals are the
+sum over its step rows, each of which holds its own call's tokens. Events the state machine
 refuses and events that fail to parse are captured as dead letters (and recorded as handled so a
 redelivery does not capture them twice).
 """
@@ -28,10 +29,10 @@ STEPS = cast(sa.Table, Step.__table__)
 APPLIED = cast(sa.Table, AppliedEvent.__table__)
 DEAD = cast(sa.Table, DeadLetter.__table__)
 
-_RUN_MUTABLE = ("status", "state", "result", "error", "error_type", "waiting_on", "current_node", "last_seq",
-                "started_at", "first_parked_at", "finished_at", "updated_at")
+_RUN_MUTABLE = ("status", "state", "result", "error", "error_type", "errors", "waiting_on", "current_node",
+                "tokens_in", "tokens_out", "last_seq", "started_at", "first_parked_at", "finished_at", "updated_at")
 _STEP_MUTABLE = ("node_type", "status", "attempts", "input", "output", "ports", "error", "error_type",
-                 "duration_ms", "started_at", "finished_at")
+                 "duration_ms", "tokens_in", "tokens_out", "started_at", "finished_at")
 _STEP_FINAL = frozenset({"succeeded", "failed", "skipped"})
 _RUN_LOADED = (RUNS.c.id, RUNS.c.flow_id, RUNS.c.version, *(RUNS.c[name] for name in _RUN_MUTABLE))
 _APPLIED_COLUMNS = ("event_id", "run_id", "seq", "event_type", "applied_at")
@@ -74,6 +75,8 @@ class _Work:
     new_steps: dict[tuple[str, str], None] = field(default_factory=dict)
     """Insertion-ordered, so step rows are numbered in event order."""
     dirty_steps: set[tuple[str, str]] = field(default_factory=set)
+    token_runs: set[str] = field(default_factory=set)
+    """Runs whose steps' tokens changed in this batch: their totals are summed again before writing."""
 
 
 def _chunks(items: list[Any], size: int = 500) -> list[list[Any]]:
@@ -199,8 +202,23 @@ def _insert_steps(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
     conn.execute(sa.insert(STEPS), [{name: row[name] for name in _STEP_INSERTED} for row in rows])
 
 
+def _sum_tokens(work: _Work) -> None:
+    """Each touched run's token totals: the sum over all its step rows (loaded whole by `_load`)."""
+    if not work.token_runs:
+        return
+    totals = {run_id: [0, 0] for run_id in work.token_runs}
+    for (run_id, _step_key), row in work.steps.items():
+        total = totals.get(run_id)
+        if total is not None:
+            total[0] += row["tokens_in"] or 0
+            total[1] += row["tokens_out"] or 0
+    for run_id, (tokens_in, tokens_out) in totals.items():
+        work.runs[run_id].update(tokens_in=tokens_in, tokens_out=tokens_out)
+
+
 def _write(conn: sa.Connection, work: _Work, applied_rows: list[dict[str, Any]],
            dead_rows: list[dict[str, Any]]) -> None:
+    _sum_tokens(work)
     if applied_rows:
         _insert_applied(conn, applied_rows)
     if dead_rows:
@@ -221,7 +239,7 @@ def _step(work: _Work, run_id: str, step: str, node: str) -> dict[str, Any]:
     if row is None:
         row = {"run_id": run_id, "step": step, "node_id": node, "node_type": None, "status": "pending",
                "attempts": 0, "input": None, "output": None, "ports": None, "error": None, "error_type": None,
-               "duration_ms": None, "started_at": None, "finished_at": None}
+               "duration_ms": None, "tokens_in": None, "tokens_out": None, "started_at": None, "finished_at": None}
         work.steps[key] = row
         work.new_steps[key] = None
     work.dirty_steps.add(key)
@@ -284,6 +302,9 @@ def _apply(work: _Work, event: Event) -> LiveChange | None:
             row = _step(work, event.run_id, event.step, event.node)
             row.update(status="succeeded", output=event.writes, ports=event.ports, error=None, error_type=None,
                        duration_ms=event.duration_ms, finished_at=at)
+            if event.tokens_in is not None or event.tokens_out is not None:
+                row.update(tokens_in=event.tokens_in or 0, tokens_out=event.tokens_out or 0)
+                work.token_runs.add(event.run_id)
             row["attempts"] = max(row["attempts"] or 0, event.step_attempt)
             row["started_at"] = row["started_at"] or at
             if event.writes and "[" not in event.step:
@@ -297,6 +318,9 @@ def _apply(work: _Work, event: Event) -> LiveChange | None:
                 row["status"] = "running" if event.will_retry else "failed"
                 if not event.will_retry:
                     row["finished_at"] = at
+                if event.continued:
+                    run["errors"] = {**(run["errors"] or {}), event.step: {
+                        "message": event.error, "type": event.error_type, "attempts": event.step_attempt}}
             step_key, step_status = event.step, row["status"]
         case "step_skipped":
             row = _step(work, event.run_id, event.step, event.node)

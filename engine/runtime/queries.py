@@ -78,9 +78,12 @@ def _run_data(row: Any) -> dict[str, Any]:
         "result": shown(row["result"]),
         "error": shown(row["error"]),
         "error_type": row["error_type"],
+        "errors": shown(row["errors"]) or {},
         "waiting_on": shown(row["waiting_on"]),
         "current_node": row["current_node"],
         "cost_micros": row["cost_micros"],
+        "tokens_in": row["tokens_in"],
+        "tokens_out": row["tokens_out"],
         "created_at": _iso(row["created_at"]),
         "started_at": _iso(row["started_at"]),
         "finished_at": _iso(row["finished_at"]),
@@ -95,6 +98,8 @@ def _step_data(row: Any) -> dict[str, Any]:
         "status": row["status"],
         "attempts": row["attempts"],
         "duration_ms": row["duration_ms"],
+        "tokens_in": row["tokens_in"],
+        "tokens_out": row["tokens_out"],
         "ports": shown(row["ports"]),
         "given": shown(row["input"]),
         "output": shown(row["output"]),
@@ -126,7 +131,8 @@ def get_run(sql: sa.Engine, run_id: str, *, with_steps: bool = True) -> dict[str
 
 def list_runs(sql: sa.Engine, *, flow_id: str | None = None, status: str | None = None,
               limit: int = 50) -> list[dict[str, Any]]:
-    """Newest runs first, each with `cost_micros` (charged so far), `current_node` and `waiting_on`."""
+    """Newest runs first, each with `cost_micros` (charged so far), `tokens_in` / `tokens_out`, `errors`,
+    `current_node` and `waiting_on`."""
     query = sa.select(RUNS).order_by(RUNS.c.created_at.desc(), RUNS.c.id).limit(limit)
     if flow_id:
         query = query.where(RUNS.c.flow_id == flow_id)

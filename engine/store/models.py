@@ -96,6 +96,12 @@ class Run(Base):
     current_node: Mapped[str | None] = mapped_column(sa.String(128))
     cost_micros: Mapped[int] = mapped_column(Micros, default=0)
     """What the run's model calls cost, in micro-dollars (`engine.money.amounts`)."""
+    tokens_in: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    """Prompt tokens of the run's `ai.model` steps: the sum over its step rows, set (never added to)."""
+    tokens_out: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    """Completion tokens of the run's `ai.model` steps, summed the same way."""
+    errors: Mapped[dict[str, Any] | None] = mapped_column(JsonDocument)
+    """Failures the run went on past (`continue_on_fail`): step key -> {message, type, attempts}."""
     last_seq: Mapped[int] = mapped_column(sa.Integer, default=0)
     """Highest per-run event sequence number applied by the projector."""
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
@@ -129,6 +135,10 @@ class Step(Base):
     error: Mapped[str | None] = mapped_column(sa.Text)
     error_type: Mapped[str | None] = mapped_column(sa.String(64))
     duration_ms: Mapped[float | None] = mapped_column(sa.Float)
+    tokens_in: Mapped[int | None] = mapped_column(sa.Integer)
+    """`ai.model` only: the answered call's prompt tokens (None for steps that call no model)."""
+    tokens_out: Mapped[int | None] = mapped_column(sa.Integer)
+    """`ai.model` only: the answered call's completion tokens."""
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
 

@@ -70,12 +70,12 @@ def test_runs_rows_change_in_place_and_new_ones_are_inserted_without_a_reset(qtb
                        "waiting_on": {"node": "gate", "reason": "approval"}})
     panel.update_runs([row_at_place(panel.rows["a"], live.runs["a"])])
     assert resets == [] and changed == [(1, 1)]
-    assert panel.cell_text(1, 0) == "● waiting" and panel.cell_text(1, 6).startswith("gate: approval")
+    assert panel.cell_text(1, 0) == "● waiting" and panel.cell_text(1, 7).startswith("gate: approval")
 
     live.apply_change({"run_id": "c", "flow_id": "f", "version": 1, "seq": 1, "status": "queued"})
     panel.update_runs([row_of_place(live.runs["c"], NOW)])
     assert resets == [] and inserted == [(0, 0)]
-    assert [panel.cell_text(r, 7) for r in range(3)] == ["c", "b", "a"]
+    assert [panel.cell_text(r, 8) for r in range(3)] == ["c", "b", "a"]
     # The selected run stays selected through both.
     assert [i.row() for i in panel.table.selectionModel().selectedRows()] == [2]
 

@@ -59,16 +59,18 @@ def test_runs_table_filters_by_status(qtbot) -> None:
         _run("r1", "succeeded", 30),
         _run("r2", "waiting", 10, current_node="approve", waiting_reason="approval",
              waiting_until=NOW + timedelta(hours=23)),
-        _run("r3", "running", 1, current_node="classify"),
+        _run("r3", "running", 1, current_node="classify", tokens_in=125_300, tokens_out=980),
     ])
     assert not panel.stack.showing_message
     assert panel.row_count() == 3
-    assert panel.cell_text(0, 7) == "r3"
+    assert panel.cell_text(0, 8) == "r3"
     assert panel.cell_text(0, 5) == "$0.01"
+    assert panel.cell_text(0, 6) == "125.3k in · 980 out"
+    assert panel.cell_text(2, 6) == "—"  # no model call reported tokens
     panel.status_filter.setCurrentIndex(panel.status_filter.findData("waiting"))
     assert panel.row_count() == 1
     assert panel.cell_text(0, 2) == "v3"
-    assert panel.cell_text(0, 6) == "approve: approval (23h left)"
+    assert panel.cell_text(0, 7) == "approve: approval (23h left)"
     assert panel.cell_text(0, 4) == "10m"
     with qtbot.waitSignal(panel.run_selected) as chosen:
         panel.select_row(0)

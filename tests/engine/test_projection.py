@@ -196,3 +196,39 @@ def test_applied_events_written_raw_read_back_like_orm_rows(sql: sa.Engine) -> N
         stored: dict[Any, Any] = dict(conn.exec_driver_sql("SELECT event_id, applied_at FROM applied_events").all())
     assert typed["raw"] == typed["orm"] == now
     assert stored["raw"] == stored["orm"]
+
+
+def _run_tokens(sql: sa.Engine, run_id: str) -> tuple[Any, ...]:
+    with sql.connect() as conn:
+        return tuple(conn.execute(sa.select(Run.tokens_in, Run.tokens_out, Run.errors).where(Run.id == run_id)).one())
+
+
+def _step_tokens(sql: sa.Engine, run_id: str) -> dict[str, tuple[int | None, int | None]]:
+    with sql.connect() as conn:
+        rows = conn.execute(sa.select(Step.step, Step.tokens_in, Step.tokens_out).where(Step.run_id == run_id))
+        return {row.step: (row.tokens_in, row.tokens_out) for row in rows}
+
+
+def test_run_tokens_are_the_sum_of_its_steps_under_redelivery_and_rerun(sql: sa.Engine) -> None:
+    _queued(sql, "rt")
+    s = EventStamper("rt", ManualClock(1_800_000_000.0))
+    first = [s.run_started("proj", 1, "start", {}), s.step_started("a", "a", "ai.model"),
+             s.step_completed("a", "a", ["out"], {"x": "1"}, 1.0, tokens_in=120, tokens_out=30),
+             s.step_started("each", "m[0]", "ai.model"),
+             s.step_completed("each", "m[0]", ["out"], {}, 1.0, tokens_in=7, tokens_out=2),
+             s.step_started("plain", "plain", "set"), s.step_completed("plain", "plain", ["out"], {}, 0.1)]
+    apply_batch(sql, _messages(first))
+    assert _run_tokens(sql, "rt") == (127, 32, None)
+    apply_batch(sql, _messages(first))  # the same batch delivered again
+    assert _run_tokens(sql, "rt") == (127, 32, None)
+    # A reclaimed job runs `a` again: the same step completes under new event ids, and a later batch adds a step.
+    again = [s.step_started("a", "a", "ai.model", 2),
+             s.step_completed("a", "a", ["out"], {"x": "1"}, 1.0, 2, tokens_in=120, tokens_out=31),
+             s.step_started("each", "m[1]", "ai.model"),
+             s.step_completed("each", "m[1]", ["out"], {}, 1.0, tokens_in=5, tokens_out=1),
+             s.step_failed("b", "b", "HTTP 503", error_type="http_status", step_attempt=2, continued=True)]
+    apply_batch(sql, _messages(again))
+    apply_batch(sql, _messages(again))
+    assert _step_tokens(sql, "rt") == {"a": (120, 31), "m[0]": (7, 2), "m[1]": (5, 1), "plain": (None, None),
+                                       "b": (None, None)}
+    assert _run_tokens(sql, "rt") == (132, 34, {"b": {"message": "HTTP 503", "type": "http_status", "attempts": 2}})

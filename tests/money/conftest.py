@@ -127,14 +127,14 @@ def start_money_engine(tmp_path: Path, redis_url: str, sqlite_url: str, key_pref
     started: list[tuple[EngineServices, ProviderSimulator]] = []
 
     def start(timeout_seconds: float = 5.0, capacity: int = 8, default_budget: bool = True,
-              db_url: str | None = None, **settings: Any) -> MoneyEngine:
+              db_url: str | None = None, event_journal: int = 0, **settings: Any) -> MoneyEngine:
         settings.setdefault("hang_seconds", 3.0)
         sim = ProviderSimulator(port=0, settings=SimulatorSettings(**settings), clock=clock).start()
         data_dir = tmp_path / "data"
         data_dir.mkdir(parents=True, exist_ok=True)
         (data_dir / "providers.json").write_text(json.dumps(provider_file(sim.url, timeout_seconds, capacity)))
         config = EngineConfig(data_dir=data_dir, redis_url=redis_url, db_url=db_url or sqlite_url,
-                              key_prefix=key_prefix)
+                              key_prefix=key_prefix, event_journal=event_journal)
         services = EngineServices(config, clock=clock, workers=2, block_ms=100).start()
         started.append((services, sim))
         engine = MoneyEngine(services, clock, sim)

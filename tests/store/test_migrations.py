@@ -15,7 +15,7 @@ from engine.config import EngineConfig
 from engine.store.db import init_db, make_engine, open_store, schema_revision
 from engine.store.models import Base
 
-HEAD = "0001"
+HEAD = "0002"
 
 
 def test_models_and_migrations_agree(store: sa.Engine) -> None:
@@ -73,3 +73,27 @@ def test_open_store_uses_the_data_folders_sqlite_by_default(tmp_path: Path) -> N
         assert schema_revision(engine) == HEAD
     finally:
         engine.dispose()
+
+
+def test_runs_stored_before_tokens_upgrade_with_zero_tokens_and_no_errors(db_url: str) -> None:
+    from alembic import command
+
+    from engine.store.db import _alembic_config
+
+    engine = make_engine(db_url)
+    with engine.begin() as connection:
+        command.upgrade(_alembic_config(connection), "0001")
+    with engine.begin() as connection:
+        connection.execute(sa.text("INSERT INTO flows (id, name, latest_version, enabled, created_at, updated_at) "
+                                   "VALUES ('f', 'f', 1, true, '2026-01-01', '2026-01-01')"))
+        connection.execute(sa.text("INSERT INTO flow_versions (flow_id, version, content_hash, document, "
+                                   "published_at) VALUES ('f', 1, 'h', '{}', '2026-01-01')"))
+        connection.execute(sa.text("INSERT INTO runs (id, flow_id, version, status, inputs, state, cost_micros, "
+                                   "last_seq, created_at, updated_at) VALUES ('r-old', 'f', 1, 'succeeded', '{}', "
+                                   "'{}', 7, 0, '2026-01-01', '2026-01-01')"))
+    init_db(engine)
+    assert schema_revision(engine) == HEAD
+    with engine.connect() as connection:
+        row = connection.execute(sa.text("SELECT tokens_in, tokens_out, errors, cost_micros FROM runs")).one()
+    assert tuple(row) == (0, 0, None, 7)
+    engine.dispose()
