@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import orjson
@@ -11,7 +10,7 @@ import pytest
 from engine.triggers.settings import counters
 from engine.triggers.webhooks import signature_ok
 from tests.api.conftest import HELLO, QUEUED, Api
-from tests.engine.conftest import LocalServer, QuietHandler
+from tests.engine.conftest import LocalServer, QuietHandler, wait_until
 
 
 class Receiver(LocalServer):
@@ -31,11 +30,10 @@ class Receiver(LocalServer):
         super().__init__(Handler)
         self.url += "/done"
 
-    def wait_posts(self, count: int, timeout: float = 10.0) -> list[tuple[dict[str, str], bytes]]:
-        deadline = time.monotonic() + timeout
-        while len(self.posts) < count and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(0.3)  # nothing more should come
+    def wait_posts(self, api: Api, count: int) -> list[tuple[dict[str, str], bytes]]:
+        """The posts once `count` came and the engine is idle (no delivery still under way)."""
+        wait_until(lambda: len(self.posts) >= count, what=f"{count} posts")
+        api.idle.wait()
         return list(self.posts)
 
 
@@ -56,7 +54,7 @@ def test_a_parked_run_pushes_its_end_once_signed(api: Api, receiver: Receiver) -
     api.clock.advance(3600)
     assert api.services.waker is not None
     api.services.waker.due.nudge()
-    posts = receiver.wait_posts(1)
+    posts = receiver.wait_posts(api, 1)
     assert len(posts) == 1
     headers, body = posts[0]
     assert headers["x-lockgate-event"] == "execution.finished"
@@ -73,7 +71,7 @@ def test_a_run_ending_within_the_request_pushes_once_too(api: Api, receiver: Rec
         answer = api.http.post("/api/v1/runs", json={"flow_id": "hello", "inputs": {"name": "Ada"},
                                                      "callback_url": receiver.url}, headers=api.headers())
         assert answer.status_code == 201
-    posts = receiver.wait_posts(3)
+    posts = receiver.wait_posts(api, 3)
     assert sorted(orjson.loads(body)["run_id"] for _, body in posts) == sorted(
         run["id"] for run in api.services.list_runs(flow_id="hello"))
 
@@ -86,10 +84,10 @@ def test_a_refused_callback_is_retried_then_counted(api: Api, receiver: Receiver
     answer = api.http.post("/api/v1/runs", json={"flow_id": "hello", "inputs": {"name": "Ada"},
                                                  "callback_url": receiver.url}, headers=api.headers())
     assert answer.status_code == 201
-    assert api.services.handles is not None
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not counters(api.services.handles.client, api.services.keys):
-        time.sleep(0.02)
+    handles = api.services.handles
+    assert handles is not None
+    wait_until(lambda: counters(handles.client, handles.keys), what="the failed callback to be counted")
+    api.idle.wait()
     assert len(receiver.posts) == 2
     assert counters(api.services.handles.client, api.services.keys) == {"callback_failed": 1}
     bad = api.http.post("/api/v1/runs", json={"flow_id": "hello", "inputs": {"name": "Ada"},
