@@ -12,52 +12,45 @@ from typing import Any
 
 import redis
 
-from engine.runtime.projection import BatchResult
 from engine.runtime.services import EngineServices
 
 
-class ProjectorTally:
-    """A batch listener counting the event messages the projector handled; registered last, it runs after
-    the trigger and callback listeners have queued what a batch gave them."""
-
-    def __init__(self) -> None:
-        self.messages = 0
-        self._lock = threading.Lock()
-
-    def __call__(self, result: BatchResult) -> None:
-        with self._lock:
-            self.messages += result.applied + result.duplicates + result.dead
-
-
-def _added(client: redis.Redis, stream: str) -> int:
+def _last_id(client: redis.Redis, stream: str) -> str:
     info: Any = client.xinfo_stream(stream)
-    return int(info["entries-added"])
+    last = info["last-generated-id"]
+    return last.decode() if isinstance(last, bytes) else str(last)
 
 
 def _drained(client: redis.Redis, stream: str, group: str) -> bool:
     """Every message of `stream` delivered to `group` and acknowledged."""
-    info: Any = client.xinfo_stream(stream)
     groups: Any = client.xinfo_groups(stream)
     [found] = [g for g in groups if g["name"] in (group, group.encode())]
-    return bool(found["pending"] == 0 and found["last-delivered-id"] == info["last-generated-id"])
+    delivered = found["last-delivered-id"]
+    delivered = delivered.decode() if isinstance(delivered, bytes) else str(delivered)
+    return bool(found["pending"] == 0 and delivered == _last_id(client, stream))
 
 
 class Idle:
-    """Installed on started services before anything runs (the tally must see every event)."""
+    """Install it on started services before they are given work: an event this process's projector applied
+    before then may still be passing through its listeners unseen."""
 
     def __init__(self, services: EngineServices) -> None:
         assert services.projector is not None, "the idle signal needs the projector in this process"
         self.services = services
+        self.projector = services.projector
         self.client = services._api().client
-        assert _added(self.client, services.keys.events) == 0, "install Idle before the first event"
-        self.tally = ProjectorTally()
-        services.batch_listeners.append(self.tally)
+        keys = services.keys
+        drained = _drained(self.client, keys.events, keys.events_group)
+        self.initial_event = _last_id(self.client, keys.events) if drained else None
+        """The events stream's end when nothing was left to apply at install: idle while no event came since."""
 
     def _quiet(self) -> bool:
         keys, triggers = self.services.keys, self.services.triggers
+        last_event = _last_id(self.client, keys.events)
         return (_drained(self.client, keys.jobs, keys.jobs_group)
                 and not any(worker.active or worker.holding for worker in self.services.workers)
-                and self.tally.messages >= _added(self.client, keys.events)
+                and _drained(self.client, keys.events, keys.events_group)
+                and last_event in (self.projector.done_through, self.initial_event)
                 and (triggers is None or (triggers.events.pending.unfinished_tasks == 0
                                           and triggers.callbacks.pending.unfinished_tasks == 0))
                 and not any(t.name == "lockgate-callback-late" and t.is_alive() for t in threading.enumerate()))
@@ -67,8 +60,8 @@ class Idle:
         keys = self.services.keys
         deadline = time.monotonic() + timeout
         while True:
-            before = (_added(self.client, keys.jobs), _added(self.client, keys.events))
-            if self._quiet() and before == (_added(self.client, keys.jobs), _added(self.client, keys.events)):
+            before = (_last_id(self.client, keys.jobs), _last_id(self.client, keys.events))
+            if self._quiet() and before == (_last_id(self.client, keys.jobs), _last_id(self.client, keys.events)):
                 return
             if time.monotonic() > deadline:
                 raise AssertionError(f"the engine was still busy after {timeout:g}s")

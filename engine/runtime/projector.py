@@ -75,6 +75,8 @@ class Projector:
         self.on_batch = on_batch
         self.block_ms = block_ms
         self.active = False
+        self.done_through: str | None = None
+        """Id of the last event message whose batch is applied and was passed to `on_batch`."""
         self._recover = True
         """Re-read entries delivered but not acknowledged (after taking the lease or a failed batch)."""
 
@@ -133,6 +135,7 @@ class Projector:
         pipe.execute()
         if self.on_batch is not None:
             self.on_batch(result)
+        self.done_through = messages[-1][0]
         return result
 
     def _read(self, start: str, block_ms: int | None) -> list[tuple[bytes, dict[bytes, bytes]]]:
