@@ -17,7 +17,7 @@ from engine.clock import ManualClock
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
 from engine.runtime.services import EngineServices
-from tests.engine.conftest import make_flow
+from tests.engine.conftest import make_flow, site  # noqa: F401  (site: fixture)
 from tests.idle import Idle
 
 

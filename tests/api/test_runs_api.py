@@ -8,7 +8,7 @@ from engine.api.runs import RETRY_WHILE_RUNNING_SECONDS
 from engine.api.server import MAX_BODY_BYTES
 from engine.approvals.keys import revoke_key
 from tests.api.conftest import APPROVAL, HELLO, QUEUED, Api, flow_doc
-from tests.engine.conftest import Site, site, wait_until  # noqa: F401  (site: fixture)
+from tests.engine.conftest import Site, wait_until
 
 
 def test_every_api_route_needs_a_valid_key(api: Api) -> None:
