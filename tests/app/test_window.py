@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -185,10 +184,8 @@ def test_palette_double_click_adds_a_node(window: MainWindow) -> None:
 def test_cold_start_reaches_an_interactive_window(tmp_path: Path) -> None:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", LOCKGATE_EXIT_WHEN_READY="1", LOCKGATE_NO_ENGINE="1",
                XDG_CONFIG_HOME=str(tmp_path / "config"), LOCKGATE_DATA_DIR=str(tmp_path / "data"))
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "app"], env=env, capture_output=True, text=True, timeout=60)
-    elapsed = time.perf_counter() - started
+    # The 2 s target is measured by tests/bench/app_cold_start.py; the timeout (10 times it) only guards a hang.
+    done = subprocess.run([sys.executable, "-m", "app"], env=env, capture_output=True, text=True, timeout=20)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("ready "), done.stdout + done.stderr
-    # The 2 s target is measured by tests/bench/app_cold_start.py; here only a gross regression fails.
-    assert elapsed < 15, f"cold start took {elapsed:.1f}s"
+    assert float(done.stdout.split()[1]) > 0  # the app's own start-up figure, the bench's input
