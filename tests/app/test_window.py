@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtWidgets import QMessageBox, QTableWidget
+from PySide6.QtWidgets import QApplication, QMessageBox, QTableWidget
 
 from app.examples import FIRST_START_HINT
 from app.gui import create_application, create_main_window
@@ -72,6 +72,38 @@ def test_shortcuts_trigger_actions(qtbot, window: MainWindow, tmp_path: Path) ->
     commands = [cell(table, r, 0).text() for r in range(table.rowCount())]
     assert "F7" in keys and "Ctrl+Shift+P" in keys
     assert "Add node (canvas)" in commands
+
+
+def test_ctrl_z_and_ctrl_shift_z_from_the_canvas_undo_redo_and_a_new_edit_drops_the_redo(
+        qtbot, window: MainWindow, triage_path: Path) -> None:
+    document = window.open_file(triage_path)
+    editor = window.tabs.current_editor()
+    assert document is not None and editor is not None
+    editor.view.setFocus()
+    qtbot.waitUntil(editor.view.hasFocus)
+    states = [document.text()]
+    document.rename_node("classify", "Label it")
+    states.append(document.text())
+    document.move_nodes({"classify": (10, 20)})
+    states.append(document.text())
+    undo = Qt.KeyboardModifier.ControlModifier
+    redo = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+
+    def press(modifiers: Qt.KeyboardModifier) -> str:
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Z, modifiers)
+        return document.text()
+
+    assert [press(undo), press(undo)] == [states[1], states[0]]
+    assert not window.actions_by_id["undo"].isEnabled() and press(undo) == states[0]  # nothing left to undo
+    assert [press(redo), press(redo)] == [states[1], states[2]]
+    assert press(undo) == states[1]
+    document.set_config_field("followup", "delay", "2h")  # a new edit after an undo: the move cannot come back
+    edited = document.text()
+    assert edited not in states
+    assert not window.actions_by_id["redo"].isEnabled() and press(redo) == edited
+    assert document.undo_stack.count() == 2
+    assert [press(undo), press(undo)] == [states[1], states[0]]
+    assert [press(redo), press(redo)] == [states[1], edited]
 
 
 def test_open_save_and_save_as_round_trip(window: MainWindow, triage_path: Path, tmp_path: Path,

@@ -203,6 +203,16 @@ def test_insert_refuses_triggers(triage: FlowDocument) -> None:
     assert triage.undo_stack.count() == 1
 
 
+def test_an_insert_refused_midway_leaves_nothing_to_redo(triage: FlowDocument) -> None:
+    before = triage.text()
+    hook_to_reserve = triage.flow_ref().edges[0]
+    assert not triage.insert_on_edge("classify", hook_to_reserve)  # classify → reserve would close a cycle
+    assert triage.text() == before
+    assert (triage.undo_stack.count(), triage.undo_stack.canRedo()) == (0, False)
+    triage.undo_stack.redo()
+    assert triage.text() == before
+
+
 def test_auto_layout_orders_columns_by_generation_and_undoes(triage: FlowDocument) -> None:
     original = triage.text()
     triage.auto_layout()
