@@ -412,8 +412,16 @@ class FlowDocument(QObject):
         finally:
             self.undo_stack.endMacro()
         if not ok:
-            self.undo_stack.undo()
+            self.retract_last()
         return ok
+
+    def retract_last(self) -> None:
+        """Undo the last command and drop it from the stack: a refused edit leaves nothing behind to redo."""
+        self.undo_stack.undo()
+        command = self.undo_stack.command(self.undo_stack.index())
+        if command is not None:
+            command.setObsolete(True)
+            self.undo_stack.redo()  # an obsolete command is deleted here, not done again
 
     def auto_layout(self) -> None:
         """Lay the flow out left to right by topological generation, as one step."""

@@ -408,7 +408,7 @@ class FlowScene(QGraphicsScene):
         refusal = self.document.connect(edge.from_, moving.port_name(), target.node_id)
         stack.endMacro()
         if refusal is not None:
-            stack.undo()  # the old edge comes back rather than vanishing
+            self.document.retract_last()  # the old edge comes back rather than vanishing
         self.wire_hint.emit(refusal or "")
         return refusal
 

@@ -56,6 +56,7 @@ class CallbackSender:
         self.handles = handles
         self.retry_delays = retry_delays
         self.pending: queue.Queue[str] = queue.Queue()
+        """Ended runs to check for a callback; `unfinished_tasks` is 0 once every run put so far is handled."""
         self.delivered: list[str] = []
 
     def on_batch(self, result: BatchResult) -> None:
@@ -74,15 +75,22 @@ class CallbackSender:
                 except queue.Empty:
                     break
             try:
-                waiting = self._with_callback(run_ids)
+                self._deliver_all(run_ids, stop)
+            finally:
+                for _ in run_ids:
+                    self.pending.task_done()
+
+    def _deliver_all(self, run_ids: list[str], stop: threading.Event) -> None:
+        try:
+            waiting = self._with_callback(run_ids)
+        except Exception:
+            log.exception("execution.finished: could not look up callbacks of %d runs; continuing", len(run_ids))
+            return
+        for run_id in waiting:
+            try:
+                self.deliver(run_id, stop)
             except Exception:
-                log.exception("execution.finished: could not look up callbacks of %d runs; continuing", len(run_ids))
-                continue
-            for run_id in waiting:
-                try:
-                    self.deliver(run_id, stop)
-                except Exception:
-                    log.exception("execution.finished for run %s failed; continuing", run_id)
+                log.exception("execution.finished for run %s failed; continuing", run_id)
 
     def _with_callback(self, run_ids: list[str]) -> list[str]:
         """The runs among `run_ids` that have a callback, in one round trip (most runs have none)."""

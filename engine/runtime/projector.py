@@ -118,6 +118,8 @@ class Projector:
         self.journal = journal
         """Applied events kept in `Keyspace.events_journal` (0: none)."""
         self.active = False
+        self.done_through: str | None = None
+        """Id of the last event message whose batch is applied and was passed to `on_batch`."""
         self._recover = True
         """Re-read entries delivered but not acknowledged (after taking the lease or a failed batch)."""
 
@@ -180,6 +182,7 @@ class Projector:
         pipe.execute()
         if self.on_batch is not None:
             self.on_batch(result)
+        self.done_through = messages[-1][0]
         return result
 
     def _read(self, start: str, block_ms: int | None) -> list[tuple[bytes, dict[bytes, bytes]]]:

@@ -70,6 +70,7 @@ class EventTriggers:
         self.handles = handles
         self.create_run = create_run
         self.pending: queue.Queue[LiveChange] = queue.Queue()
+        """Changes that may fire a trigger; `unfinished_tasks` is 0 once every change put so far is handled."""
         self.started: list[str] = []
         """Run ids this process started from events (for tests and the log)."""
         self._index: dict[str, list[EventTarget]] = {}
@@ -115,6 +116,8 @@ class EventTriggers:
                     self.fire(name, change, details)
             except Exception:
                 log.exception("event trigger for %s of run %s failed; continuing", change.event, change.run_id)
+            finally:
+                self.pending.task_done()
 
     def derive(self, change: LiveChange) -> list[tuple[str, dict[str, Any]]]:
         """The public events `change` stands for, with their details (a step row or approval row read when

@@ -17,7 +17,8 @@ from engine.clock import ManualClock
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
 from engine.runtime.services import EngineServices
-from tests.engine.conftest import make_flow
+from tests.engine.conftest import make_flow, site  # noqa: F401  (site: fixture)
+from tests.idle import Idle
 
 
 def flow_doc(flow_id: str, nodes: list[dict[str, Any]], edges: list[tuple[str, str] | tuple[str, str, str]],
@@ -60,6 +61,7 @@ class Api:
     http: httpx.Client
     key: str
     clock: ManualClock
+    idle: Idle
 
     def publish(self, document: dict[str, Any]) -> None:
         self.services.publish_flow(flow_from_data(document))
@@ -72,12 +74,13 @@ def _serve(tmp_path: Path, redis_url: str, db_url: str, key_prefix: str) -> Iter
     clock = ManualClock()
     config = EngineConfig(data_dir=tmp_path / "data", redis_url=redis_url, db_url=db_url, key_prefix=key_prefix)
     services = EngineServices(config, clock=clock, workers=2, block_ms=100, scheduler=False).start()
+    idle = Idle(services)
     server = ApiServer(services, "127.0.0.1", 0).start()
     assert services.sql is not None
     key = create_key(services.sql, "tests", clock)
     try:
         with httpx.Client(base_url=server.url, timeout=20) as http:
-            yield Api(services, server, http, key, clock)
+            yield Api(services, server, http, key, clock, idle)
     finally:
         server.stop()
         services.stop()

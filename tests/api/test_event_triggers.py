@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from engine.approvals.decide import decide
@@ -10,6 +9,7 @@ from engine.approvals.pending import list_pending
 from engine.triggers.events import MAX_EVENT_CHAIN
 from engine.triggers.settings import counters
 from tests.api.conftest import APPROVAL, Api, flow_doc
+from tests.engine.conftest import wait_until
 
 SOURCE = flow_doc("source", [{"id": "start", "type": "trigger.manual"}, {"id": "done", "type": "terminal"}],
                   [("start", "done")])
@@ -22,15 +22,9 @@ def _listener(flow_id: str, enabled: bool = True) -> dict[str, Any]:
     ], [("on", "done")], {"event": {"type": "object"}}, enabled=enabled)
 
 
-def _settled_runs(api: Api, flow_ids: tuple[str, ...], expected: int, timeout: float = 20.0) -> list[dict[str, Any]]:
-    """Runs of `flow_ids` once `expected` of them ended, after a pause in which no more started."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        runs = [run for flow_id in flow_ids for run in api.services.list_runs(flow_id=flow_id, limit=100)]
-        if len(runs) >= expected and all(run["status"] == "succeeded" for run in runs):
-            break
-        time.sleep(0.05)
-    time.sleep(0.8)
+def _settled_runs(api: Api, *flow_ids: str) -> list[dict[str, Any]]:
+    """Runs of `flow_ids` once the engine is idle: every event applied and every trigger it fired handled."""
+    api.idle.wait(timeout=30)
     return [run for flow_id in flow_ids for run in api.services.list_runs(flow_id=flow_id, limit=100)]
 
 
@@ -39,8 +33,8 @@ def test_a_run_succeeded_event_starts_the_listening_flow_once(api: Api) -> None:
     api.publish(_listener("follow"))
     created = api.services.create_run("source", {})
     api.services.wait_for_run(created.run_id, timeout=10)
-    runs = _settled_runs(api, ("follow",), 1)
-    assert len(runs) == 1
+    runs = _settled_runs(api, "follow")
+    assert [run["status"] for run in runs] == ["succeeded"]
     follow = api.services.get_run(runs[0]["id"])
     assert follow is not None
     assert follow["result"] == "source"
@@ -57,9 +51,14 @@ def test_event_chains_across_flows_stop_at_the_chain_limit(api: Api) -> None:
     api.publish(_listener("pong"))
     api.services.create_run("source", {})
     # Each depth 1..MAX holds one ping and one pong run; runs at the limit start nothing more.
-    runs = _settled_runs(api, ("ping", "pong"), 2 * MAX_EVENT_CHAIN, timeout=30)
+    runs = _settled_runs(api, "ping", "pong")
     assert len(runs) == 2 * MAX_EVENT_CHAIN
-    assert {run["flow_id"] for run in runs} == {"ping", "pong"}
+    assert {run["status"] for run in runs} == {"succeeded"}
+    assert sorted(run["flow_id"] for run in runs) == ["ping"] * MAX_EVENT_CHAIN + ["pong"] * MAX_EVENT_CHAIN
+    # Guarded: each run's own flow (depths 1..MAX), and at depth MAX the other flow too.
+    assert api.services.handles is not None
+    assert counters(api.services.handles.client, api.services.keys) == {
+        "ping/on:loop_guard": MAX_EVENT_CHAIN + 1, "pong/on:loop_guard": MAX_EVENT_CHAIN + 1}
 
 
 def test_a_disabled_flow_event_trigger_starts_nothing_and_is_counted(api: Api) -> None:
@@ -67,9 +66,7 @@ def test_a_disabled_flow_event_trigger_starts_nothing_and_is_counted(api: Api) -
     api.publish(_listener("follow", enabled=False))
     api.services.wait_for_run(api.services.create_run("source", {}).run_id, timeout=10)
     assert api.services.handles is not None
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not counters(api.services.handles.client, api.services.keys):
-        time.sleep(0.05)
+    api.idle.wait()
     assert counters(api.services.handles.client, api.services.keys) == {"follow/on:disabled": 1}
     assert api.services.list_runs(flow_id="follow") == []
 
@@ -81,15 +78,10 @@ def _listening(flow_id: str, event_type: str) -> dict[str, Any]:
     ], [("on", "done")], {"event": {"type": "object"}})
 
 
-def _one_run(api: Api, flow_id: str, timeout: float = 10.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    runs: list[dict[str, Any]] = []
-    while time.monotonic() < deadline and not (runs and runs[0]["status"] == "succeeded"):
-        runs = api.services.list_runs(flow_id=flow_id)
-        time.sleep(0.05)
-    time.sleep(0.3)
-    runs = api.services.list_runs(flow_id=flow_id)
-    assert len(runs) == 1, runs
+def _one_run(api: Api, flow_id: str) -> dict[str, Any]:
+    """The one run of `flow_id` once the engine is idle (fails if there are more, or it did not succeed)."""
+    runs = _settled_runs(api, flow_id)
+    assert [run["status"] for run in runs] == ["succeeded"], runs
     full = api.services.get_run(runs[0]["id"])
     assert full is not None
     return full
@@ -103,23 +95,23 @@ def test_approval_decided_and_expired_are_told_apart(api: Api) -> None:
     expiring_run = api.services.create_run("ask", {}).run_id
     for run_id in (decided_run, expiring_run):
         api.services.wait_for_run(run_id, timeout=10, statuses=frozenset({"waiting"}))
-    assert api.services.handles is not None
-    deadline = time.monotonic() + 10
-    pending: list[Any] = []
-    while len(pending) < 2 and time.monotonic() < deadline:
-        pending = list_pending(api.services.handles)
-        time.sleep(0.02)
+    handles = api.services.handles
+    assert handles is not None
+    pending = wait_until(lambda: (found := list_pending(handles)) and len(found) == 2 and found,
+                         what="both approvals to be pending")
     approval_id = next(item.id for item in pending if item.run_id == decided_run)
     assert decide(api.services.handles, approval_id, "approve", "user:ada").accepted
     decided = _one_run(api, "on-decided")
     assert decided["inputs"]["event"]["decision"] == "approved"
     assert decided["inputs"]["event"]["decided_by"] == "user:ada"
     assert decided["inputs"]["event"]["run_id"] == decided_run
+    assert api.services.wait_for_run(decided_run, timeout=10)["result"] == "approved"
 
     api.clock.advance(2 * 3600)
     assert api.services.waker is not None
     api.services.waker.due.nudge()
-    assert api.services.wait_for_run(expiring_run, timeout=10)["status"] in ("succeeded", "failed")
+    expired_run = api.services.wait_for_run(expiring_run, timeout=10)
+    assert (expired_run["status"], expired_run["result"]) == ("succeeded", "rejected")  # a timeout rejects
     expired = _one_run(api, "on-expired")
     assert expired["inputs"]["event"]["run_id"] == expiring_run
     assert expired["inputs"]["event"]["decision"] == "expired"

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 
+from engine.api.runs import RETRY_WHILE_RUNNING_SECONDS
 from engine.api.server import MAX_BODY_BYTES
 from engine.approvals.keys import revoke_key
 from tests.api.conftest import APPROVAL, HELLO, QUEUED, Api, flow_doc
+from tests.engine.conftest import Site, wait_until
 
 
 def test_every_api_route_needs_a_valid_key(api: Api) -> None:
@@ -65,13 +67,26 @@ def test_a_parking_run_answers_202_waiting_with_retry_after(any_db_api: Api) -> 
     assert api.services.wait_for_run(data["run_id"], timeout=10)["status"] == "cancelled"
 
 
-def test_async_mode_answers_202_queued_at_once(api: Api) -> None:
-    api.publish(QUEUED)
-    answer = api.http.post("/api/v1/runs", json={"flow_id": "later", "wait": 0}, headers=api.headers())
+def test_async_mode_answers_202_queued_at_once(api: Api, site: Site) -> None:
+    site.release.clear()
+    api.publish(flow_doc("held", [
+        {"id": "start", "type": "trigger.manual"},
+        {"id": "call", "type": "http.request", "config": {"method": "GET", "url": site.url + "/hold"}},
+        {"id": "done", "type": "terminal", "config": {"output": "{{ state.call.body.count }}"}},
+    ], [("start", "call"), ("call", "done")]))
+    busy = []
+    for held in (1, 2):  # both workers of the engine inside a call that answers only once released
+        busy.append(api.services.create_run("held", {}).run_id)
+        wait_until(lambda held=held: site.hits.get("/hold") == held, what=f"worker {held} to be inside the call")
+    answer = api.http.post("/api/v1/runs", json={"flow_id": "held", "wait": 0}, headers=api.headers(),
+                           timeout=10)  # answered while no worker is free: it did not wait for the run
     assert answer.status_code == 202
-    # Answered at once: the run is at most parked already (a queue delay parks at its first step).
-    assert answer.json()["status"] in ("queued", "running", "waiting")
-    assert answer.json()["retry_after_seconds"] >= 1
+    data = answer.json()
+    assert (data["status"], data["retry_after_seconds"]) == ("queued", RETRY_WHILE_RUNNING_SECONDS)
+    assert answer.headers["retry-after"] == str(RETRY_WHILE_RUNNING_SECONDS)
+    site.release.set()
+    for run_id in (*busy, data["run_id"]):
+        assert api.services.wait_for_run(run_id, timeout=10)["status"] == "succeeded"
 
 
 def test_errors_name_the_problem_with_their_status(api: Api) -> None:

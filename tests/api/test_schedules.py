@@ -1,18 +1,22 @@
 """Schedule triggers with an injected ManualClock: disabled until enabled, once per fire time across two engine
-processes' schedulers, latest missed time only, cron in a timezone, disabled flows counted."""
+processes (real child processes ticked at the test's time), latest missed time only, cron in a timezone,
+disabled flows counted."""
 
 from __future__ import annotations
 
-import threading
+import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 from engine.config import EngineConfig
 from engine.publish import get_version
-from engine.runtime.services import EngineServices
-from engine.triggers.schedules import Fired, Scheduler, latest_fire_time
+from engine.triggers.schedules import Scheduler, latest_fire_time
 from engine.triggers.settings import counters, set_enabled
 from tests.api.conftest import Api, flow_doc
+from tests.conftest import ROOT
 
 EVERY = flow_doc("tick", [
     {"id": "clock", "type": "trigger.schedule", "config": {"every": "10m"}},
@@ -53,29 +57,57 @@ def test_schedules_start_disabled_then_fire_once_per_time(api: Api) -> None:
     assert len(api.services.list_runs(flow_id="tick")) == 2
 
 
+class SchedulerProcess:
+    """A `tests.api.scheduler_proc` child on the test's Redis and database."""
+
+    def __init__(self, config: EngineConfig, data_dir: Path, processes: int) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.api.scheduler_proc", str(data_dir), str(config.redis_url),
+             str(config.db_url), config.key_prefix, str(processes)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert self.read() == "ready"
+
+    def read(self) -> str:
+        assert self.proc.stdout is not None
+        return self.proc.stdout.readline().strip()
+
+    def tick(self, now: float) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"tick {now!r}\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
 def test_two_engine_processes_start_one_run_per_fire_time(api: Api, tmp_path: Path) -> None:
     api.publish(EVERY)
     _enable(api)
-    config = api.services.config
-    other = EngineServices(EngineConfig(data_dir=tmp_path / "other", redis_url=config.redis_url,
-                                        db_url=config.db_url, key_prefix=config.key_prefix),
-                           clock=api.clock, workers=0, projector=False, due_waker=False, scheduler=False).start()
+    processes = [SchedulerProcess(api.services.config, tmp_path / f"engine-{n}", 2) for n in range(2)]
     try:
-        schedulers = [_scheduler(api), other.triggers.scheduler]
+        started = []
         for _ in range(3):
-            api.clock.advance(600)
-            results: list[list[Fired]] = [[], []]
-            threads = [threading.Thread(target=lambda found=found, scheduler=scheduler: found.extend(scheduler.tick()))
-                       for found, scheduler in zip(results, schedulers, strict=True)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            outcomes = sorted(f.outcome for r in results for f in r)
-            assert outcomes in (["started"], ["duplicate", "started"])
+            now = api.clock.advance(600)
+            for process in processes:  # both tick the same fire time at once, each reaching create_run
+                process.tick(now)
+            fired = sorted(json.loads(process.read())[0] for process in processes)
+            assert [outcome for outcome, _, _ in fired] == ["duplicate", "started"], fired
+            assert {fire for _, fire, _ in fired} == {now} and len({run_id for _, _, run_id in fired}) == 1
+            started.append(fired[1][2])
     finally:
-        other.stop()
-    assert len(api.services.list_runs(flow_id="tick")) == 3
+        for process in processes:
+            process.close()
+    runs = api.services.list_runs(flow_id="tick")
+    assert sorted(run["id"] for run in runs) == sorted(started) and len(set(started)) == 3
+    for run_id in started:
+        assert api.services.wait_for_run(run_id, timeout=10)["status"] == "succeeded"
 
 
 def test_a_disabled_flow_schedule_starts_nothing_and_is_counted(api: Api) -> None:

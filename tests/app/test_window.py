@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtWidgets import QMessageBox, QTableWidget
+from PySide6.QtWidgets import QApplication, QMessageBox, QTableWidget
 
 from app.examples import FIRST_START_HINT
 from app.gui import create_application, create_main_window
@@ -73,6 +72,38 @@ def test_shortcuts_trigger_actions(qtbot, window: MainWindow, tmp_path: Path) ->
     commands = [cell(table, r, 0).text() for r in range(table.rowCount())]
     assert "F7" in keys and "Ctrl+Shift+P" in keys
     assert "Add node (canvas)" in commands
+
+
+def test_ctrl_z_and_ctrl_shift_z_from_the_canvas_undo_redo_and_a_new_edit_drops_the_redo(
+        qtbot, window: MainWindow, triage_path: Path) -> None:
+    document = window.open_file(triage_path)
+    editor = window.tabs.current_editor()
+    assert document is not None and editor is not None
+    editor.view.setFocus()
+    qtbot.waitUntil(editor.view.hasFocus)
+    states = [document.text()]
+    document.rename_node("classify", "Label it")
+    states.append(document.text())
+    document.move_nodes({"classify": (10, 20)})
+    states.append(document.text())
+    undo = Qt.KeyboardModifier.ControlModifier
+    redo = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+
+    def press(modifiers: Qt.KeyboardModifier) -> str:
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Z, modifiers)
+        return document.text()
+
+    assert [press(undo), press(undo)] == [states[1], states[0]]
+    assert not window.actions_by_id["undo"].isEnabled() and press(undo) == states[0]  # nothing left to undo
+    assert [press(redo), press(redo)] == [states[1], states[2]]
+    assert press(undo) == states[1]
+    document.set_config_field("followup", "delay", "2h")  # a new edit after an undo: the move cannot come back
+    edited = document.text()
+    assert edited not in states
+    assert not window.actions_by_id["redo"].isEnabled() and press(redo) == edited
+    assert document.undo_stack.count() == 2
+    assert [press(undo), press(undo)] == [states[1], states[0]]
+    assert [press(redo), press(redo)] == [states[1], edited]
 
 
 def test_open_save_and_save_as_round_trip(window: MainWindow, triage_path: Path, tmp_path: Path,
@@ -185,13 +216,11 @@ def test_palette_double_click_adds_a_node(window: MainWindow) -> None:
 def test_cold_start_reaches_an_interactive_window(tmp_path: Path) -> None:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", LOCKGATE_EXIT_WHEN_READY="1", LOCKGATE_NO_ENGINE="1",
                XDG_CONFIG_HOME=str(tmp_path / "config"), LOCKGATE_DATA_DIR=str(tmp_path / "data"))
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "app"], env=env, capture_output=True, text=True, timeout=60)
-    elapsed = time.perf_counter() - started
+    # The 2 s target is measured by tests/bench/app_cold_start.py; the timeout (10 times it) only guards a hang.
+    done = subprocess.run([sys.executable, "-m", "app"], env=env, capture_output=True, text=True, timeout=20)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("ready "), done.stdout + done.stderr
-    # The 2 s target is measured by tests/bench/app_cold_start.py; here only a gross regression fails.
-    assert elapsed < 15, f"cold start took {elapsed:.1f}s"
+    assert float(done.stdout.split()[1]) > 0  # the app's own start-up figure, the bench's input
 
 
 def test_no_shortcut_is_bound_twice_and_the_list_uses_key_names(window: MainWindow) -> None:

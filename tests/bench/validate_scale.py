@@ -7,6 +7,7 @@ branches writing one key) and canvas-benchmark (random grid) shapes. Target: eve
 nodes under 200 ms.
 
     .venv/bin/python tests/bench/validate_scale.py [--sizes 100,1000,5000] [--repeat 7] [--shapes parallel,canvas]
+    .venv/bin/python tests/bench/validate_scale.py --sizes 2000 --hostile all   # the write-conflict stress shapes
 """
 
 from __future__ import annotations
@@ -333,9 +334,22 @@ SHAPES: dict[str, Callable[[int, int], dict[str, Any]]] = {
 }
 
 
+def _hostile(name: str) -> Callable[[int, int], dict[str, Any]]:
+    from tests.foundation.graph_shapes import HOSTILE_SHAPES
+
+    return lambda node_count, _seed: HOSTILE_SHAPES[name](node_count)
+
+
+def _hostile_names() -> list[str]:
+    from tests.foundation.graph_shapes import HOSTILE_SHAPES
+
+    return sorted(HOSTILE_SHAPES)
+
+
 def measure(node_count: int, repeat: int, shape: str = "realistic") -> dict[str, Any]:
     """Time validate() on one generated flow: the first call cold, then the median of `repeat` warm calls."""
-    flow = flow_from_data(SHAPES[shape](node_count, 7))
+    build = SHAPES[shape] if shape in SHAPES else _hostile(shape)
+    flow = flow_from_data(build(node_count, 7))
     template_state_refs.cache_clear()
     start = time.perf_counter()
     diagnostics = validate(flow)
@@ -368,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--shapes", default="parallel,routers,canvas", help=f"other shapes to time too, of: {', '.join(SHAPES)}"
     )
+    parser.add_argument(
+        "--hostile", default="", help="hostile write-conflict shapes of tests/foundation/graph_shapes.py to time too "
+        "(comma-separated, or all)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     results = [measure(size, max(1, args.repeat)) for size in sizes]
@@ -383,6 +400,9 @@ def main(argv: list[str] | None = None) -> int:
             if shape.strip()
         },
     }
+    hostile = _hostile_names() if args.hostile == "all" else [h for h in args.hostile.split(",") if h.strip()]
+    if hostile:
+        report["hostile"] = {shape: [measure(size, max(1, args.repeat), shape) for size in sizes] for shape in hostile}
     if len(results) > 1 and results[0]["median_ms"] > 0:
         base = results[0]
         report["growth"] = [

@@ -1,4 +1,5 @@
-"""Property: any sequence of edits, then as many undos, restores the file byte for byte."""
+"""Property: after any sequence of edits, each undo restores the file byte for byte as it was at that point, and
+each redo the next state again."""
 
 from __future__ import annotations
 
@@ -74,23 +75,29 @@ operation = st.one_of(
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(operation, min_size=1, max_size=14))
 def test_random_edits_then_full_undo_restore_the_file(qapp: QApplication, operations: list[tuple[Any, ...]]) -> None:
+    """Every undo steps back to the file as it was at that point of the stack, every redo forward again."""
     document = FlowDocument.open(TRIAGE)
     scene = FlowScene(document)
-    original = document.text()
+    stack = document.undo_stack
+    states = {0: document.text()}
+    """The file at each stack index; an edit merged into the last command replaces that command's state."""
     for op in operations:
         _apply(document, op)
-    _assert_scene_mirrors(scene, document)
-    edited = document.text()
-    stack = document.undo_stack
+        states[stack.index()] = document.text()
+        _assert_scene_mirrors(scene, document)
     steps = stack.index()
-    for _ in range(steps):
+    assert sorted(states) == list(range(steps + 1))
+    assert stack.count() == steps, "an edit left a command to redo behind (a refused edit must leave none)"
+    while stack.canUndo():
         stack.undo()
-    assert document.text() == original
-    _assert_scene_mirrors(scene, document)
-    for _ in range(steps):
+        assert document.text() == states[stack.index()]
+        _assert_scene_mirrors(scene, document)
+    assert stack.index() == 0 and document.text() == states[0]
+    while stack.canRedo():
         stack.redo()
-    assert document.text() == edited
-    _assert_scene_mirrors(scene, document)
+        assert document.text() == states[stack.index()]
+        _assert_scene_mirrors(scene, document)
+    assert stack.index() == steps and document.text() == states[steps]
 
 
 def _assert_scene_mirrors(scene: FlowScene, document: FlowDocument) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,45 @@ def test_idempotency_key_creates_one_run(engine: Engine) -> None:
     again = services.create_run("typed", {"n": 1}, idempotency_key="order-77")
     assert again.run_id == first.run_id and again.duplicate and not first.duplicate
     assert len(services.list_runs()) == 1
+
+
+def test_the_stored_key_answers_a_repeat_when_redis_lost_its_guard_or_the_flow_was_disabled(engine: Engine) -> None:
+    services = engine.services
+    handles = services.handles
+    assert handles is not None
+    services.publish_flow(flow_from_data(_typed()))
+    first = services.create_run("typed", {"n": 1}, idempotency_key="order-78")
+    handles.client.delete(handles.keys.idempotency("order-78"))  # expired, or a Redis without its data
+    again = services.create_run("typed", {"n": 1}, idempotency_key="order-78")
+    assert (again.run_id, again.duplicate) == (first.run_id, True)
+    services.publish_flow(flow_from_data({**_typed(), "enabled": False}))
+    late = services.create_run("typed", {"n": 1}, idempotency_key="order-78")  # a retry of the same request
+    assert (late.run_id, late.duplicate) == (first.run_id, True)
+    assert [run["id"] for run in services.list_runs()] == [first.run_id]
+
+
+def test_concurrent_creates_with_one_key_make_one_run(any_db_engine: Engine) -> None:
+    """Losers of the Redis guard that look before the winner's row is written insert too; the unique key column
+    refuses them and they answer with the winner's run. Several rounds, so that race happens in some."""
+    services = any_db_engine.services
+    services.publish_flow(flow_from_data(_typed()))
+    callers, rounds = 8, 6
+    start = threading.Barrier(callers)
+
+    def create(key: str) -> tuple[str, bool]:
+        start.wait(10)
+        created = services.create_run("typed", {"n": 1}, idempotency_key=key)
+        return created.run_id, created.duplicate
+
+    made = []
+    with ThreadPoolExecutor(max_workers=callers) as pool:
+        for round_number in range(rounds):
+            results = list(pool.map(create, [f"order-79-{round_number}"] * callers))
+            assert len({run_id for run_id, _ in results}) == 1, results
+            assert sorted(duplicate for _, duplicate in results) == [False] + [True] * (callers - 1)
+            made.append(results[0][0])
+    assert sorted(run["id"] for run in services.list_runs()) == sorted(made)
+    assert all(services.wait_for_run(run_id)["result"] == 2 for run_id in made)
 
 
 def test_budget_preflight_hook_can_refuse(tmp_path: Path, redis_url: str, sqlite_url: str, key_prefix: str) -> None:

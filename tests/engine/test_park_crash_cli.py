@@ -6,14 +6,16 @@ import json
 import os
 import signal
 import subprocess
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
 import redis
+import sqlalchemy as sa
 
 from engine.clock import ManualClock
 from engine.flow import flow_from_data
+from engine.runtime.queries import get_run
 from engine.transport.keys import Keyspace
 from tests.cli import LOCKGATE, cli_env
 from tests.conftest import EXAMPLES
@@ -99,9 +101,12 @@ def test_a_killed_worker_leaves_its_job_pending(tmp_path: Path, redis_url: str, 
         run_id = submitter.create_run("slow").run_id
     finally:
         submitter.stop()
-    worker = subprocess.Popen([*LOCKGATE, "worker", "--workers", "1"], env=env, stderr=subprocess.PIPE, text=True)
+    store = sa.create_engine(f"sqlite:///{tmp_path / 'data' / 'lockgate.db'}")
+    worker = subprocess.Popen([*LOCKGATE, "worker", "--workers", "1"], env=env, stderr=subprocess.DEVNULL)
     try:
         wait_until(lambda: site.hits.get("/hold"), timeout=20, what="the worker to be inside the http step")
+        wait_until(lambda: _statuses(store, run_id) == ("running", {"start": "succeeded", "call": "running"}),
+                   timeout=20, what="the store to show the step in flight")  # flushed before the blocking call
         worker.send_signal(signal.SIGKILL)
         worker.wait(10)
     finally:
@@ -114,10 +119,17 @@ def test_a_killed_worker_leaves_its_job_pending(tmp_path: Path, redis_url: str, 
     assert b":w0" in pending[0]["consumer"]
     fields = client.xrange(keys.jobs, pending[0]["message_id"], pending[0]["message_id"])[0][1]
     assert run_id.encode() in fields[b"j"]  # the job a reaper needs is still there
-    time.sleep(0.1)
     shown = subprocess.run([*LOCKGATE, "runs", "show", run_id, "--json"], env=env, capture_output=True, text=True,
                            timeout=30)
-    assert json.loads(shown.stdout)["status"] in ("queued", "running")
+    run = json.loads(shown.stdout)
+    assert run["status"] == "running"  # nobody finished or failed it: it waits for a reaper
+    assert {s["step"]: s["status"] for s in run["steps"]} == {"start": "succeeded", "call": "running"}
+    store.dispose()
+
+
+def _statuses(store: sa.Engine, run_id: str) -> tuple[str, dict[str, str]] | None:
+    run = get_run(store, run_id)
+    return (run["status"], {s["step"]: s["status"] for s in run["steps"]}) if run else None
 
 
 def test_detach_returns_at_the_first_park_and_the_run_continues_with_the_next_engine(
@@ -142,26 +154,65 @@ def test_detach_returns_at_the_first_park_and_the_run_continues_with_the_next_en
         services.stop()
 
 
-def test_one_projector_is_active_among_engines(tmp_path: Path, redis_url: str, sqlite_url: str,
-                                               key_prefix: str) -> None:
-    first, _ = start_engine(tmp_path / "a", redis_url, sqlite_url, key_prefix)
-    second, _ = start_engine(tmp_path / "b", redis_url, sqlite_url, key_prefix)
+def test_one_projector_is_active_among_engine_processes(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    env = cli_env(tmp_path, redis_url, key_prefix)
+    db = f"sqlite:///{tmp_path / 'data' / 'lockgate.db'}"
+    client: Any = redis.Redis.from_url(redis_url)
+    lease = Keyspace(key_prefix).projector_lease
+    submitter, _ = start_engine(tmp_path, redis_url, db, key_prefix, workers=0, projector=False, due_waker=False,
+                                scheduler=False, reaper=False)
+    engines: list[subprocess.Popen[bytes]] = []
     try:
-        one, two = first.projector, second.projector
-        assert one is not None and two is not None
-        wait_until(lambda: one.active or two.active, what="a projector to take the lease")
-        time.sleep(0.3)
-        assert [one.active, two.active].count(True) == 1
-        standby = second if one.active else first
-        (first if standby is second else second).stop()
-        wait_until(lambda: standby.projector is not None and standby.projector.active, timeout=10,
-                   what="the standby to take over")
-        standby.publish_flow(flow_from_data(make_flow("after", [T, {"id": "done", "type": "terminal"}],
-                                                      [("start", "done")])))
-        assert standby.wait_for_run(standby.create_run("after").run_id)["status"] == "succeeded"
+        submitter.publish_flow(flow_from_data(make_flow("after", [T, {"id": "done", "type": "terminal"}],
+                                                        [("start", "done")])))
+        engines.append(subprocess.Popen([*LOCKGATE, "worker", "--workers", "1"], env=env, stderr=subprocess.DEVNULL))
+        first_holder = wait_until(lambda: client.get(lease), timeout=30, what="the first engine to take the lease")
+        holders: set[bytes | None] = set()
+        sampling = threading.Event()
+        sampler = threading.Thread(target=_sample, args=(client, lease, holders, sampling), daemon=True)
+        sampler.start()
+        engines.append(subprocess.Popen([*LOCKGATE, "worker", "--workers", "1"], env=env, stderr=subprocess.PIPE))
+        _wait_for_line(engines[1], "Ctrl-C stops")
+        for _ in range(3):
+            before = submitter.create_run("after").run_id
+            assert submitter.wait_for_run(before, timeout=15)["status"] == "succeeded"
+        sampling.set()
+        sampler.join(5)
+        assert holders == {first_holder}  # the second engine's projector stood by all along
+
+        engines[0].send_signal(signal.SIGKILL)  # no clean release: the lease lapses
+        engines[0].wait(10)
+        after = submitter.create_run("after").run_id
+        assert submitter.wait_for_run(after, timeout=20)["status"] == "succeeded"  # applied by the standby
+        second_holder = client.get(lease)
+        assert second_holder is not None and second_holder != first_holder
     finally:
-        first.stop()
-        second.stop()
+        for engine in engines:
+            if engine.poll() is None:
+                engine.kill()
+            engine.wait(10)
+        submitter.stop()
+
+
+def _sample(client: Any, key: str, seen: set[bytes | None], done: threading.Event) -> None:
+    while not done.is_set():
+        seen.add(client.get(key))
+        done.wait(0.002)
+
+
+def _wait_for_line(process: subprocess.Popen[bytes], text: str, timeout: float = 30.0) -> None:
+    """Block until the process prints `text` on stderr; its stderr is drained from then on."""
+    assert process.stderr is not None
+    stream = process.stderr
+    seen = threading.Event()
+
+    def read() -> None:
+        for raw in stream:
+            if text in raw.decode(errors="replace"):
+                seen.set()
+
+    threading.Thread(target=read, name="engine-stderr", daemon=True).start()
+    assert seen.wait(timeout), f"the process did not print {text!r} within {timeout:g}s"
 
 
 def test_lockgate_worker_on_the_embedded_redis_stops_cleanly_on_sigterm(tmp_path: Path) -> None:

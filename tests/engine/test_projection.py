@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -21,7 +22,7 @@ from engine.runtime.worker import ensure_group
 from engine.store.db import init_db, make_engine
 from engine.store.models import AppliedEvent, DeadLetter, Run, Step
 from engine.transport.keys import Keyspace
-from tests.engine.conftest import make_flow
+from tests.engine.conftest import Engine, make_flow, wait_until
 
 
 @pytest.fixture
@@ -232,3 +233,34 @@ def test_run_tokens_are_the_sum_of_its_steps_under_redelivery_and_rerun(sql: sa.
     assert _step_tokens(sql, "rt") == {"a": (120, 31), "m[0]": (7, 2), "m[1]": (5, 1), "plain": (None, None),
                                        "b": (None, None)}
     assert _run_tokens(sql, "rt") == (132, 34, {"b": {"message": "HTTP 503", "type": "http_status", "attempts": 2}})
+
+
+def test_a_database_error_leaves_the_batch_pending_and_it_is_applied_once_the_database_is_back(
+        engine: Engine, caplog: pytest.LogCaptureFixture) -> None:
+    services = engine.services
+    assert services.sql is not None and services.handles is not None
+    client, keys = services.handles.client, services.keys
+    caplog.set_level(logging.WARNING, logger="lockgate.projector")
+    services.publish_flow(flow_from_data(make_flow("outage", [{"id": "start", "type": "trigger.manual"},
+                                                              {"id": "done", "type": "terminal"}],
+                                                   [("start", "done")])))
+    with services.sql.begin() as conn:  # the projector's bookkeeping table goes away: its batch cannot commit
+        conn.exec_driver_sql("ALTER TABLE applied_events RENAME TO applied_events_away")
+    run_id = services.create_run("outage").run_id
+
+    def refusals() -> int:
+        return sum("database error, batch left pending for retry" in r.getMessage() for r in caplog.records)
+
+    wait_until(lambda: refusals() >= 2, what="the projector to fail its batch and try it again")
+    assert services.get_run(run_id, with_steps=False)["status"] == "queued"  # type: ignore[index]
+    assert client.xpending(keys.events, keys.events_group)["pending"] > 0  # delivered, not acknowledged
+    with services.sql.begin() as conn:
+        conn.exec_driver_sql("ALTER TABLE applied_events_away RENAME TO applied_events")
+    run = services.wait_for_run(run_id, timeout=10)
+    assert run["status"] == "succeeded"
+    with services.sql.connect() as conn:
+        applied = conn.execute(sa.select(AppliedEvent.seq).where(AppliedEvent.run_id == run_id)).scalars().all()
+        last_seq = conn.execute(sa.select(Run.last_seq).where(Run.id == run_id)).scalar_one()
+        dead = conn.execute(sa.select(sa.func.count()).select_from(DeadLetter)).scalar_one()
+    assert sorted(applied) == list(range(1, last_seq + 1)) and dead == 0  # each event once, none lost
+    wait_until(lambda: client.xpending(keys.events, keys.events_group)["pending"] == 0, what="the batch's ack")

@@ -1,8 +1,8 @@
-"""Validation runs on the GUI thread after every edit: each benchmark shape at 2,000 nodes stays well under a frame
-budget's worth of stall. Before the write-conflict rework the parallel and canvas shapes took 0.6-0.8 s of CPU here.
+"""Validation runs on the GUI thread after every edit: each benchmark shape and each hostile shape validates at
+2,000 nodes. About 0.05 s of CPU each here; the bound below is ten times that, a guard against a hang only.
 
-The full figures (5,000 nodes under 200 ms) come from tests/bench/validate_scale.py; this guards against a
-return to pairwise graph walks, with room for a loaded machine.
+How fast (5,000 nodes under 200 ms, and the hostile shapes, which once took 0.6-0.8 s at 2,000 nodes) is
+measured by tests/bench/validate_scale.py (`--hostile all`).
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from validate_scale import SHAPES
 
 from .graph_shapes import HOSTILE_SHAPES
 
-CPU_SECONDS_AT_2000 = 0.3
+EXPECTED_CPU_SECONDS_AT_2000 = 0.1
+HANG_GUARD_CPU_SECONDS = 10 * EXPECTED_CPU_SECONDS_AT_2000
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
-def test_every_shape_validates_2000_nodes_quickly(shape: str) -> None:
+def test_every_shape_validates_2000_nodes(shape: str) -> None:
     flow = flow_from_data(SHAPES[shape](2000, 7))
     validate(flow)  # warm the template cache, as after the first edit
     timings = []
@@ -34,12 +35,12 @@ def test_every_shape_validates_2000_nodes_quickly(shape: str) -> None:
         started = time.process_time()
         found = validate(flow)
         timings.append(time.process_time() - started)
-    assert min(timings) < CPU_SECONDS_AT_2000, f"{shape}: {min(timings):.3f} s of CPU"
+    assert min(timings) < HANG_GUARD_CPU_SECONDS, f"{shape}: {min(timings):.3f} s of CPU"
     assert len(flow.nodes) >= 2000 and isinstance(found, list)
 
 
 @pytest.mark.parametrize("shape", sorted(HOSTILE_SHAPES))
-def test_hostile_shapes_validate_2000_nodes_quickly(shape: str) -> None:
+def test_hostile_shapes_validate_2000_nodes(shape: str) -> None:
     flow = flow_from_data(HOSTILE_SHAPES[shape](2000))
     validate(flow)
     timings = []
@@ -47,4 +48,4 @@ def test_hostile_shapes_validate_2000_nodes_quickly(shape: str) -> None:
         started = time.process_time()
         validate(flow)
         timings.append(time.process_time() - started)
-    assert min(timings) < CPU_SECONDS_AT_2000, f"{shape}: {min(timings):.3f} s of CPU"
+    assert min(timings) < HANG_GUARD_CPU_SECONDS, f"{shape}: {min(timings):.3f} s of CPU"

@@ -12,6 +12,7 @@ import pytest
 from engine.approvals.decide import decide
 from engine.money.engine_loop import BudgetRefused
 from engine.runtime.handles import EngineHandles
+from engine.runtime.transitions import TERMINAL
 from tests.money.conftest import MoneyEngine, model_flow
 
 GREEDY = {"max_tokens": 4000}
@@ -24,7 +25,7 @@ def _handles(engine: MoneyEngine) -> EngineHandles:
 
 
 def _next_park_count(engine: MoneyEngine, run_id: str, parks: int, after_due: float = 0.0) -> dict[str, Any]:
-    """Wait until the run has parked `parks` times on pool capacity (or ended).
+    """The run once it has parked `parks` times on pool capacity; fails when it ends or does not park in time.
 
     The pool-wait count lives in Redis at once, the stored run follows through the projector: until that
     catches up, the store still shows the previous park, so the park is new only once its due time is later."""
@@ -32,11 +33,14 @@ def _next_park_count(engine: MoneyEngine, run_id: str, parks: int, after_due: fl
     while True:
         run = engine.services.get_run(run_id)
         assert run is not None
-        if (run["status"] == "waiting" and engine.money.state.progress(run_id, "model").pool_waits == parks
+        waits = engine.money.state.progress(run_id, "model").pool_waits
+        if (run["status"] == "waiting" and waits == parks
                 and (run["waiting_on"] or {}).get("due_at", 0.0) > after_due):
             return run
-        if run["status"] in ("failed", "succeeded") or time.monotonic() > deadline:
-            return run
+        if run["status"] in TERMINAL or time.monotonic() > deadline:
+            raise AssertionError(f"run {run_id} did not make pool wait {parks} (due after {after_due}): "
+                                 f"{run['status']} {run['waiting_on']} after {waits} pool waits, {run.get('error')}")
+        time.sleep(0.01)
 
 
 def test_pool_wait_retries_at_most_max_pool_waits_then_fails(money_engine: MoneyEngine) -> None:
@@ -46,7 +50,6 @@ def test_pool_wait_retries_at_most_max_pool_waits_then_fails(money_engine: Money
     last_due = 0.0
     for wait in range(1, 4):
         run = _next_park_count(engine, run_id, wait, after_due=last_due)
-        assert run["status"] == "waiting", run
         assert run["waiting_on"]["reason"] == "pool_capacity"
         assert engine.money.ledger.budget("default").held_micros == 0  # its hold went back while waiting
         last_due = run["waiting_on"]["due_at"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from engine.flow import flow_from_data
 from engine.runtime.handles import EngineHandles
 from engine.runtime.services import EngineServices
 from tests.engine.conftest import make_flow, site, start_engine, wait_until  # noqa: F401  (site: fixture)
+from tests.idle import Idle
 
 START = 1_800_000_000.0
 HOUR = 3600.0
@@ -42,6 +42,7 @@ class Parked:
 
     services: EngineServices
     clock: ManualClock
+    idle: Idle
 
     @property
     def handles(self) -> EngineHandles:
@@ -64,11 +65,15 @@ class Parked:
         return self.services.wait_for_run(run_id, timeout=timeout, statuses=frozenset(statuses))
 
     def still_waiting(self, run_id: str, node: str) -> None:
-        """Asserts, after giving a wrongly woken run time to move, that it still waits at `node`."""
-        time.sleep(0.15)
+        """Asserts that the run still waits at `node` once the due waker looked at the current time and the
+        engine is idle (a wrongly woken run has moved by then)."""
+        assert self.services.waker is not None and self.services.due is not None
+        self.services.waker.deliver_due()
+        self.idle.wait()
         run = self.services.get_run(run_id, with_steps=False)
         assert run is not None and run["status"] == "waiting" and run["waiting_on"]["node"] == node, run
-        assert self.services.due is not None and self.services.due.due_at(run_id) is not None
+        wake_at = self.services.due.due_at(run_id)
+        assert wake_at is not None and wake_at > self.clock.now(), (wake_at, self.clock.now())
 
     def waiting_on(self, run_id: str, node: str, timeout: float = 10.0) -> dict[str, Any]:
         def parked_there() -> dict[str, Any] | None:
@@ -82,7 +87,7 @@ def _parked(tmp_path: Path, redis_url: str, db_url: str, key_prefix: str) -> Ite
     clock = ManualClock(START)
     services, _ = start_engine(tmp_path, redis_url, db_url, key_prefix, clock=clock)
     try:
-        yield Parked(services, clock)
+        yield Parked(services, clock, Idle(services))
     finally:
         services.stop()
 

@@ -14,6 +14,7 @@ from engine.clock import ManualClock
 from engine.flow import flow_from_data
 from engine.runtime.services import EngineServices
 from tests.engine.conftest import make_flow, start_engine
+from tests.idle import Idle
 from tests.parking.conftest import HOUR, START, TRIGGER, Parked
 
 MS = 0.001
@@ -44,7 +45,7 @@ class Staged:
     def start_workers(self) -> Parked:
         self.acceptor.stop()
         services, _ = start_engine(*self.args, clock=self.clock)
-        self.engine = Parked(services, self.clock)
+        self.engine = Parked(services, self.clock, Idle(services))
         return self.engine
 
     def stop(self) -> None:

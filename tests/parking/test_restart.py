@@ -39,10 +39,18 @@ def _runs(db: Path) -> dict[str, dict[str, Any]]:
 
 
 def _queue_finished(db: Path, run_id: str) -> float:
+    return _queue_stamp(db, run_id, "finished_at")
+
+
+def _queue_started(db: Path, run_id: str) -> float:
+    return _queue_stamp(db, run_id, "started_at")
+
+
+def _queue_stamp(db: Path, run_id: str, column: str) -> float:
     engine = sa.create_engine(f"sqlite:///{db}")
     try:
         with engine.connect() as conn:
-            value = conn.execute(sa.text("select finished_at from steps where run_id = :r and step = 'pause'"),
+            value = conn.execute(sa.text(f"select {column} from steps where run_id = :r and step = 'pause'"),
                                  {"r": run_id}).scalar()
     finally:
         engine.dispose()
@@ -77,7 +85,7 @@ def test_parked_runs_resume_after_a_real_engine_restart(tmp_path: Path, redis_ur
         submitter, _ = start_engine(tmp_path, redis_url, f"sqlite:///{db}", key_prefix, workers=0, projector=False,
                                     due_waker=False)
         try:
-            for flow_id, delay in (("early", "2s"), ("later", "9s")):
+            for flow_id, delay in (("early", "2s"), ("later", "12s")):
                 _queue_flow(tmp_path / f"{flow_id}.flow.json", flow_id, delay)
                 submitter.publish_flow(flow_from_data(json.loads((tmp_path / f"{flow_id}.flow.json").read_text())))
                 submitter.create_run(flow_id)
@@ -105,15 +113,13 @@ def test_parked_runs_resume_after_a_real_engine_restart(tmp_path: Path, redis_ur
         # The premise holds from the moment the new engine serves (its start-up line), not from its spawn: a
         # loaded machine can take seconds to import it, and a run already overdue then is not resumed "on time".
         _wait_for_start_line(worker)
-        ready = time.time()
-        assert later_due > time.time() + 0.5, (
+        assert _runs(db)["later"]["status"] == "waiting", (
             f"the second run must still be waiting when the new engine is up ({time.time() - started:.1f}s to start)")
         wait_until(lambda: _runs(db)["early"]["status"] == "succeeded", timeout=15, what="the overdue run")
-        assert time.time() - ready < 5, "the overdue run must resume as soon as the new engine serves"
-        wait_until(lambda: _runs(db)["later"]["status"] == "succeeded", timeout=20, what="the run due later")
-        lag = _queue_finished(db, later["id"]) - later_due
-        assert 0 <= lag < 0.5, f"resumed {lag:.3f}s after its due time"
-        assert _queue_finished(db, early["id"]) >= started
+        wait_until(lambda: _runs(db)["later"]["status"] == "succeeded", timeout=30, what="the run due later")
+        early_resumed, later_resumed = _queue_finished(db, early["id"]), _queue_finished(db, later["id"])
+        assert started <= early_resumed < later_due  # resumed by the new engine, before the other one fell due
+        assert later_due <= later_resumed  # the run not yet due waited for its time (the lag: tests/bench)
     finally:
         worker.send_signal(signal.SIGTERM)
         try:
@@ -128,18 +134,16 @@ def test_lockgate_run_shows_the_park_and_finishes_2s_later(tmp_path: Path, redis
     process = subprocess.Popen([*LOCKGATE, "run", flow, "--json"], env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
-    parked_at = None
-    lines = []
-    for line in process.stderr:
-        lines.append(line)
-        if "parked at pause (queue_delay) until" in line:
-            parked_at = time.monotonic()
+    lines = list(process.stderr)
     out, _ = process.communicate(timeout=30)
-    finished_at = time.monotonic()
     assert process.returncode == 0, "".join(lines)
-    assert parked_at is not None, "".join(lines)
-    assert 1.5 <= finished_at - parked_at <= 6.0, f"finished {finished_at - parked_at:.2f}s after the park"
+    parked = [n for n, line in enumerate(lines) if "parked at pause (queue_delay) until" in line]
+    resumed = [n for n, line in enumerate(lines) if line.strip() == "pause (queue): succeeded"]
+    assert len(parked) == len(resumed) == 1 and parked[0] < resumed[0], "".join(lines)  # told the park, then on
     run = json.loads(out)
     assert run["status"] == "succeeded" and run["result"] == 1
     pause = next(step for step in run["steps"] if step["step"] == "pause")
     assert pause["status"] == "succeeded"
+    waited = _queue_finished(tmp_path / "data" / "lockgate.db", run["id"]) - _queue_started(
+        tmp_path / "data" / "lockgate.db", run["id"])
+    assert waited >= 2.0, f"the 2 s queue resumed after {waited:.3f}s"  # not before its due time

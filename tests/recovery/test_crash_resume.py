@@ -117,3 +117,78 @@ def test_a_run_killed_after_resuming_from_a_park_continues_after_it(
     assert holding_site.count("/hold") == 2
     statuses = {step["step"]: step["status"] for step in run["steps"]}
     assert statuses == {"start": "succeeded", "pause": "succeeded", "call": "succeeded", "done": "succeeded"}
+
+
+def _killed_during_hold(supervisor: EngineServices, spawn_worker: Callable[[], WorkerProcess], site: HoldingSite,
+                        document: dict[str, Any]) -> dict[str, Any]:
+    """Run `document` on a worker process killed (SIGKILL) inside its first call of /hold; a second one goes on."""
+    first = spawn_worker()
+    run_id = _start_run(supervisor, document)
+    wait_until(lambda: site.count("/hold") == 1, what="the first worker to be inside the call of /hold")
+    first.signal(signal.SIGKILL)
+    first.proc.wait(5)
+    spawn_worker()
+    return supervisor.wait_for_run(run_id, timeout=20)
+
+
+def _one_call(flow_id: str, site: HoldingSite, method: str, idempotent: bool) -> dict[str, Any]:
+    return make_flow(flow_id, [
+        T,
+        {"id": "call", "type": "http.request", "idempotent": idempotent,
+         "config": {"method": method, "url": site.url + "/hold"}},
+        {"id": "done", "type": "terminal", "config": {"output": "{{ state.call.body.count }}"}},
+    ], [("start", "call"), ("call", "done")])
+
+
+def test_a_post_marked_idempotent_runs_again(supervisor: EngineServices, spawn_worker: Callable[[], WorkerProcess],
+                                             holding_site: HoldingSite) -> None:
+    run = _killed_during_hold(supervisor, spawn_worker, holding_site, _one_call("post-again", holding_site, "POST",
+                                                                                True))
+    assert (run["status"], run["result"]) == ("succeeded", 2), run
+    assert holding_site.count("/hold") == 2
+
+
+def test_a_get_marked_not_idempotent_fails_and_says_the_user_decides(
+        supervisor: EngineServices, spawn_worker: Callable[[], WorkerProcess], holding_site: HoldingSite) -> None:
+    run = _killed_during_hold(supervisor, spawn_worker, holding_site, _one_call("get-once", holding_site, "GET",
+                                                                                False))
+    assert (run["status"], run["error_type"]) == ("failed", "step_not_idempotent"), run
+    assert '"call"' in run["error"] and "you decide" in run["error"]
+    assert holding_site.count("/hold") == 1
+
+
+def _foreach(flow_id: str, site: HoldingSite, method: str) -> dict[str, Any]:
+    """A foreach over two items, one at a time; each iteration calls /before, then /hold with `method`."""
+    return make_flow(flow_id, [
+        T,
+        {"id": "each", "type": "foreach", "config": {"items": "{{ [1, 2] }}", "concurrency": 1,
+                                                       "output_key": "calls"}},
+        {"id": "before", "type": "http.request", "config": {"method": "GET", "url": site.url + "/before",
+                                                             "output_key": "seen"}},
+        {"id": "hold", "type": "http.request", "config": {"method": method, "url": site.url + "/hold?i={{ item }}",
+                                                           "output_key": "held"}},
+        {"id": "done", "type": "terminal",
+         "config": {"output": "{{ state.calls | map(attribute='held') | map(attribute='body') "
+                              "| map(attribute='count') | list }}"}},
+    ], [("start", "each"), ("each", "item", "before"), ("before", "hold"), ("each", "done", "done")])
+
+
+def test_a_foreach_with_an_idempotent_body_runs_its_iterations_again_whole(
+        supervisor: EngineServices, spawn_worker: Callable[[], WorkerProcess], holding_site: HoldingSite) -> None:
+    run = _killed_during_hold(supervisor, spawn_worker, holding_site, _foreach("each-get", holding_site, "GET"))
+    assert run["status"] == "succeeded", run
+    assert run["result"] == [2, 3]  # the killed call of /hold answered nobody
+    # Iteration 0 had finished /before when its worker died: the iteration ran again whole, /before included.
+    assert (holding_site.count("/before"), holding_site.count("/hold")) == (3, 3)
+    statuses = {step["step"]: step["status"] for step in run["steps"]}
+    assert statuses == {"start": "succeeded", "each": "succeeded", "before[0]": "succeeded",
+                        "hold[0]": "succeeded", "before[1]": "succeeded", "hold[1]": "succeeded",
+                        "done": "succeeded"}
+
+
+def test_a_foreach_with_a_post_in_its_body_fails_and_says_the_user_decides(
+        supervisor: EngineServices, spawn_worker: Callable[[], WorkerProcess], holding_site: HoldingSite) -> None:
+    run = _killed_during_hold(supervisor, spawn_worker, holding_site, _foreach("each-post", holding_site, "POST"))
+    assert (run["status"], run["error_type"]) == ("failed", "step_not_idempotent"), run
+    assert '"each"' in run["error"] and "you decide" in run["error"]
+    assert (holding_site.count("/before"), holding_site.count("/hold")) == (1, 1)  # nothing posted twice

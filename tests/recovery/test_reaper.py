@@ -3,18 +3,20 @@ dead-lettered and their run interrupted; a live worker's long job is left alone;
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import redis
 
+from engine.clock import ManualClock
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.fencing import CommandRecorder, FencedWriter, JobFence
 from engine.runtime.jobs import ATTEMPT_FIELD, ORIGIN_FIELD
-from engine.runtime.reclaim import RecoveryThresholds
+from engine.runtime.reaper import Reaper
+from engine.runtime.reclaim import Reclaimer, RecoveryThresholds
 from engine.runtime.services import EngineServices
+from engine.runtime.watchdog import Watchdog
 from engine.transport.keys import Keyspace
 from tests.engine.conftest import make_flow
 from tests.recovery.conftest import HoldingSite, wait_until
@@ -58,26 +60,48 @@ def test_a_job_lost_past_the_retry_cap_is_dead_lettered_and_its_run_interrupted(
 
 def test_a_live_worker_holding_a_long_step_keeps_its_job(recovery_config: EngineConfig,
                                                         holding_site: HoldingSite) -> None:
-    thresholds = RecoveryThresholds(heartbeat_timeout=1.0, idle_timeout=0.5, retry_cap=2, tick=0.05)
-    with EngineServices(recovery_config, workers=1, scheduler=False, block_ms=100, recovery=thresholds,
+    """The reaper and watchdog passes are made here, each once the worker's heartbeat has just refreshed the job:
+    so the test sees a job older than every threshold kept, whatever a loaded machine does to the heartbeat."""
+    clock = ManualClock()
+    thresholds = RecoveryThresholds(heartbeat_timeout=1.0, idle_timeout=1.0, retry_cap=2, tick=0.05)
+    with EngineServices(recovery_config, clock=clock, workers=1, scheduler=False, block_ms=100, reaper=False,
                         heartbeat_seconds=0.1) as engine:
+        assert engine.sql is not None and engine.handles is not None
+        client, keys = engine.handles.client, engine.keys
+        reclaimer = Reclaimer(client, keys, engine.sql, clock, thresholds)
+        reaper, watchdog = Reaper(reclaimer), Watchdog(reclaimer)
         doc = make_flow("long", [T, {"id": "call", "type": "http.request",
                                      "config": {"method": "POST", "url": holding_site.url + "/hold"}}, DONE],
                         [("start", "call"), ("call", "done")])
         engine.publish_flow(flow_from_data(doc))
         run_id = engine.create_run("long", {}).run_id
         wait_until(lambda: holding_site.count("/hold") == 1, what="the step to start")
-        timer = threading.Timer(2.5, holding_site.release.set)  # five idle thresholds, 2.5 heartbeat timeouts
-        timer.start()
-        try:
-            run = engine.wait_for_run(run_id, timeout=15)
-        finally:
-            timer.cancel()
+        [pending] = client.xpending_range(keys.jobs, keys.jobs_group, "-", "+", 10)
+        job_id = pending["message_id"]
+        born_ms = int(job_id.decode().split("-")[0])
+
+        def just_refreshed(older_than: float) -> bool:
+            """The job is older than `older_than` seconds (Redis's clock) and its idle time was reset a moment ago."""
+            seconds, micros = client.time()
+            entries = client.xpending_range(keys.jobs, keys.jobs_group, job_id, job_id, 1)
+            assert len(entries) == 1, "the job left the pending list before the step was released"
+            [entry] = entries
+            return bool(seconds * 1000 + micros // 1000 - born_ms > older_than * 1000 and
+                        entry["time_since_delivered"] < 200)
+
+        for older_than in (2.0, 3.0):  # two and three idle thresholds
+            wait_until(lambda older_than=older_than: just_refreshed(older_than), what="a heartbeat refresh")
+            assert reaper.tick() == []
+        clock.advance(10 * thresholds.heartbeat_timeout)
+        wait_until(lambda: float(client.hget(keys.heartbeats, job_id) or 0) >= clock.now(),
+                   what="a heartbeat at the advanced time")
+        assert watchdog.stale_jobs() == {} and watchdog.tick() == []
+        holding_site.release.set()
+        run = engine.wait_for_run(run_id, timeout=15)
         assert run["status"] == "succeeded", run
         assert holding_site.count("/hold") == 1
-        client = engine._api().client
-        assert client.xlen(engine.keys.jobs_dead) == 0
-        assert not list(client.scan_iter(match=f"{engine.keys.prefix}:job:*"))  # never reclaimed
+        assert client.xlen(keys.jobs_dead) == 0
+        assert not list(client.scan_iter(match=f"{keys.prefix}:job:*"))  # never reclaimed
 
 
 def test_a_write_of_a_stale_attempt_is_refused_whole(redis_url: str, key_prefix: str) -> None:
