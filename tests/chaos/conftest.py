@@ -103,9 +103,10 @@ def zygote() -> Iterator[Zygote]:
 
 
 class EffectCounter(LocalServer):
-    """Counts POSTs per path: `/effect/<run id>` is the side effect a non-idempotent step must not repeat."""
+    """Counts POSTs per path: `/effect/<run id>` is the side effect a non-idempotent step must not repeat.
+    With `delay`, each answer comes that many seconds after the POST was counted (a slow remote side)."""
 
-    def __init__(self) -> None:
+    def __init__(self, delay: float = 0.0) -> None:
         self.hits: dict[str, int] = {}
         self.lock = threading.Lock()
         counter = self
@@ -117,6 +118,8 @@ class EffectCounter(LocalServer):
                     self.rfile.read(length)
                 with counter.lock:
                     counter.hits[self.path] = counter.hits.get(self.path, 0) + 1
+                if delay:
+                    time.sleep(delay)
                 try:
                     self.send_json(200, {"ok": True})
                 except OSError:  # the caller was killed meanwhile
@@ -164,6 +167,8 @@ class Deployment:
     counter: EffectCounter
     handle: EngineServices = field(init=False)
     processes: int = 0
+    worker_env: dict[str, str] = field(default_factory=dict)
+    """Environment of the worker processes over what `start` sets (other recovery thresholds, another Redis)."""
 
     def __post_init__(self) -> None:
         config = EngineConfig(data_dir=self.tmp / "data", redis_url=self.redis_url, db_url=self.db_url,
@@ -184,7 +189,7 @@ class Deployment:
                "LOCKGATE_DB_URL": self.db_url, "LOCKGATE_KEY_PREFIX": self.prefix,
                "LOCKGATE_EVENT_JOURNAL": str(JOURNAL), "LOCKGATE_HEARTBEAT_TIMEOUT": "2",
                "LOCKGATE_JOB_IDLE_TIMEOUT": "4", "LOCKGATE_CRASH_AT": crash_at or "",
-               "LOCKGATE_CRASH_MARK": str(self.mark)}
+               "LOCKGATE_CRASH_MARK": str(self.mark), **self.worker_env}
         return self.zygote.spawn(env, ["worker", "--workers", "2"], self.log(self.processes))
 
     def log(self, index: int) -> Path:
