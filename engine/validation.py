@@ -21,7 +21,7 @@ from engine.durations import DurationError, format_duration, parse_duration
 from engine.flow import Edge, Flow, FlowLoadError, Node, flow_from_data, parse_document
 from engine.flow_graph import FlowGraph
 from engine.retry_plan import INLINE_RETRY_WAIT_LIMIT, retry_delay, total_backoff, wait_seconds
-from engine.templates import TemplateProblem, template_state_refs
+from engine.templates import TemplateProblem, template_reads, template_state_refs
 
 Severity = Literal["error", "warning"]
 
@@ -135,6 +135,7 @@ class _Checker:
             self._joins()
             self._state_flow()
         self._unconnected_ports()
+        self._unsafe_templates()
         errors = [d for d in self.found if d.severity == "error"]
         return errors + [d for d in self.found if d.severity != "error"]
 
@@ -483,6 +484,22 @@ class _Checker:
                         node_id,
                         f"node \"{node_id}\": output \"{port}\" is not connected; runs that take it end there",
                         "warning",
+                    )
+
+    def _unsafe_templates(self) -> None:
+        for node_id, spec in self.specs.items():
+            for path, source in template_fields(spec.type, self.nodes[node_id].config):
+                try:
+                    unsafe = template_reads(source).unsafe
+                except TemplateProblem:
+                    continue  # bad_template already reported by the config check
+                if unsafe:
+                    names = ", ".join(unsafe)
+                    self.add(
+                        "template_unsafe",
+                        node_id,
+                        f"node \"{node_id}\": {path} reaches for Python internals ({names}), which the sandbox "
+                        "refuses at run time; read inputs, state and run values only",
                     )
 
     def _state_flow(self) -> None:

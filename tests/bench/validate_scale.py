@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine.flow import flow_from_data
-from engine.templates import template_state_refs
+from engine.templates import template_reads
 from engine.validation import validate
 
 TARGET_MS_AT_5000 = 200.0
@@ -336,7 +336,7 @@ SHAPES: dict[str, Callable[[int, int], dict[str, Any]]] = {
 def measure(node_count: int, repeat: int, shape: str = "realistic") -> dict[str, Any]:
     """Time validate() on one generated flow: the first call cold, then the median of `repeat` warm calls."""
     flow = flow_from_data(SHAPES[shape](node_count, 7))
-    template_state_refs.cache_clear()
+    template_reads.cache_clear()
     start = time.perf_counter()
     diagnostics = validate(flow)
     first_ms = (time.perf_counter() - start) * 1000
