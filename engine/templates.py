@@ -6,12 +6,26 @@ import json
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-_env = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
+
+class _KeysFirstEnvironment(ImmutableSandboxedEnvironment):
+    """`a.b` reads the key `b` of a mapping before any attribute: an input named `items` is the user's value,
+    not the mapping's method."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if isinstance(obj, Mapping):
+            try:
+                return obj[attribute]
+            except (KeyError, TypeError):
+                pass
+        return super().getattr(obj, attribute)
+
+
+_env = _KeysFirstEnvironment(undefined=StrictUndefined, autoescape=False)
 
 
 def _plain_json(value: Any) -> Any:
@@ -45,26 +59,44 @@ _SIMPLE_HOLE = re.compile(r"(?<!\{)\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][
 _OPERATOR_WORDS = frozenset({"and", "or", "not", "in", "is", "if", "else"})
 
 
-def _simple_state_refs(source: str) -> frozenset[str] | None:
-    """State keys of a template made only of text and simple holes; None when it needs the real parser."""
+class TemplateReads(NamedTuple):
+    """What a template reaches for: top-level state keys, and names the sandbox refuses (dunder attributes)."""
+
+    state_keys: frozenset[str]
+    unsafe: tuple[str, ...]
+
+
+_NOTHING = TemplateReads(frozenset(), ())
+# Mapping methods a template may call on `state` when no key of that name exists: `state.get("k")` reads `k`.
+_MAPPING_METHODS = frozenset({"get", "items", "keys", "values"})
+
+
+def _is_unsafe_name(name: str) -> bool:
+    return name.startswith("__")
+
+
+def _simple_reads(source: str) -> TemplateReads | None:
+    """The reads of a template made only of text and simple holes; None when it needs the real parser."""
     refs: set[str] = set()
+    unsafe: list[str] = []
     for match in _SIMPLE_HOLE.finditer(source):
         parts = match.group(1).split(".")
         if not _OPERATOR_WORDS.isdisjoint(parts):
             return None
+        unsafe.extend(part for part in parts if _is_unsafe_name(part))
         if parts[0] == "state" and len(parts) > 1:
             refs.add(parts[1])
     if is_template(_SIMPLE_HOLE.sub("", source)):
         return None
-    return frozenset(refs)
+    return TemplateReads(frozenset(refs), tuple(dict.fromkeys(unsafe)))
 
 
 @lru_cache(maxsize=8192)
-def template_state_refs(source: str) -> frozenset[str]:
-    """Top-level `state.X` / `state['X']` keys a template reads; raises TemplateProblem."""
+def template_reads(source: str) -> TemplateReads:
+    """The state keys and unsafe names of a template; raises TemplateProblem when it does not parse."""
     if not is_template(source):
-        return frozenset()
-    simple = _simple_state_refs(source)
+        return _NOTHING
+    simple = _simple_reads(source)
     if simple is not None:
         return simple
     try:
@@ -72,14 +104,40 @@ def template_state_refs(source: str) -> frozenset[str]:
     except TemplateSyntaxError as exc:
         raise TemplateProblem(f"line {exc.lineno}: {(exc.message or 'syntax error').rstrip('.')}") from None
     refs: set[str] = set()
-    for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
-        if isinstance(node, nodes.Getattr) and _is_state(node.node):
-            refs.add(node.attr)
-        elif isinstance(node, nodes.Getitem) and _is_state(node.node):
+    unsafe: list[str] = []
+    called = {id(call.node): call for call in tree.find_all(nodes.Call) if isinstance(call.node, nodes.Getattr)}
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem, nodes.Name, nodes.Filter)):
+        if isinstance(node, nodes.Name):
+            if _is_unsafe_name(node.name):
+                unsafe.append(node.name)
+        elif isinstance(node, nodes.Filter):
+            first = node.args[0] if node.name == "attr" and node.args else None
+            if isinstance(first, nodes.Const) and isinstance(first.value, str) and _is_unsafe_name(first.value):
+                unsafe.append(first.value)
+        elif isinstance(node, nodes.Getattr):
+            if _is_unsafe_name(node.attr):
+                unsafe.append(node.attr)
+            if _is_state(node.node):
+                call = called.get(id(node))
+                if call is None or node.attr not in _MAPPING_METHODS:
+                    refs.add(node.attr)
+                elif node.attr == "get" and call.args:
+                    key = call.args[0].value if isinstance(call.args[0], nodes.Const) else None
+                    if isinstance(key, str):
+                        refs.add(key)
+        elif isinstance(node, nodes.Getitem):
             key = node.arg.value if isinstance(node.arg, nodes.Const) else None
             if isinstance(key, str):
-                refs.add(key)
-    return frozenset(refs)
+                if _is_unsafe_name(key):
+                    unsafe.append(key)
+                if _is_state(node.node):
+                    refs.add(key)
+    return TemplateReads(frozenset(refs), tuple(dict.fromkeys(unsafe)))
+
+
+def template_state_refs(source: str) -> frozenset[str]:
+    """Top-level `state.X` / `state['X']` keys a template reads; raises TemplateProblem."""
+    return template_reads(source).state_keys
 
 
 def _is_state(node: nodes.Node) -> bool:
@@ -88,7 +146,7 @@ def _is_state(node: nodes.Node) -> bool:
 
 def check_template(source: str) -> None:
     """Raise TemplateProblem when `source` does not parse."""
-    template_state_refs(source)
+    template_reads(source)
 
 
 @lru_cache(maxsize=4096)

@@ -18,10 +18,11 @@ from pydantic import ValidationError
 
 from engine.catalog import CATALOG, EVENT_TYPES, NodeType, template_fields, written_keys
 from engine.durations import DurationError, format_duration, parse_duration
+from engine.event_set import PUBLISHED_EVENT_TYPES
 from engine.flow import Edge, Flow, FlowLoadError, Node, flow_from_data, parse_document
 from engine.flow_graph import FlowGraph
 from engine.retry_plan import INLINE_RETRY_WAIT_LIMIT, retry_delay, total_backoff, wait_seconds
-from engine.templates import TemplateProblem, template_input_refs, template_state_refs
+from engine.templates import TemplateProblem, template_input_refs, template_reads, template_state_refs
 
 Severity = Literal["error", "warning"]
 
@@ -135,6 +136,7 @@ class _Checker:
             self._joins()
             self._state_flow()
         self._unconnected_ports()
+        self._unsafe_templates()
         errors = [d for d in self.found if d.severity == "error"]
         return errors + [d for d in self.found if d.severity != "error"]
 
@@ -281,6 +283,8 @@ class _Checker:
                     f"node \"{node_id}\": event type \"{event_type}\" is not one the engine publishes"
                     f"{_did_you_mean(event_type, EVENT_TYPES)} (known: {', '.join(EVENT_TYPES)})",
                 )
+            elif event_type not in PUBLISHED_EVENT_TYPES:
+                self.add("event_never_published", node_id, never_published_message(node_id, event_type))
             elif event_type in by_event:
                 self.add(
                     "duplicate_event_trigger",
@@ -483,6 +487,22 @@ class _Checker:
                         node_id,
                         f"node \"{node_id}\": output \"{port}\" is not connected; runs that take it end there",
                         "warning",
+                    )
+
+    def _unsafe_templates(self) -> None:
+        for node_id, spec in self.specs.items():
+            for path, source in template_fields(spec.type, self.nodes[node_id].config):
+                try:
+                    unsafe = template_reads(source).unsafe
+                except TemplateProblem:
+                    continue  # bad_template already reported by the config check
+                if unsafe:
+                    names = ", ".join(unsafe)
+                    self.add(
+                        "template_unsafe",
+                        node_id,
+                        f"node \"{node_id}\": {path} reaches for Python internals ({names}), which the sandbox "
+                        "refuses at run time; read inputs, state and run values only",
                     )
 
     def _state_flow(self) -> None:
@@ -754,6 +774,13 @@ class _Checker:
                 found = [everything]
             self._port_children[node_id] = found
         return found
+
+
+def never_published_message(node_id: str, event_type: str) -> str:
+    """Why a `trigger.event` on a listed type the engine does not publish is refused."""
+    published = ", ".join(t for t in EVENT_TYPES if t in PUBLISHED_EVENT_TYPES)
+    return (f"node \"{node_id}\": the engine lists event type \"{event_type}\" but never publishes it, so this "
+            f"trigger would never start a run; listen to one it publishes ({published})")
 
 
 def _non_negative_seconds(value: Any) -> float:

@@ -1,6 +1,7 @@
 """`lockgate webhooks list|enable FLOW` and `lockgate schedules list|enable|disable FLOW`.
 
-Webhook and schedule triggers start disabled; enabling a webhook the first time makes its token.
+Webhook and schedule triggers start disabled; enabling a webhook the first time makes its token. `list` shows
+what the app's Triggers dock shows, the "started nothing" counts included.
 Exit codes: 0 done, 2 an unknown flow, a flow without such a trigger, or an unreachable store.
 """
 
@@ -64,9 +65,13 @@ def _store() -> Iterator[tuple[Any, Any, Any]]:
         sql.dispose()
 
 
-def _row(setting: Any, node: Any, base_url: str) -> dict[str, Any]:
+def _row(setting: Any, node: Any, base_url: str, counted: dict[str, int]) -> dict[str, Any]:
+    label = f"{setting.flow_id}/{setting.node_id}"
+    # The Triggers dock's "started nothing" counts: fires or deliveries while disabled, and runs refused.
+    started_nothing = {"disabled": counted.get(f"{label}:disabled", 0),
+                       "refused": counted.get(f"{label}:refused", 0) + counted.get(f"{label}:bad_schedule", 0)}
     data: dict[str, Any] = {"flow_id": setting.flow_id, "trigger": setting.node_id,
-                            "enabled": setting.enabled}
+                            "enabled": setting.enabled, "started_nothing": started_nothing}
     if setting.type == "trigger.webhook":
         data["url"] = f"{base_url.rstrip('/')}/webhooks/{setting.token}" if setting.token else None
         data["token"] = setting.token
@@ -80,7 +85,7 @@ def _row(setting: Any, node: Any, base_url: str) -> dict[str, Any]:
 def run_triggers_command(args: argparse.Namespace) -> int:
     from engine.clock import SystemClock
     from engine.publish import UnknownFlowVersion, get_version
-    from engine.triggers.settings import TriggerProblem, set_enabled, settings_of
+    from engine.triggers.settings import TriggerProblem, counters, set_enabled, settings_of
 
     try:
         with _store() as (sql, client, keys):
@@ -95,7 +100,8 @@ def run_triggers_command(args: argparse.Namespace) -> int:
                 settings = set_enabled(client, keys, flow, args.trigger_type, args.action == "enable",
                                        SystemClock().now())
             nodes = {node.id: node for node in flow.nodes}
-            rows = [_row(s, nodes[s.node_id], args.base_url) for s in settings]
+            counted = counters(client, keys)
+            rows = [_row(s, nodes[s.node_id], args.base_url, counted) for s in settings]
     except (UnknownFlowVersion, TriggerProblem) as exc:
         print(f"lockgate: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -106,7 +112,10 @@ def run_triggers_command(args: argparse.Namespace) -> int:
         state = "enabled" if row["enabled"] else "disabled"
         detail = row.get("schedule") or (f"{row['url']}  token {row['token']}" if row.get("url")
                                          else "no token yet: enable it to make one")
-        print(f"{row['flow_id']}/{row['trigger']}  {state}  {detail}")
+        nothing = row["started_nothing"]
+        print(f"{row['flow_id']}/{row['trigger']}  {state}  {detail}  started nothing: "
+              f"{nothing['disabled'] + nothing['refused']} ({nothing['disabled']} while disabled, "
+              f"{nothing['refused']} refused)")
     if args.trigger_type == "trigger.webhook" and args.action != "disable" and any(r["enabled"] for r in rows):
         print("Sign each request: X-Hub-Signature-256: sha256=HMAC-SHA256(raw body, token) in hex.")
     return EXIT_OK

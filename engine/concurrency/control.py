@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import redis
+import sqlalchemy as sa
+from sqlalchemy.pool import NullPool, QueuePool, SingletonThreadPool, StaticPool
 
 from engine.clock import Clock, SystemClock
 from engine.concurrency.cap import CapKey
@@ -46,6 +48,18 @@ class Tick:
 def default_host_limit() -> int:
     """Calls one host carries at once: threads waiting on HTTP are cheap, so a multiple of the cores."""
     return 16 * (os.cpu_count() or 1)
+
+
+def sql_pool_limit(engine: sa.Engine) -> int | None:
+    """Connections the engine's SQL pool hands out at once (its size plus the overflow it allows); None when the
+    pool sets no bound (no pooling, one connection per thread, unlimited overflow)."""
+    pool = engine.pool
+    if isinstance(pool, StaticPool):
+        return 1
+    if isinstance(pool, NullPool | SingletonThreadPool) or not isinstance(pool, QueuePool):
+        return None
+    overflow = int(getattr(pool, "_max_overflow", 0))  # QueuePool keeps its configured overflow only here
+    return None if overflow < 0 else pool.size() + overflow
 
 
 class ControlLoop:

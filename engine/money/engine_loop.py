@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 import sqlalchemy as sa
 
-from engine.concurrency.control import ControlLoop
+from engine.concurrency.control import ControlLoop, sql_pool_limit
 from engine.concurrency.telemetry import FAIL_SOFT_TIMEOUT_SECONDS
 from engine.events import ExternalStamper, encode_event
 from engine.flow import Flow
@@ -73,7 +73,7 @@ class MoneyRuntime:
         runtime._spawn("lockgate-hold-sweep", runtime._sweep_loop, stop)
         if control_loop:
             runtime.control = ControlLoop(services.client, services.keys, services.registry.configs(),
-                                          clock=engine.clock)
+                                          clock=engine.clock, db_pool_limit=sql_pool_limit(engine.sql))
             runtime._spawn("lockgate-concurrency-control", runtime._control_loop, stop)
         return runtime
 

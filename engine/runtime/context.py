@@ -36,13 +36,16 @@ class RunContext:
     trigger: str
     raw_inputs: dict[str, Any]
     secret_inputs: frozenset[str] = frozenset()
+    declared_inputs: tuple[str, ...] = ()
+    """Every input the flow declares: one not given (and with no default) reads as null, not undefined."""
     state: dict[str, Any] = field(default_factory=dict)
     errors: dict[str, Any] = field(default_factory=dict)
     inputs: Any = field(init=False)
     _secret_texts: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.inputs = _freeze(copy.deepcopy(self.raw_inputs))
+        given = copy.deepcopy(self.raw_inputs)
+        self.inputs = _freeze({**dict.fromkeys(self.declared_inputs), **given})
         texts = []
         for name in self.secret_inputs:
             value = self.raw_inputs.get(name)

@@ -52,6 +52,8 @@ class LiveChange:
     step: str | None = None
     step_status: str | None = None
     waiting_on: dict[str, Any] | None = None
+    reason: str | None = None
+    """Why a hold was returned (`hold_released`: `expired`, `run_ended`, ...); None for other events."""
 
     def to_data(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -332,4 +334,5 @@ def _apply(work: _Work, event: Event) -> LiveChange | None:
             pass
     return LiveChange(run_id=event.run_id, flow_id=run["flow_id"], version=run["version"], status=run["status"],
                       seq=event.seq, event=event.type, node=node, step=step_key, step_status=step_status,
-                      waiting_on=run["waiting_on"])
+                      waiting_on=run["waiting_on"],
+                      reason=event.__dict__.get("reason") if event.type == "hold_released" else None)

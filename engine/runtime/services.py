@@ -214,7 +214,11 @@ class EngineServices:
         published = publish(self._api().sql, flow)
         self.latest_versions.invalidate(flow.id)
         if self.triggers is not None:
-            self.triggers.events.invalidate()
+            try:
+                self.triggers.events.flow_published(published.flow_id, published.version)
+            except Exception:  # the flow is published; a listener that cannot start must not undo that
+                log.exception('flow.published listeners of flow "%s" version %d failed to start', published.flow_id,
+                              published.version)
         return published
 
     def create_run(self, flow_id: str, inputs: dict[str, Any] | None = None, **options: Any) -> CreatedRun:

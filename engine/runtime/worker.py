@@ -296,7 +296,8 @@ class Worker:
             secret_raw = self.client.get(self.keys.run_secrets(job.run_id))
             if secret_raw:
                 inputs.update(open_secrets(self.box, job.run_id, secret_raw))
-        ctx = RunContext(job.run_id, job.flow_id, job.version, job.trigger, inputs, secret_names(plan.flow))
+        ctx = RunContext(job.run_id, job.flow_id, job.version, job.trigger, inputs, secret_names(plan.flow),
+                         tuple(plan.flow.inputs))
         restored_from = progress or checkpoint
         stamper = EventStamper(job.run_id, self.clock, attempt=delivery.attempt,
                                last_seq=restored_from["seq"] if restored_from else 0)

@@ -3,8 +3,9 @@
 Event names come from the projector's applied changes (`run_succeeded` -> `run.succeeded`, and so on
 for run events); `approval.decided` / `approval.expired` (a timeout) and `budget.exhausted` (a
 `budget.reserve` step refused for an empty budget) are told apart by reading the approval or step
-row, only when some flow listens to them. The run's inputs: `{"event": {...}}` when the flow declares an input
-named `event` (type object), else none.
+row, only when some flow listens to them; `hold.expired` is a hold the expiry sweep returned.
+`flow.published` comes from publishing a version (`flow_published`), in the publishing process. The
+run's inputs: `{"event": {...}}` when the flow declares an input named `event` (type object), else none.
 
 Loop guard: a run started by an event trigger never fires its own flow's event triggers (a flow
 listening to its own `run.succeeded` runs once more, not forever), and a chain of event-started runs
@@ -46,6 +47,8 @@ def _may_match(internal: str, index: dict[str, list[EventTarget]]) -> bool:
         return "budget.exhausted" in index
     if internal == "approval_decided":
         return "approval.decided" in index or "approval.expired" in index
+    if internal == "hold_released":
+        return "hold.expired" in index
     return public_event_type(internal) in index
 
 
@@ -140,6 +143,8 @@ class EventTriggers:
                 return []
             details = {"approval_id": approval.id, "decision": approval.status, "decided_by": approval.decided_by}
             return [("approval.expired" if approval.status == "expired" else "approval.decided", details)]
+        if change.event == "hold_released":
+            return [("hold.expired", {})] if change.reason == "expired" else []
         name = public_event_type(change.event)
         return [(name, {})] if name is not None else []
 
@@ -153,22 +158,37 @@ class EventTriggers:
     def fire(self, name: str, change: LiveChange, details: dict[str, Any] | None = None) -> list[str]:
         """Start the runs event `name` (from `change`) triggers; returns their ids."""
         depth = self._chain_depth(change.run_id)
+        payload = {"type": name, **change.to_data(), **(details or {})}
+        return self._start(name, payload, (change.run_id, str(change.seq)), f"run {change.run_id}", change.flow_id,
+                           depth)
+
+    def flow_published(self, flow_id: str, version: int) -> list[str]:
+        """Start the runs `flow.published` triggers for version `version` of `flow_id` (publishing the same
+        content again returns the same version, and starts nothing more)."""
+        self.invalidate()
+        if "flow.published" not in self._targets():
+            return []
+        payload = {"type": "flow.published", "flow_id": flow_id, "version": version}
+        return self._start("flow.published", payload, ("flow", f"{flow_id}@{version}"),
+                           f'flow "{flow_id}" version {version}', flow_id, 0)
+
+    def _start(self, name: str, payload: dict[str, Any], source: tuple[str, str], origin: str, source_flow: str,
+               depth: int) -> list[str]:
         client, keys = self.handles.client, self.handles.keys
         started: list[str] = []
-        payload = {"type": name, **change.to_data(), **(details or {})}
         for target in self._targets().get(name, []):
             label = f"{target.flow_id}/{target.node_id}"
-            if depth and (target.flow_id == change.flow_id or depth >= MAX_EVENT_CHAIN):
+            if depth and (target.flow_id == source_flow or depth >= MAX_EVENT_CHAIN):
                 count(client, keys, f"{label}:loop_guard")
-                log.info('event trigger "%s" not fired by %s of run %s: that run was itself started by an event '
-                         "(depth %d); the loop guard stops here", label, name, change.run_id, depth)
+                log.info('event trigger "%s" not fired by %s of %s: that run was itself started by an event '
+                         "(depth %d); the loop guard stops here", label, name, origin, depth)
                 continue
             if not target.enabled:
                 count(client, keys, f"{label}:disabled")
-                log.warning('event trigger "%s" matched %s of run %s but flow "%s" is disabled: no run started',
-                            label, name, change.run_id, target.flow_id)
+                log.warning('event trigger "%s" matched %s of %s but flow "%s" is disabled: no run started',
+                            label, name, origin, target.flow_id)
                 continue
-            key = trigger_idempotency_key("event", change.run_id, str(change.seq), label)
+            key = trigger_idempotency_key("event", *source, label)
             try:
                 created = self.create_run(target.flow_id, {"event": payload} if target.wants_event_input else {},
                                           trigger=target.node_id, idempotency_key=key)
@@ -177,7 +197,7 @@ class EventTriggers:
                 log.warning('event trigger "%s": run refused: %s', label, exc)
                 continue
             if not created.duplicate:
-                client.set(keys.run_event_chain(created.run_id), f"{depth + 1} {change.flow_id}",
+                client.set(keys.run_event_chain(created.run_id), f"{depth + 1} {source_flow}",
                            ex=CHAIN_TTL_SECONDS)
                 started.append(created.run_id)
         self.started.extend(started)

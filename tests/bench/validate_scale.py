@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine.flow import flow_from_data
-from engine.templates import template_state_refs
+from engine.templates import template_reads
 from engine.validation import validate
 
 TARGET_MS_AT_5000 = 200.0
@@ -350,7 +350,7 @@ def measure(node_count: int, repeat: int, shape: str = "realistic") -> dict[str,
     """Time validate() on one generated flow: the first call cold, then the median of `repeat` warm calls."""
     build = SHAPES[shape] if shape in SHAPES else _hostile(shape)
     flow = flow_from_data(build(node_count, 7))
-    template_state_refs.cache_clear()
+    template_reads.cache_clear()
     start = time.perf_counter()
     diagnostics = validate(flow)
     first_ms = (time.perf_counter() - start) * 1000

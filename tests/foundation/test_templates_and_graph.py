@@ -10,7 +10,7 @@ from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from engine.flow_graph import FlowGraph
-from engine.templates import TemplateProblem, check_template, template_state_refs
+from engine.templates import TemplateProblem, check_template, template_reads, template_state_refs
 
 _reference_env = ImmutableSandboxedEnvironment()
 
@@ -46,7 +46,7 @@ def test_simple_template_references_agree_with_the_parser(parts: list[str]) -> N
         expected: frozenset[str] | None = parser_refs(source)
     except Exception:
         expected = None
-    template_state_refs.cache_clear()
+    template_reads.cache_clear()
     if expected is None:
         with pytest.raises(TemplateProblem):
             template_state_refs(source)
