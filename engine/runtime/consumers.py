@@ -117,8 +117,9 @@ class ConsumerSlots:
         return [self.keys.consumer_slot(self.host, index) for index in self.indexes]
 
 
-def drain_predecessors(reclaimer: Reclaimer, names: list[str]) -> list[Reclaimed]:
-    """Reclaim every job still pending under `names` (delivered to a process that is gone)."""
+def drain_predecessors(reclaimer: Reclaimer, names: list[str], why: str = "") -> list[Reclaimed]:
+    """Reclaim every job still pending under `names` (delivered to a process that is gone, or to a worker whose
+    batch Redis cut short)."""
     client, keys = reclaimer.client, reclaimer.keys
     handled: list[Reclaimed] = []
     for name in names:
@@ -133,10 +134,11 @@ def drain_predecessors(reclaimer: Reclaimer, names: list[str]) -> list[Reclaimed
                 if not fields:
                     client.xack(keys.jobs, keys.jobs_group, message_id)
                     continue
-                handled.append(reclaimer.reclaim(message_id, fields, f"its worker {name} restarted"))
+                handled.append(reclaimer.reclaim(message_id, fields, why or f"its worker {name} restarted"))
             gone = set(ids) - {message_id for message_id, _fields in claimed or []}
             if gone:  # deleted from the stream while pending: nothing to redeliver
                 client.xack(keys.jobs, keys.jobs_group, *gone)
     if handled:
-        log.warning("reclaimed %d job(s) left by this host's previous worker process", len(handled))
+        log.warning("reclaimed %d job(s) of %s: %s", len(handled), ", ".join(names),
+                    why or "left by this host's previous worker process")
     return handled

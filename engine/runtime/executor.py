@@ -14,6 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+import redis
+
 from engine.catalog import RETRY_PARK_REASON
 from engine.clock import Clock
 from engine.events import EventBase, EventStamper
@@ -161,7 +163,7 @@ class RunExecutor:
                 with run_context(self.ctx.run_id, resume_node):
                     self._run_step(self.top, resume_node, resumed=resumed, first_attempt=attempt)
             self._run_scope(self.top)
-        except JobFenced:
+        except (JobFenced, redis.RedisError):  # the job stays pending and is redelivered; the run is not failed
             raise
         except _Parked as parked:
             self.emitter.emit(self.stamper.run_parked(parked.node, parked.park.reason, parked.park.due_at,
@@ -255,7 +257,7 @@ class RunExecutor:
                     self.emitter.flush()
                     raise _Parked(node_id, outcome)
                 writes = self._iterate(scope, node_id, outcome) if outcome.items is not None else outcome.writes
-            except (_Parked, _Cancelled, JobFenced):
+            except (_Parked, _Cancelled, JobFenced, redis.RedisError):
                 raise
             except Exception as exc:
                 if not started:  # it failed rendering what it is given: the record still shows it started

@@ -62,6 +62,12 @@ class CommandRecorder:
     def set(self, key: str, value: Any) -> None:
         self.commands.append(["SET", key, value])
 
+    def zadd(self, key: str, member: str, score: float) -> None:
+        self.commands.append(["ZADD", key, repr(float(score)), member])
+
+    def publish(self, channel: str, message: Any) -> None:
+        self.commands.append(["PUBLISH", channel, message])
+
     def delete(self, *keys: str) -> None:
         if keys:
             self.commands.append(["DEL", *keys])

@@ -140,6 +140,7 @@ class Projector:
                     if stop.is_set():
                         return
                     log.warning("projector %s: Redis connection lost; retrying in 1s", self.holder)
+                    self._recover = True  # a batch read before the loss is pending: apply it first, in order
                     stop.wait(1.0)
                 except (sa.exc.OperationalError, sa.exc.IntegrityError) as exc:
                     log.warning("projector %s: database error, batch left pending for retry: %s", self.holder, exc)

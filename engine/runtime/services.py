@@ -5,6 +5,7 @@ foreground — plus the Python API the CLI, the app and the HTTP API call.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -115,7 +116,8 @@ class EngineServices:
         plans = PlanCache(self.sql)
         for index, name in enumerate(names):
             worker = Worker(self.redis.client(), self.keys, plans, self.clock, name,
-                            schedule_due=self._schedule_due, sleep=self.sleep, block_ms=self.block_ms,
+                            on_lost_batch=functools.partial(self._redeliver, reclaimer), sleep=self.sleep,
+                            block_ms=self.block_ms,
                             box=self.box)
             self.workers.append(worker)
             self._spawn(f"lockgate-worker-{index}", worker.run)
@@ -188,9 +190,9 @@ class EngineServices:
             except Exception:
                 log.warning("heartbeat: Redis write failed; retrying next beat")
 
-    def _schedule_due(self, run_id: str, due_at: float | None) -> None:
-        if due_at is not None and self.due is not None:
-            self.due.schedule(run_id, due_at)
+    @staticmethod
+    def _redeliver(reclaimer: Reclaimer, consumer: str) -> None:
+        drain_predecessors(reclaimer, [consumer], why="its batch was cut short by a Redis failure")
 
     def _resume_due(self, items: list[DueItem]) -> None:
         pipe = self._api().client.pipeline(transaction=False)

@@ -87,7 +87,6 @@ class _Finished:
     origin: str
     emitter: RedisEmitter | None = None
     finish: Callable[[Any], None] | None = None
-    due: float | None = None
     fence: JobFence | None = None
 
 
@@ -95,7 +94,7 @@ class Worker:
     """One consumer of the jobs stream; `run()` loops until `stop` is set."""
 
     def __init__(self, client: redis.Redis, keys: Keyspace, plans: PlanCache, clock: Clock, name: str, *,
-                 schedule_due: Callable[[str, float | None], None] = lambda run_id, due_at: None,
+                 on_lost_batch: Callable[[str], object] = lambda name: None,
                  sleep: Callable[[float], None] = time.sleep, block_ms: int = 500,
                  box: SecretBox | None = None) -> None:
         self.client = client
@@ -103,7 +102,9 @@ class Worker:
         self.plans = plans
         self.clock = clock
         self.name = name
-        self.schedule_due = schedule_due
+        self.on_lost_batch = on_lost_batch
+        """Called with this consumer's name after Redis failed mid-batch: redeliver what it still has pending."""
+        self._lost_batch = False
         self.sleep = sleep
         self.block_ms = block_ms
         self.active: set[str] = set()
@@ -117,6 +118,8 @@ class Worker:
     def run(self, stop: threading.Event) -> None:
         ensure_group(self.client, self.keys.jobs, self.keys.jobs_group)
         while not stop.is_set():
+            if self._lost_batch and not self._redeliver_lost_batch(stop):
+                continue
             try:
                 reply: Any = self.client.xreadgroup(self.keys.jobs_group, self.name, {self.keys.jobs: ">"}, count=16,
                                                block=self.block_ms)
@@ -134,8 +137,24 @@ class Worker:
                         log.warning("worker %s: stopped mid-batch (%s); its jobs stay pending for the next start",
                                     self.name, exc)
                         return
-                    log.exception("worker %s: Redis failed mid-batch; its jobs stay pending for a reaper", self.name)
+                    log.exception("worker %s: Redis failed mid-batch; its jobs are redelivered once Redis answers",
+                                  self.name)
+                    self.holding = ()
+                    self.active.clear()
+                    self._lost_batch = True
                     stop.wait(1.0)
+                    break
+
+    def _redeliver_lost_batch(self, stop: threading.Event) -> bool:
+        """Hand the jobs of a batch cut short by Redis back as their next attempts; False while Redis is away."""
+        try:
+            self.on_lost_batch(self.name)
+        except redis.RedisError as exc:
+            log.warning("worker %s: Redis still unavailable (%s); retrying in 1s", self.name, exc)
+            stop.wait(1.0)
+            return False
+        self._lost_batch = False
+        return True
 
     def handle(self, message_id: bytes, fields: dict[bytes, bytes], attempt: int = 1) -> str:
         """Run one job; returns how it ended (a run outcome, `dropped` or `bad_job`)."""
@@ -196,6 +215,8 @@ class Worker:
             except JobFenced as exc:
                 log.warning("worker %s: %s", self.name, exc)
                 finished = _Finished(job.run_id, "fenced", delivery.origin)
+            except redis.RedisError:
+                raise
             except Exception as exc:  # e.g. the flow version cannot be read: fail the run, keep the worker
                 finished = self._unrunnable(job, message_id, delivery, exc)
             finished.fence = fence
@@ -220,11 +241,8 @@ class Worker:
                 log.warning("worker %s: run %s: attempt %d of its job was reclaimed; this worker's result was "
                             "refused (fenced)", self.name, finished.run_id, finished.fence.attempt)
                 outcomes[outcome_index] = "fenced"
-                finished.due = None
         for finished in finals:
             self.active.discard(finished.origin)
-            if finished.due is not None:
-                self.schedule_due(finished.run_id, finished.due)
         return outcomes
 
     def _unrunnable(self, job: Job, message_id: bytes, delivery: Delivery, exc: Exception) -> _Finished:
@@ -346,9 +364,11 @@ class Worker:
                 sealed["job"] = asdict(job)
                 sealed.update(parked or {})
                 pipe.set(self.keys.run_checkpoint(job.run_id), dump_snapshot(sealing, job.run_id, sealed, ctx.plain))
+                if parked is not None:  # in the same fenced write: a parked run never lacks its wake-up
+                    pipe.zadd(self.keys.due, job.run_id, parked["wake_at"])
+                    pipe.publish(self.keys.due_nudge, repr(float(parked["wake_at"])))
             else:
                 pipe.delete(self.keys.run_checkpoint(job.run_id), self.keys.run_secrets(job.run_id), cancel_key)
             self._release(pipe, job.run_id, delivery.origin, message_id)
 
-        return _Finished(job.run_id, outcome.status, delivery.origin, emitter, finish,
-                         parked["wake_at"] if parked else None)
+        return _Finished(job.run_id, outcome.status, delivery.origin, emitter, finish)
