@@ -2,8 +2,8 @@
 
 The child runs in its own session (so its own process group) and a fresh empty working folder that is
 removed afterwards, under an address-space limit, with an environment made only of a few neutral
-variables and the ones the node passes. A tiny launcher (this interpreter without `site`) sets the limit
-and asks the kernel to kill the script when its worker dies, then executes the interpreter: no shell ever
+variables and the ones the node passes. A tiny launcher (this interpreter without `site`) stays beside the
+script to end its group should the worker die, and starts the interpreter under the limit: no shell ever
 sees a command line, the code is a file. At the timeout, past the output bound, and whenever the script
 itself has ended, its whole group is killed; processes that left the group are found by a marker in their
 environment and killed too, so nothing the script started outlives the step.
@@ -40,25 +40,52 @@ _READ_CHUNK = 65536
 _WRITE_CHUNK = 65536
 _NEUTRAL_PATH = "/usr/local/bin:/usr/bin:/bin"
 
-# Runs with `-I -S`: sets the memory limit, arranges SIGKILL at the worker's death, checks the worker did not
-# die before that, then becomes the interpreter (argv: limit, worker pid, program...).
-_LAUNCHER = """\
+# Runs with `-I -S` as the group's first process (argv: memory limit, worker pid, program...). It forks the
+# program under the memory limit and waits for it, then ends the way the program ended (its exit status, or
+# the signal that killed it). When the worker dies the kernel sends it SIGTERM (parent-death signal), and it
+# kills every process carrying the script's marker and then its whole group, itself included.
+_LAUNCHER = f"""\
 import os, resource, signal, sys
-limit = int(sys.argv[1])
-if limit > 0:
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+needle = ("{MARKER_ENV}=" + os.environ.get("{MARKER_ENV}", "") + "\\0").encode()
+def end(_signum, _frame):
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != me:
+            try:
+                with open("/proc/" + entry + "/environ", "rb") as file:
+                    if needle in file.read() + b"\\0":
+                        os.kill(int(entry), signal.SIGKILL)
+            except OSError:
+                pass
+    os.killpg(0, signal.SIGKILL)
+signal.signal(signal.SIGTERM, end)
 try:
     import ctypes
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
 except (OSError, AttributeError):
     pass
 if os.getppid() != int(sys.argv[2]):
-    os._exit(125)
-try:
-    os.execv(sys.argv[3], sys.argv[3:])
-except OSError as exc:
-    sys.stderr.write(f"cannot start {sys.argv[3]}: {exc}\\n")
-    os._exit(126)
+    end(0, None)
+child = os.fork()
+if child == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    limit = int(sys.argv[1])
+    if limit > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        os.execv(sys.argv[3], sys.argv[3:])
+    except OSError as exc:
+        sys.stderr.write("cannot start " + sys.argv[3] + ": " + str(exc) + "\\n")
+        os._exit(126)
+_, status = os.waitpid(child, 0)
+if os.WIFSIGNALED(status):
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    try:
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass
+    os.kill(os.getpid(), os.WTERMSIG(status))
+os._exit(os.waitstatus_to_exitcode(status))
 """
 
 
