@@ -107,7 +107,7 @@ def script_body(call: StepCall) -> StepResult:
                             env=dict(given["env"]), timeout=timeout, memory_mb=given["memory_mb"])
     try:
         outcome = run_script(request)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: an env value with a NUL character
         raise StepError(f"{_where(call)}: the script could not start: {exc}", SCRIPT_FAILED) from None
     failure = _failure(call, outcome, given["language"], timeout)
     if failure is not None:

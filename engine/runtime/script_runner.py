@@ -49,7 +49,11 @@ import os, resource, signal, sys
 needle = ("{MARKER_ENV}=" + os.environ.get("{MARKER_ENV}", "") + "\\0").encode()
 def end(_signum, _frame):
     me = os.getpid()
-    for entry in os.listdir("/proc"):
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        entries = []
+    for entry in entries:
         if entry.isdigit() and int(entry) != me:
             try:
                 with open("/proc/" + entry + "/environ", "rb") as file:

@@ -184,3 +184,23 @@ def test_validation_bounds_the_timeout_and_checks_env_templates_and_names() -> N
     unknown = validate(_flow("v5", "shell", "true", env={"X": "{{ state.nowhere }}"}))
     assert any(d.code == "template_unknown_reference" for d in unknown)
 
+
+
+def test_an_env_value_that_cannot_be_passed_fails_the_step_clearly(engine: Engine) -> None:
+    run = engine.run(_flow("nul", "shell", "echo never", env={"NAME": "{{ inputs.name }}"}), {"name": "a\u0000b"})
+    assert run["status"] == "failed" and run["error_type"] == "script_failed"
+    assert "could not start" in engine.step(run, "run")["error"]
+
+
+def test_a_script_in_a_foreach_reads_its_item_and_index(engine: Engine) -> None:
+    code = "import json, sys\nbox = json.load(sys.stdin)\nprint(json.dumps([box['index'], box['item'] * 10]))\n"
+    doc = make_flow("loop", [
+        T,
+        {"id": "each", "type": "foreach", "config": {"items": "{{ [1, 2, 3] }}", "concurrency": 2,
+                                                       "output_key": "all"}},
+        {"id": "run", "type": "script", "config": {"language": "python", "code": code, "output_key": "pair"}},
+        {"id": "done", "type": "terminal", "config": {"output": "{{ state.all | map(attribute='pair') | list }}"}},
+    ], [("start", "each"), ("each", "item", "run"), ("each", "done", "done")])
+    run = engine.run(doc, timeout=30)
+    assert run["status"] == "succeeded", run.get("error")
+    assert run["result"] == [[0, 10], [1, 20], [2, 30]]
