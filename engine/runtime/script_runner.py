@@ -40,14 +40,15 @@ _READ_CHUNK = 65536
 _WRITE_CHUNK = 65536
 _NEUTRAL_PATH = "/usr/local/bin:/usr/bin:/bin"
 
-# Runs with `-I -S` as the group's first process (argv: memory limit, worker pid, program...). It forks the
-# program under the memory limit and waits for it, then ends the way the program ended (its exit status, or
+# Runs with `-I -S` as the group's first process (argv: memory limit, worker pid, script folder, program...).
+# It forks the program under the memory limit and waits for it, then ends the way the program ended (its exit status, or
 # the signal that killed it). When the worker dies the kernel sends it SIGTERM (parent-death signal), and it
-# kills every process carrying the script's marker and then its whole group, itself included.
+# kills every process carrying the script's marker, removes the script's folder, then kills its whole group.
 _LAUNCHER = f"""\
 import os, resource, signal, sys
 needle = ("{MARKER_ENV}=" + os.environ.get("{MARKER_ENV}", "") + "\\0").encode()
 def end(_signum, _frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     me = os.getpid()
     try:
         entries = os.listdir("/proc")
@@ -61,6 +62,8 @@ def end(_signum, _frame):
                         os.kill(int(entry), signal.SIGKILL)
             except OSError:
                 pass
+    import shutil
+    shutil.rmtree(sys.argv[3], ignore_errors=True)
     os.killpg(0, signal.SIGKILL)
 signal.signal(signal.SIGTERM, end)
 try:
@@ -77,9 +80,9 @@ if child == 0:
     if limit > 0:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
-        os.execv(sys.argv[3], sys.argv[3:])
+        os.execv(sys.argv[4], sys.argv[4:])
     except OSError as exc:
-        sys.stderr.write("cannot start " + sys.argv[3] + ": " + str(exc) + "\\n")
+        sys.stderr.write("cannot start " + sys.argv[4] + ": " + str(exc) + "\\n")
         os._exit(126)
 _, status = os.waitpid(child, 0)
 if os.WIFSIGNALED(status):
@@ -150,7 +153,7 @@ def run_script(request: ScriptRequest) -> ScriptOutcome:
         source.write_text(request.code, encoding="utf-8")
         marker = secrets.token_hex(16)
         limit = request.memory_mb * 1024 * 1024
-        command = [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(limit), str(os.getpid()),
+        command = [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(limit), str(os.getpid()), str(base),
                    *_program(request.language, source)]
         proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 cwd=work, env=_environment(work, request.env, marker), start_new_session=True,

@@ -39,6 +39,7 @@ def _blocking_code(pidfile: Path) -> str:
             "if child == 0:\n"
             "    time.sleep(120)\n"
             "    os._exit(0)\n"
+            "open(path + '.cwd', 'w').write(os.getcwd())\n"
             "open(path, 'a').write(f'{os.getpid()}\\n{child}\\n')\n"
             "time.sleep(120)\n")
 
@@ -55,6 +56,8 @@ def test_a_worker_killed_mid_script_kills_the_script_and_fails_the_run(deploymen
     os.killpg(worker, signal.SIGKILL)
     assert deployment.zygote.wait(worker, 10) == -signal.SIGKILL
     wait_until(lambda: not any(_alive(pid) for pid in pids), timeout=10, what="the script's processes to end")
+    folder = Path(Path(str(pidfile) + ".cwd").read_text())
+    wait_until(lambda: not folder.parent.exists(), timeout=10, what="the script's folder to be removed")
     deployment.start()
     run = deployment.wait_for(run_ids, frozenset({"failed", "succeeded"}), timeout=60)[run_ids[0]]
     assert (run["status"], run["error_type"]) == ("failed", "step_not_idempotent"), deployment.logs()
