@@ -23,6 +23,7 @@ FieldKind = Literal[
     "branches",  # router branches: a port/when table
     "approvers",  # "any" or a list of names
     "node_ref",  # the id of another node (budget.reserve.for -> ai.model)
+    "code",  # program text (never a template), highlighted in the language a sibling key names
 ]
 
 
@@ -44,11 +45,15 @@ class FieldSpec:
     """For node references: the node type they may point at."""
     minimum: float | None = None
     maximum: float | None = None
+    language_key: str | None = None
+    """For code: the sibling config key that names its language."""
 
 
 # Config keys whose meaning the type alone does not say.
 NODE_REFERENCES: dict[tuple[str, str], str] = {("budget.reserve", "for"): "ai.model"}
 CHOICES_FROM_CATALOG: dict[tuple[str, str], tuple[str, ...]] = {("trigger.event", "event_type"): EVENT_TYPES}
+CODE_FIELDS: dict[tuple[str, str], str] = {("script", "code"): "language"}
+LABELS: dict[tuple[str, str], str] = {("script", "memory_mb"): "Memory (MB)", ("script", "env"): "Environment"}
 DURATION_LIKE: set[tuple[str, str]] = {("trigger.schedule", "every")}
 
 
@@ -92,10 +97,13 @@ def field_spec(type_name: str, name: str, info: FieldInfo) -> FieldSpec:
     annotation, _optional = _strip_optional(info.annotation)
     validators = _validator_names(info.metadata) | _annotated_validators(annotation)
     low, high = _bounds(info)
-    common: dict[str, Any] = {"key": key, "label": _label(key), "required": required, "default": default}
+    label = LABELS.get((type_name, key), _label(key))
+    common: dict[str, Any] = {"key": key, "label": label, "required": required, "default": default}
 
     if (type_name, key) in NODE_REFERENCES:
         return FieldSpec(kind="node_ref", ref_type=NODE_REFERENCES[(type_name, key)], **common)
+    if (type_name, key) in CODE_FIELDS:
+        return FieldSpec(kind="code", language_key=CODE_FIELDS[(type_name, key)], **common)
     if (type_name, key) in CHOICES_FROM_CATALOG:
         return FieldSpec(kind="choice", choices=CHOICES_FROM_CATALOG[(type_name, key)], **common)
     if "_duration" in validators or (type_name, key) in DURATION_LIKE:

@@ -49,6 +49,8 @@ STARTER_CONFIG: dict[str, dict[str, Any]] = {
     "router": {"branches": [{"port": "yes", "when": "{{ true }}"}]},
     "set": {"values": {"key": "value"}},
     "http.request": {"method": "GET", "url": "https://example.com"},
+    "script": {"language": "python", "output_key": "result",
+               "code": "import json, sys\n\nbox = json.load(sys.stdin)\nprint(json.dumps(box[\"inputs\"]))\n"},
 }
 
 

@@ -136,6 +136,17 @@ def _loop() -> tuple[QPainterPath, bool]:
     return path, False
 
 
+def _prompt() -> tuple[QPainterPath, bool]:
+    path = QPainterPath()
+    path.addRoundedRect(QRectF(1.5, 2.5, 13, 11), 1.5, 1.5)
+    path.moveTo(4, 6)
+    path.lineTo(6.5, 8)
+    path.lineTo(4, 10)
+    path.moveTo(8, 10.5)
+    path.lineTo(11.5, 10.5)
+    return path, False
+
+
 def _braces() -> tuple[QPainterPath, bool]:
     path = QPainterPath()
     for sign, x in ((1, 5.5), (-1, 10.5)):
@@ -189,6 +200,7 @@ _ICONS: dict[str, _PathMaker] = {
     "foreach": _loop,
     "set": _braces,
     "http.request": _globe,
+    "script": _prompt,
     "terminal": _stop,
 }
 

@@ -60,6 +60,9 @@ def config_summary(node: Node) -> str:
         return str(config.get("model", ""))
     if kind == "http.request":
         return " ".join(p for p in (str(config.get("method", "")), _url(config.get("url", ""))) if p)
+    if kind == "script":
+        lines = len(str(config.get("code", "")).splitlines())
+        return f"{config.get('language', '')} · {lines} line" + ("s" if lines != 1 else "")
     if kind == "trigger.schedule":
         if config.get("cron"):
             return str(config["cron"])

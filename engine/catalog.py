@@ -147,6 +147,21 @@ class HttpRequestConfig(NodeConfig):
     timeout: Duration = "30s"
 
 
+SCRIPT_MAX_TIMEOUT_SECONDS = 3600.0
+"""The longest `script` timeout validation accepts (`script_timeout_too_long` above it)."""
+
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+
+
+class ScriptConfig(NodeConfig):
+    language: Literal["python", "shell"]
+    code: str = Field(min_length=1)
+    timeout: Duration = "60s"
+    memory_mb: int = Field(default=512, ge=16, le=1_048_576)
+    env: dict[EnvName, Template] = Field(default_factory=dict)
+    output_key: str | None = None
+
+
 class TerminalConfig(NodeConfig):
     output: Template | None = None
 
@@ -228,6 +243,8 @@ CATALOG: dict[str, NodeType] = {
         NodeType("set", "listen", "Set values", "Data", SetConfig, _fixed("out")),
         NodeType("http.request", "listen", "HTTP request", "Data", HttpRequestConfig, _fixed("out"),
                  idempotent=_http_idempotent, summary_keys=("method", "url")),
+        NodeType("script", "listen", "Script", "Data", ScriptConfig, _fixed("out"), idempotent=False,
+                 summary_keys=("language", "timeout")),
         NodeType("terminal", "terminal", "End", "Logic", TerminalConfig, _fixed()),
     )
 }
@@ -256,7 +273,7 @@ def written_keys(type_name: str, node_id: str, config: dict[str, Any]) -> tuple[
     if type_name == "set":
         values = config.get("values")
         return tuple(k for k in values if isinstance(k, str)) if isinstance(values, dict) else ()
-    if type_name in ("ai.model", "http.request", "foreach"):
+    if type_name in ("ai.model", "http.request", "foreach", "script"):
         key = config.get("output_key")
         return (key if isinstance(key, str) and key else node_id,)
     if type_name == "approval":
@@ -285,6 +302,10 @@ def template_fields(type_name: str, config: dict[str, Any]) -> list[tuple[str, s
         if isinstance(config.get("headers"), dict):
             for key, value in config["headers"].items():
                 add(f"headers.{key}", value)
+    elif type_name == "script":
+        if isinstance(config.get("env"), dict):
+            for key, value in config["env"].items():
+                add(f"env.{key}", value)
     else:
         for key in ("prompt", "system", "message", "items", "output", "dedupe_key"):
             add(key, config.get(key))

@@ -22,6 +22,7 @@ from engine.event_set import PUBLISHED_EVENT_TYPES
 from engine.flow import Edge, Flow, FlowLoadError, Node, flow_from_data, parse_document
 from engine.flow_graph import FlowGraph
 from engine.retry_plan import INLINE_RETRY_WAIT_LIMIT, retry_delay, total_backoff, wait_seconds
+from engine.script_rules import script_problems
 from engine.templates import TemplateProblem, template_input_refs, template_reads, template_state_refs
 
 Severity = Literal["error", "warning"]
@@ -128,6 +129,8 @@ class _Checker:
         self._triggers()
         cyclic = self._cycles()
         self._node_rules(limits)
+        for code, node_id, message in script_problems(self.nodes[n] for n in self.specs):
+            self.add(code, node_id, message)
         self._retry_waits(limits["max_wait"], cyclic)
         if not cyclic:
             self._reserve_targets_downstream()

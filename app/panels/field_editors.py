@@ -585,7 +585,12 @@ EDITOR_CLASSES: dict[str, Callable[[FieldSpec, QWidget | None], FieldEditor]] = 
 
 def editor_for(spec: FieldSpec, parent: QWidget | None = None) -> FieldEditor:
     """The editor widget of a field's kind."""
-    editor = EDITOR_CLASSES[spec.kind](spec, parent)
+    if spec.kind == "code":
+        from app.panels.code_editor import CodeEditor  # it builds on FieldEditor, defined here
+
+        editor: FieldEditor = CodeEditor(spec, parent)
+    else:
+        editor = EDITOR_CLASSES[spec.kind](spec, parent)
     editor.setObjectName(f"field_{spec.key}")
     return editor
 

@@ -25,10 +25,10 @@ from PySide6.QtWidgets import (
 )
 
 from app.field_kinds import FieldSpec, config_fields
+from app.panels.code_editor import CodeEditor
 from app.panels.field_editors import DurationEditor, FieldEditor, NodeRefEditor, TemplateEditor, editor_for
 from app.panels.flow_panel import FlowPanel
 from app.panels.template_completion import completion_words
-from engine.catalog import CATALOG
 
 if TYPE_CHECKING:
     from canvas.document import FlowDocument
@@ -230,6 +230,8 @@ class PropertiesPanel(QWidget):
                 editor.set_candidates(
                     [(n.id, n.title) for n in self.document.flow_ref().nodes if n.type == ref_type]
                 )
+            if isinstance(editor, CodeEditor) and editor.spec.language_key:
+                editor.set_language(node.config.get(editor.spec.language_key))
             editor.show_value(node.config.get(key))
         retry = node.retry
         widgets = (self.retry_check, self.retry_attempts, self.retry_backoff, self.continue_check,
