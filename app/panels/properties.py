@@ -29,6 +29,7 @@ from app.panels.code_editor import CodeEditor
 from app.panels.field_editors import DurationEditor, FieldEditor, NodeRefEditor, TemplateEditor, editor_for
 from app.panels.flow_panel import FlowPanel
 from app.panels.template_completion import completion_words
+from engine.catalog import CATALOG
 
 if TYPE_CHECKING:
     from canvas.document import FlowDocument
