@@ -15,6 +15,7 @@ from engine.flow import flow_from_data
 from engine.publish import PublishRefused
 from engine.store.models import Run, Step
 from tests.engine.conftest import Site, make_flow, start_engine, wait_until
+from tests.idle import Idle
 from tests.parking.conftest import HOUR, START, TRIGGER, Parked
 
 MS = 0.001
@@ -27,7 +28,7 @@ def one_worker(tmp_path: Path, redis_url: str, db_url: str, key_prefix: str) -> 
     clock = ManualClock(START)
     services, sleeps = start_engine(tmp_path, redis_url, db_url, key_prefix, clock=clock, workers=1)
     try:
-        yield Parked(services, clock)
+        yield Parked(services, clock, Idle(services))
     finally:
         services.stop()
     assert sleeps == []  # no top-level retry waited in the worker
