@@ -117,7 +117,7 @@ class ConsumerSlots:
         return [self.keys.consumer_slot(self.host, index) for index in self.indexes]
 
 
-def drain_predecessors(reclaimer: Reclaimer, names: list[str], why: str = "") -> list[Reclaimed]:
+def drain_predecessors(reclaimer: Reclaimer, names: list[str], why: str = "", counted: bool = True) -> list[Reclaimed]:
     """Reclaim every job still pending under `names` (delivered to a process that is gone, or to a worker whose
     batch Redis cut short)."""
     client, keys = reclaimer.client, reclaimer.keys
@@ -134,7 +134,8 @@ def drain_predecessors(reclaimer: Reclaimer, names: list[str], why: str = "") ->
                 if not fields:
                     client.xack(keys.jobs, keys.jobs_group, message_id)
                     continue
-                handled.append(reclaimer.reclaim(message_id, fields, why or f"its worker {name} restarted"))
+                handled.append(reclaimer.reclaim(message_id, fields, why or f"its worker {name} restarted",
+                                                 counted))
             gone = set(ids) - {message_id for message_id, _fields in claimed or []}
             if gone:  # deleted from the stream while pending: nothing to redeliver
                 client.xack(keys.jobs, keys.jobs_group, *gone)

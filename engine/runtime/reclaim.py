@@ -82,7 +82,12 @@ local next_attempt = current + 1
 redis.call('SET', KEYS[2], next_attempt, 'EX', ARGV[7])
 redis.call('HDEL', KEYS[4], ARGV[6])
 redis.call('HDEL', KEYS[5], ARGV[6])
-if next_attempt > tonumber(ARGV[5]) + 1 then
+local losses = tonumber(redis.call('GET', KEYS[6]) or '0')
+if ARGV[9] == '1' then
+  losses = losses + 1
+  redis.call('SET', KEYS[6], losses, 'EX', ARGV[7])
+end
+if losses > tonumber(ARGV[5]) then
   redis.call('XADD', KEYS[3], '*', 'j', ARGV[3], 'a', current, 'o', ARGV[4], 'error', ARGV[8])
   return {0, current}
 end
@@ -123,21 +128,22 @@ class Reclaimer:
             except Exception:
                 logger.exception("%s: pass failed; retrying next tick", name)
 
-    def reclaim(self, message_id: bytes, fields: dict[bytes, bytes], why: str) -> Reclaimed:
-        """Handle one message already claimed to `RECLAIMER_CONSUMER`."""
+    def reclaim(self, message_id: bytes, fields: dict[bytes, bytes], why: str, counted: bool = True) -> Reclaimed:
+        """Handle one message already claimed to `RECLAIMER_CONSUMER`. `counted`: the loss counts against the retry
+        cap (a worker died or went silent); not for a batch a Redis outage cut short, which says nothing of the job."""
         delivery = delivery_of(message_id, fields)
         try:
             run_id = decode_job(fields).run_id
         except BadJob:
             run_id = ""
-        reason = (f"job of run {run_id or '?'} lost its worker {delivery.attempt} time(s) "
-                  f"(retry cap {self.thresholds.retry_cap}); last: {why}")
+        reason = (f"job of run {run_id or '?'} lost its worker (attempt {delivery.attempt}, "
+                  f"retry cap {self.thresholds.retry_cap}); last: {why}")
         crashpoints.reached("reclaim.before_requeue")
         reply: Any = self._requeue(
             keys=[self.keys.jobs, self.keys.job_attempt(delivery.origin), self.keys.jobs_dead, self.keys.heartbeats,
-                  self.keys.running_jobs],
+                  self.keys.running_jobs, self.keys.job_losses(delivery.origin)],
             args=[self.keys.jobs_group, message_id, fields.get(JOB_FIELD, b""), delivery.origin,
-                  self.thresholds.retry_cap, delivery.origin, ATTEMPT_KEY_TTL_SECONDS, reason])
+                  self.thresholds.retry_cap, delivery.origin, ATTEMPT_KEY_TTL_SECONDS, reason, int(counted)])
         crashpoints.reached("reclaim.after_requeue")
         status, attempt = int(reply[0]), int(reply[1])
         if status < 0:

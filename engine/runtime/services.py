@@ -192,7 +192,7 @@ class EngineServices:
 
     @staticmethod
     def _redeliver(reclaimer: Reclaimer, consumer: str) -> None:
-        drain_predecessors(reclaimer, [consumer], why="its batch was cut short by a Redis failure")
+        drain_predecessors(reclaimer, [consumer], why="its batch was cut short by a Redis failure", counted=False)
 
     def _resume_due(self, items: list[DueItem]) -> None:
         pipe = self._api().client.pipeline(transaction=False)

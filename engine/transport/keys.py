@@ -125,6 +125,11 @@ class Keyspace:
         Missing means attempt 1."""
         return self._key("job", origin, "attempt")
 
+    def job_losses(self, origin: str) -> str:
+        """String with TTL: how many times one job lost its worker (counted against the retry cap; a batch cut
+        short by a Redis outage is redelivered without counting). Set by the reaper/watchdog and start-up drain."""
+        return self._key("job", origin, "losses")
+
     @property
     def running_jobs(self) -> str:
         """Hash job origin -> JSON {run, message, attempt, worker} of jobs being executed. Written by workers

@@ -149,3 +149,31 @@ def test_consumers_long_gone_with_nothing_pending_leave_the_group(redis_url: str
     wait_until(lambda: reaper.forget_idle_consumers() == ["gone"], timeout=5, what="the idle consumer to go")
     consumers: Any = client.xinfo_consumers(keys.jobs, keys.jobs_group)
     assert [c["name"] for c in consumers] == [b"holding"]  # its pending message keeps it
+
+
+def test_redeliveries_after_a_redis_outage_do_not_count_against_the_retry_cap(redis_url: str, key_prefix: str,
+                                                                             sqlite_url: str) -> None:
+    import sqlalchemy as sa
+
+    from engine.runtime.jobs import encode_job, start_job
+    from engine.runtime.reclaim import RECLAIMER_CONSUMER
+    from engine.runtime.worker import ensure_group
+    from engine.store.db import init_db
+
+    client = redis.Redis.from_url(redis_url, socket_timeout=5)
+    keys = Keyspace(key_prefix)
+    ensure_group(client, keys.jobs, keys.jobs_group)
+    sql = sa.create_engine(sqlite_url)
+    init_db(sql)
+    reclaimer = Reclaimer(client, keys, sql, ManualClock(), RecoveryThresholds(retry_cap=1))
+    client.xadd(keys.jobs, encode_job(start_job("r1", "f", 1, "start", {}, False)))
+
+    def lose(counted: bool) -> str:
+        reply: Any = client.xreadgroup(keys.jobs_group, RECLAIMER_CONSUMER, {keys.jobs: ">"}, count=1)
+        [(_stream, [(message_id, fields)])] = reply
+        return reclaimer.reclaim(message_id, fields, "test", counted=counted).outcome
+
+    assert [lose(counted=False) for _ in range(5)] == ["redelivered"] * 5  # five outages: never dead
+    assert lose(counted=True) == "redelivered"  # the first real loss is within the cap of 1
+    assert lose(counted=True) == "dead"  # the second is past it, whatever the attempt number says
+    assert client.xlen(keys.jobs_dead) == 1
