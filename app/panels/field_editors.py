@@ -62,6 +62,20 @@ def template_problem(text: str) -> str | None:
     return None
 
 
+def show_note(note: QLabel, text: str, problem: bool) -> None:
+    """Show `text` under a field (hidden when empty), styled as a problem or as a hint."""
+    note.setText(text)
+    note.setProperty("problem", problem)
+    note.style().unpolish(note)
+    note.style().polish(note)
+    note.setVisible(bool(text))
+
+
+def shown_problem(note: QLabel) -> str | None:
+    """The problem a note shows, if any."""
+    return note.text() if note.property("problem") and not note.isHidden() else None
+
+
 class FieldEditor(QWidget):
     """Base of the editors: a value widget above a one-line note (parsed value or problem)."""
 
@@ -108,16 +122,12 @@ class FieldEditor(QWidget):
         self.committed.emit(value)
 
     def set_note(self, text: str, problem: bool) -> None:
-        self.note.setText(text)
-        self.note.setProperty("problem", problem)
-        self.note.style().unpolish(self.note)
-        self.note.style().polish(self.note)
-        self.note.setVisible(bool(text))
+        show_note(self.note, text, problem)
 
     @property
     def problem(self) -> str | None:
         """The problem the note shows, if any (for tests and tooltips)."""
-        return self.note.text() if self.note.property("problem") and not self.note.isHidden() else None
+        return shown_problem(self.note)
 
 
 class TextEditor(FieldEditor):

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.panels.field_editors import show_note, shown_problem
 from canvas.flow_header import has_default, input_name_problem, input_spec
 from engine.flow import InputSpec, JsonType
 from engine.runtime.inputs import json_type_of
@@ -180,15 +181,11 @@ class InputCard(QFrame):
         self.set_note(problem or "", problem is not None)
 
     def set_note(self, text: str, problem: bool) -> None:
-        self.note.setText(text)
-        self.note.setProperty("problem", problem)
-        self.note.style().unpolish(self.note)
-        self.note.style().polish(self.note)
-        self.note.setVisible(bool(text))
+        show_note(self.note, text, problem)
 
     @property
     def problem(self) -> str | None:
-        return self.note.text() if self.note.property("problem") and not self.note.isHidden() else None
+        return shown_problem(self.note)
 
     def _commit_name(self) -> None:
         new = self.name_edit.text().strip()
