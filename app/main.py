@@ -24,6 +24,8 @@ COMMAND_MODULES: list[str] = [
     "engine.cli.keys",
     "engine.cli.approvals",
     "engine.cli.triggers",
+    "engine.cli.diff",
+    "engine.cli.flows",
 ]
 
 
@@ -72,7 +74,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from app.gui import run_app
 
         return run_app(log_records=log_records)
-    return int(args.handler(args) or 0)
+    try:
+        return int(args.handler(args) or 0)
+    except BrokenPipeError:
+        # The reader went away (`lockgate runs list | head`): not an error of ours. Point stdout at devnull so
+        # the interpreter's final flush does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

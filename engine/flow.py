@@ -188,8 +188,8 @@ def flow_to_data(flow: Flow) -> dict[str, Any]:
     settings = flow.settings.model_dump(exclude_none=True)
     if settings:
         data["settings"] = settings
-    data["nodes"] = [_node_data(node) for node in flow.nodes]
-    data["edges"] = [_edge_data(edge) for edge in flow.edges]
+    data["nodes"] = [node_data(node) for node in flow.nodes]
+    data["edges"] = [edge_data(edge) for edge in flow.edges]
     return data
 
 
@@ -206,7 +206,8 @@ def _input_data(spec: InputSpec) -> dict[str, Any]:
     return data
 
 
-def _node_data(node: Node) -> dict[str, Any]:
+def node_data(node: Node) -> dict[str, Any]:
+    """One node as the saved file holds it."""
     data: dict[str, Any] = {
         "id": node.id,
         "type": node.type,
@@ -223,7 +224,8 @@ def _node_data(node: Node) -> dict[str, Any]:
     return data
 
 
-def _edge_data(edge: Edge) -> dict[str, Any]:
+def edge_data(edge: Edge) -> dict[str, Any]:
+    """One edge as the saved file holds it."""
     data: dict[str, Any] = {"from": edge.from_, "to": edge.to}
     if edge.port is not None:
         data["port"] = edge.port
