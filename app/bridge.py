@@ -290,6 +290,16 @@ class EngineBridge(QObject):
 
         self.request(read, on_done)
 
+    def get_version(self, flow_id: str, version: int, on_done: Done) -> None:
+        """The flow document of one published version."""
+
+        def read(services: Any) -> Any:
+            from engine.publish import get_version
+
+            return get_version(services.sql, flow_id, version)[1]
+
+        self.request(read, on_done)
+
     def apply_budgets(self, budgets: list[BudgetSetting], on_done: Done) -> None:
         """Create or change budgets in the engine's ledger (limits and periods; spent and held are kept)."""
         self.budgets = list(budgets)

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
     QHeaderView,
+    QInputDialog,
     QLabel,
     QMainWindow,
     QMenu,
@@ -34,12 +35,14 @@ from PySide6.QtWidgets import (
 from app import actions as action_specs
 from app.bridge import EngineBridge
 from app.budget_check import budget_check
+from app.compare import Comparisons
 from app.engine_controller import EngineController
 from app.engine_process import SIMULATOR_HOST, SIMULATOR_PORT
 from app.examples import FIRST_START_EXAMPLE, FIRST_START_HINT, example_flow, example_names
 from app.flow_tabs import FlowTabs
 from app.log_feed import LogFeed
 from app.panels.approvals import ApprovalsPanel
+from app.panels.changes import ChangesPanel
 from app.panels.flow_panel import TakenIds
 from app.panels.holds import HoldsPanel
 from app.panels.log import LogPanel
@@ -78,6 +81,7 @@ class MainWindow(QMainWindow):
         self.choose_save_path: Callable[[FlowDocument], Path | None] = self._save_path_dialog
         self.ask_run_inputs: Callable[[Flow], dict[str, Any] | None] = self._run_inputs_dialog
         self.ask_publish_onto_history: Callable[[FlowDocument, int], bool] = self._publish_onto_history_dialog
+        self.ask_compare_version: Callable[[str, list[int]], int | None] = self._choose_version_dialog
         self.run_settings_dialog: Callable[[QDialog], int] = lambda dialog: dialog.exec()
         self.ask_publish_before_run: Callable[[FlowDocument, int | None], RunChoice] = self._publish_before_run_dialog
         self.known_budgets: frozenset[str] | None = None
@@ -152,6 +156,7 @@ class MainWindow(QMainWindow):
         self.holds = HoldsPanel(self)
         self.triggers = TriggersPanel(self)
         self.log = LogPanel(self)
+        self.changes = ChangesPanel(self)
         left, right, bottom = (Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.RightDockWidgetArea,
                                Qt.DockWidgetArea.BottomDockWidgetArea)
         self.docks: dict[str, QDockWidget] = {
@@ -163,7 +168,11 @@ class MainWindow(QMainWindow):
             "Approvals": self._dock("Approvals", self.approvals, bottom),
             "Holds & budgets": self._dock("Holds & budgets", self.holds, bottom),
             "Log": self._dock("Log", self.log, bottom),
+            "Changes": self._dock("Changes", self.changes, right),
         }
+        self.tabifyDockWidget(self.docks["Properties"], self.docks["Changes"])
+        self.docks["Properties"].raise_()
+        self.comparisons = Comparisons(self.tabs, self.changes, self.docks["Changes"])
         for name in ("Runs", "Triggers", "Approvals", "Holds & budgets", "Log"):
             self.tabifyDockWidget(self.docks["Problems"], self.docks[name])
         self.docks["Problems"].raise_()
@@ -189,6 +198,9 @@ class MainWindow(QMainWindow):
             "run": self.run_flow,
             "live": self.toggle_live,
             "versions": self.show_versions,
+            "compare": self.compare_with_version,
+            "next_change": lambda: self.comparisons.step(1),
+            "previous_change": lambda: self.comparisons.step(-1),
             "flow_properties": self.show_flow_properties,
             "triggers": self.show_triggers,
             "theme_system": lambda: self.set_theme("system"),
@@ -443,6 +455,7 @@ class MainWindow(QMainWindow):
                     pass
         self._watched_document = document
         self.properties.set_document(document)
+        self.comparisons.document_switched(document)
         if document is not None:
             document.diagnostics_changed.connect(self.problems.set_diagnostics)
             document.header_changed.connect(self._header_changed)
@@ -455,7 +468,7 @@ class MainWindow(QMainWindow):
         if self.engine is not None and self.engine.live_on:
             self.engine.repaint_live()
         for action_id in ("save", "save_as", "close_tab", "validate", "publish", "run", "live", "versions",
-                          "flow_properties"):
+                          "flow_properties", "compare", "next_change", "previous_change"):
             self.actions_by_id[action_id].setEnabled(document is not None)
         self._update_edit_actions()
 
@@ -656,6 +669,42 @@ class MainWindow(QMainWindow):
     def show_versions(self) -> None:
         if self.document is not None and self._needs_engine("Versions") and self.engine is not None:
             self.engine.show_versions(self.document.flow_ref().id)
+
+    def compare_with_version(self) -> None:
+        """Ask which published version to compare the draft with, then draw the changes."""
+        document = self.document
+        if document is None or not self._needs_engine("Compare") or self.bridge is None:
+            return
+        flow_id = document.flow_ref().id
+
+        def versions_read(versions: Any, error: BaseException | None) -> None:
+            if error is not None:
+                self.statusBar().showMessage(f"Versions of {flow_id} cannot be read: {error}", STATUS_MESSAGE_MS)
+                return
+            numbers = [version.version for version in versions or []]
+            if not numbers:
+                self.statusBar().showMessage(f"{flow_id} has no published version to compare with; publish it first.",
+                                             STATUS_MESSAGE_MS)
+                return
+            chosen = self.ask_compare_version(flow_id, numbers)
+            if chosen is not None and self.bridge is not None:
+                self.bridge.get_version(flow_id, chosen, lambda flow, error: version_read(chosen, flow, error))
+
+        def version_read(number: int, flow: Any, error: BaseException | None) -> None:
+            if error is not None or flow is None:
+                self.statusBar().showMessage(f"Version {number} of {flow_id} cannot be read: {error}",
+                                             STATUS_MESSAGE_MS)
+                return
+            if self.document is document:
+                self.comparisons.start(flow, f"v{number}")
+
+        self.bridge.list_versions(flow_id, versions_read)
+
+    def _choose_version_dialog(self, flow_id: str, numbers: list[int]) -> int | None:
+        labels = [f"v{number}" for number in reversed(numbers)]
+        label, ok = QInputDialog.getItem(self, "Compare with version", f"Compare the draft of {flow_id} with:",
+                                         labels, 0, False)
+        return int(label[1:]) if ok and label else None
 
     def toggle_live(self) -> None:
         wanted = self.actions_by_id["live"].isChecked()
