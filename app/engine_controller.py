@@ -388,12 +388,20 @@ class EngineController(QObject):
             table.setHorizontalHeaderLabels(["Version", "Published", "Content hash"])
             table.verticalHeader().hide()
             table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+            numbers = [version.version for version in reversed(versions)]
             for row, version in enumerate(reversed(versions)):
                 for column, text in enumerate((f"v{version.version}", local_time(version.published_at),
                                                version.content_hash[:12])):
-                    table.setItem(row, column, QTableWidgetItem(text))
+                    item = QTableWidgetItem(text)
+                    item.setToolTip("Double-click to open this version in a new tab (to compare it with another)")
+                    table.setItem(row, column, item)
+            table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+            table.cellDoubleClicked.connect(lambda row, _column: self.window.open_version(flow_id, numbers[row]))
             layout = QVBoxLayout(dialog)
             layout.addWidget(table if versions else QLabel(f"{flow_id} has not been published yet."))
+            if versions:
+                layout.addWidget(QLabel("Double-click a version to open it in a new tab; Flow ▸ Compare with "
+                                        "version… then compares it with another."))
             dialog.resize(520, 300)
             self.versions_dialog = dialog
             dialog.show()

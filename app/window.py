@@ -700,6 +700,26 @@ class MainWindow(QMainWindow):
 
         self.bridge.list_versions(flow_id, versions_read)
 
+    def open_version(self, flow_id: str, version: int) -> None:
+        """Open published version `version` of `flow_id` in a new tab, as an unsaved draft of that flow."""
+        from canvas.document import FlowDocument
+
+        if self.bridge is None:
+            return
+
+        def read(flow: Any, error: BaseException | None) -> None:
+            if error is not None or flow is None:
+                self.statusBar().showMessage(f"Version {version} of {flow_id} cannot be read: {error}",
+                                             STATUS_MESSAGE_MS)
+                return
+            document = FlowDocument.from_flow(flow)
+            document.history_id = flow_id
+            self.add_document(document)
+            self.statusBar().showMessage(f"Opened {flow_id} v{version} (unsaved; publishing it unchanged makes no "
+                                         "new version)", STATUS_MESSAGE_MS)
+
+        self.bridge.get_version(flow_id, version, read)
+
     def _choose_version_dialog(self, flow_id: str, numbers: list[int]) -> int | None:
         labels = [f"v{number}" for number in reversed(numbers)]
         label, ok = QInputDialog.getItem(self, "Compare with version", f"Compare the draft of {flow_id} with:",
