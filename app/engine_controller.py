@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QDialog, QHeaderView, QLabel, QTableWidget, QTable
 from app.bridge import EngineBridge
 from app.budget_check import BudgetDiagnostic
 from app.engine_messages import run_refusal, without_cli_hints
-from app.live import LiveState, row_at_place, row_of_place, run_path, run_row, waiting_text
+from app.live import LiveState, row_at_place, row_of_place, run_marks, run_path, run_row, waiting_text
 from app.panels.rows import ApprovalRow, BudgetRow, HoldRow, local_time
 
 if TYPE_CHECKING:
@@ -339,7 +339,7 @@ class EngineController(QObject):
                 return
             waiting = run.get("waiting_on") if run["status"] == "waiting" else None
             current = run.get("current_node") or (waiting or {}).get("node")
-            editor.view.set_run_path(run_path(run), current, waiting_text(waiting, self.clock()))
+            editor.view.set_run_path(run_path(run), current, waiting_text(waiting, self.clock()), run_marks(run))
 
         self.bridge.get_run(run_id, got_run)
 
@@ -412,9 +412,21 @@ class EngineController(QObject):
             if error is not None or run is None or self.details is None:
                 self._say(f"Run {run_id[:8]} cannot be shown: {error or 'it does not exist'}")
                 return
-            self.details.show_run(run)
-            self.details.show()
-            self.details.raise_()
+            key = (str(run["flow_id"]), int(run["version"]))
+
+            def show(found: Any, _problem: BaseException | None) -> None:
+                if found is not None:
+                    self.published_versions[key] = found
+                secrets = frozenset(n for n, spec in found[1].inputs.items() if spec.secret) if found else None
+                if self.details is not None:
+                    self.details.show_run(run, secrets)
+                    self.details.show()
+                    self.details.raise_()
+
+            if key in self.published_versions:
+                show(self.published_versions[key], None)
+            else:
+                self.bridge.flow_version(*key, show)
 
         self.bridge.get_run(run_id, done)
 

@@ -97,6 +97,10 @@ class MainWindow(QMainWindow):
         self.toolbar.setObjectName("mainToolbar")
         self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         action_specs.build_toolbar(self.toolbar, self.actions_by_id)
+        self._theme_changed()
+        from canvas.theme import theme_notifier
+
+        theme_notifier().changed.connect(self._theme_changed)
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
         self.hint_label = QLabel(self)
         self.hint_label.setObjectName("hintLabel")
@@ -698,6 +702,11 @@ class MainWindow(QMainWindow):
         app = QApplication.instance()
         if isinstance(app, QApplication):
             apply_app_theme(app, mode)
+
+    def _theme_changed(self, _theme: object = None) -> None:
+        from app.toolbar_icons import apply_toolbar_icons
+
+        apply_toolbar_icons(self.actions_by_id)
 
     def show_settings(self, tab: str | None = None, budget: str | None = None) -> None:
         """The Settings dialog, on `tab` (or on the Budgets tab with `budget` selected, added if missing)."""

@@ -18,8 +18,9 @@ from PySide6.QtWidgets import (
 )
 
 from app.panels.empty_state import EmptyStateStack
-from app.panels.rows import RUN_STATUSES, STATUS_COLOURS, RunRow, local_time, tokens_text, usd
+from app.panels.rows import RUN_STATUSES, RunRow, local_time, tokens_text, usd
 from app.panels.table_model import RowsModel
+from app.theme import status_colour
 
 ALL_STATUSES = "All statuses"
 COST_COLUMN, TOKENS_COLUMN, WHERE_COLUMN, RUN_COLUMN = 5, 6, 7, 8
@@ -61,7 +62,7 @@ class RunsPanel(QWidget):
                 ("Where", lambda r: r.where(self.now())),
                 ("Run", lambda r: r.run_id),
             ],
-            colour=lambda r, column: STATUS_COLOURS.get(r.status) if column == 0 else None,
+            colour=lambda r, column: status_colour(r.status) if column == 0 else None,
         )
         self.table = QTableView()
         self.table.setObjectName("runsTable")
