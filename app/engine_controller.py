@@ -61,7 +61,10 @@ class EngineController(QObject):
         self._live_timer = self._single_shot(self.repaint_live)
         self._countdown = QTimer(self)
         self._countdown.setInterval(COUNTDOWN_MS)
-        self._countdown.timeout.connect(self._tick)
+        self._countdown.timeout.connect(self.tick)
+        window.runs.now = lambda: datetime.fromtimestamp(self.clock(), UTC)
+        self._run_editor: tuple[str, Any] | None = None
+        """(run id, editor) the followed run is drawn on: it stays there while the draft is edited."""
         bridge.state_changed.connect(self._state_changed)
         bridge.runs_changed.connect(self._runs_timer.start)
         bridge.holds_changed.connect(self._money_timer.start)
@@ -290,9 +293,10 @@ class EngineController(QObject):
         if not self._live_runs_timer.isActive():
             self._live_runs_timer.start()
 
-    def _tick(self) -> None:
-        # Countdowns move even when no event arrives.
+    def tick(self) -> None:
+        """Once a second: countdowns move even when no event arrives (time from `self.clock`)."""
         self.window.approvals.refresh_times()
+        self.window.runs.refresh_times()
         if self.live_on:
             self.repaint_live()
             if self.selected_run is not None:
@@ -335,8 +339,13 @@ class EngineController(QObject):
                 return
             published, flow = found
             editor = self._editor_for_version(run["flow_id"], int(run["version"]), published.content_hash, flow, focus)
+            if editor is None and not focus and self._run_editor is not None and self._run_editor[0] == run_id:
+                editor = self._run_editor[1]  # the draft it was drawn on, edited since: keep following it there
+                if self.window.tabs.index_of(editor.document) < 0:
+                    editor = None
             if editor is None:
                 return
+            self._run_editor = (run_id, editor)
             waiting = run.get("waiting_on") if run["status"] == "waiting" else None
             current = run.get("current_node") or (waiting or {}).get("node")
             editor.view.set_run_path(run_path(run), current, waiting_text(waiting, self.clock()), run_marks(run))

@@ -23,7 +23,7 @@ from app.panels.table_model import RowsModel
 from app.theme import status_colour
 
 ALL_STATUSES = "All statuses"
-COST_COLUMN, TOKENS_COLUMN, WHERE_COLUMN, RUN_COLUMN = 5, 6, 7, 8
+DURATION_COLUMN, COST_COLUMN, TOKENS_COLUMN, WHERE_COLUMN, RUN_COLUMN = 4, 5, 6, 7, 8
 
 
 class RunsPanel(QWidget):
@@ -105,6 +105,13 @@ class RunsPanel(QWidget):
         for run in runs:
             self.rows[run.run_id] = run
         self._fill()
+
+    def refresh_times(self) -> None:
+        """Recount the durations and times left of unfinished runs (called once a second)."""
+        live = [row for row, run in enumerate(self.model.rows) if run.finished_at is None]
+        if live:
+            self.model.dataChanged.emit(self.model.index(live[0], DURATION_COLUMN),
+                                        self.model.index(live[-1], WHERE_COLUMN))
 
     def visible_runs(self) -> list[RunRow]:
         wanted = self.status_filter.currentData()
