@@ -320,6 +320,8 @@ class EngineController(QObject):
         self.selected_run = run_id
 
         def got_run(run: Any, error: BaseException | None) -> None:
+            if error is None and run is not None and self.selected_run == run_id:
+                self.window.properties.set_preview_run(run)
             if error is not None or run is None or not self.live_on:
                 return
             key = (str(run["flow_id"]), int(run["version"]))

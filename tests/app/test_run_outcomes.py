@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from app.panels.field_editors import TemplateEditor
 from app.window import MainWindow
 from canvas.document import FlowDocument
 from canvas.theme import current_theme
@@ -116,6 +117,15 @@ def test_details_of_a_run_whose_approval_timed_out(qtbot, engine_window: MainWin
     ask = editor.view.node_item("ask")
     assert ask is not None and ask.live.label_below() == "timed out"
     assert "timed out in the selected run" in ask.toolTip()
+
+    # A template field previews its value against the selected run's state.
+    row = next(r for r in range(window.runs.row_count()) if window.runs.cell_text(r, 8) == run_id)
+    window.runs.select_row(row)
+    qtbot.waitUntil(lambda: (window.properties.preview_run or {}).get("id") == run_id, timeout=5_000)
+    window.reveal_node("done")
+    output = window.properties.editors["output"]
+    assert isinstance(output, TemplateEditor)
+    assert output.preview.text() == f"= 'Hello Ada' with run {run_id[:8]}"
 
 
 def test_a_failed_step_is_red_on_the_path_with_its_error_on_hover(qtbot, engine_window: MainWindow) -> None:
