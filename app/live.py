@@ -98,7 +98,9 @@ def waiting_text(waiting_on: dict[str, Any] | None, now: float) -> str:
     due_at = waiting_on.get("due_at")
     if isinstance(due_at, int | float):
         left = due_at - now
-        text += f" · {format_duration(round(left))} left" if left > 0 else " · due"
+        # Past an hour, seconds are noise (and make the label under the node too long to read).
+        shown = int(left // 60) * 60 if left >= 3600 else round(left)
+        text += f" · {format_duration(shown)} left" if left > 0 else " · due"
     return text
 
 

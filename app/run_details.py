@@ -71,6 +71,10 @@ class RunDetails(QDialog):
         self.steps.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.steps.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.steps.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.steps.setWordWrap(False)
+        self.steps.verticalHeader().setDefaultSectionSize(24)
+        for column, width in enumerate((110, 110, 90, 70, 150, 80, 110, 90)):
+            self.steps.horizontalHeader().resizeSection(column, width)
         self.steps.horizontalHeader().setSectionResizeMode(ERROR_COLUMN, QHeaderView.ResizeMode.Stretch)
         self.steps.itemSelectionChanged.connect(self._show_selected_step)
         self.step_given = _json_view("stepGiven")

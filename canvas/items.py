@@ -68,11 +68,13 @@ MIN_TEXT_PX = 9.5
 elide sooner) instead of shrinking below this."""
 SUMMARY_MAX_PX = 16.0
 TITLE_MAX_PX = 20.0
+MIN_TITLE_PX = 9.0
+"""Titles are bold and say the most: a little smaller on screen before they grow, so fewer are cut short."""
 
 
-def readable_font(font: QFont, zoom: float, largest: float) -> QFont:
-    """`font` at least MIN_TEXT_PX on screen at `zoom` (capped at `largest` scene pixels so it fits its row)."""
-    wanted = min(max(float(font.pixelSize()), MIN_TEXT_PX / max(zoom, 0.01)), largest)
+def readable_font(font: QFont, zoom: float, largest: float, smallest_px: float = MIN_TEXT_PX) -> QFont:
+    """`font` at least `smallest_px` on screen at `zoom` (capped at `largest` scene pixels so it fits its row)."""
+    wanted = min(max(float(font.pixelSize()), smallest_px / max(zoom, 0.01)), largest)
     if round(wanted) == font.pixelSize():
         return font
     grown = QFont(font)
@@ -343,7 +345,7 @@ class NodeItem(QGraphicsRectItem):
         painter.fillRect(QRectF(0.5, 6, 3, HEADER_HEIGHT - 6), accent)
         paint_type_icon(painter, QRectF(9, (HEADER_HEIGHT - 16) / 2, 16, 16), self.node.type, accent)
         painter.setPen(theme.text)
-        title_font = readable_font(TITLE_FONT, lod, TITLE_MAX_PX)
+        title_font = readable_font(TITLE_FONT, lod, TITLE_MAX_PX, MIN_TITLE_PX)
         painter.setFont(title_font)
         title = self._title if title_font is TITLE_FONT else QFontMetricsF(title_font).elidedText(
             self._title_full, Qt.TextElideMode.ElideRight, NODE_WIDTH - 44)

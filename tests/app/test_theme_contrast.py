@@ -14,7 +14,7 @@ from app.panels.rows import RUN_STATUSES, status_colours
 from app.settings import ThemeMode
 from app.theme import apply_app_theme
 from app.toolbar_icons import TOOLBAR_ICONS, toolbar_icon
-from canvas.items import MIN_TEXT_PX, PORT_FONT, SUMMARY_FONT, TITLE_FONT, readable_font
+from canvas.items import MIN_TEXT_PX, MIN_TITLE_PX, PORT_FONT, SUMMARY_FONT, TITLE_FONT, readable_font
 from canvas.theme import DARK, LIGHT, CanvasTheme, contrast_ratio, readable_on
 
 AA = 4.5
@@ -141,6 +141,8 @@ def test_node_text_stays_readable_when_zoomed_out() -> None:
             assert shown.pixelSize() * zoom >= min(MIN_TEXT_PX, largest * zoom) - 0.5
             assert shown.pixelSize() >= font.pixelSize()
             assert shown.pixelSize() <= max(largest, font.pixelSize())
+        title = readable_font(TITLE_FONT, zoom, 20.0, MIN_TITLE_PX)
+        assert title.pixelSize() * zoom >= min(MIN_TITLE_PX, 20 * zoom) - 0.5
 
 
 def test_the_windows_toolbar_uses_them_and_follows_a_theme_switch(qtbot, app_settings, no_engine_env) -> None:
