@@ -10,6 +10,7 @@ import pytest
 from PySide6.QtGui import QColor, QIcon, QImage, QPalette
 from PySide6.QtWidgets import QApplication, QLineEdit, QPushButton, QTableWidget, QWidget
 
+from app.panels.code_editor import CODE_COLOURS
 from app.panels.rows import RUN_STATUSES, status_colours
 from app.settings import ThemeMode
 from app.theme import apply_app_theme
@@ -42,6 +43,8 @@ def _pairs(theme: CanvasTheme) -> Iterator[tuple[str, QColor, QColor]]:
     yield "hints and field notes", theme.text_muted, theme.window
     yield "placeholder in a field", theme.text_muted, theme.base
     yield "selected row", QColor("#ffffff"), theme.highlight
+    for name, colour in CODE_COLOURS[theme.name].items():
+        yield f"code {name} in a script field", QColor(colour), theme.base
     for status, colour in status_colours(theme.name == "dark").items():
         yield f"status {status} in a table", QColor(colour), theme.base
         yield f"status {status} on an alternate row", QColor(colour), theme.window
