@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QDialog, QHeaderView, QLabel, QTableWidget, QTable
 from app.bridge import EngineBridge
 from app.budget_check import BudgetDiagnostic
 from app.engine_messages import run_refusal, without_cli_hints
-from app.live import LiveState, row_at_place, row_of_place, run_path, run_row, waiting_text
+from app.live import LiveState, row_at_place, row_of_place, run_marks, run_path, run_row, waiting_text
 from app.panels.rows import ApprovalRow, BudgetRow, HoldRow, local_time
 
 if TYPE_CHECKING:
@@ -61,7 +61,10 @@ class EngineController(QObject):
         self._live_timer = self._single_shot(self.repaint_live)
         self._countdown = QTimer(self)
         self._countdown.setInterval(COUNTDOWN_MS)
-        self._countdown.timeout.connect(self._tick)
+        self._countdown.timeout.connect(self.tick)
+        window.runs.now = lambda: datetime.fromtimestamp(self.clock(), UTC)
+        self._run_editor: tuple[str, Any] | None = None
+        """(run id, editor) the followed run is drawn on: it stays there while the draft is edited."""
         bridge.state_changed.connect(self._state_changed)
         bridge.runs_changed.connect(self._runs_timer.start)
         bridge.holds_changed.connect(self._money_timer.start)
@@ -290,9 +293,10 @@ class EngineController(QObject):
         if not self._live_runs_timer.isActive():
             self._live_runs_timer.start()
 
-    def _tick(self) -> None:
-        # Countdowns move even when no event arrives.
+    def tick(self) -> None:
+        """Once a second: countdowns move even when no event arrives (time from `self.clock`)."""
         self.window.approvals.refresh_times()
+        self.window.runs.refresh_times()
         if self.live_on:
             self.repaint_live()
             if self.selected_run is not None:
@@ -316,6 +320,8 @@ class EngineController(QObject):
         self.selected_run = run_id
 
         def got_run(run: Any, error: BaseException | None) -> None:
+            if error is None and run is not None and self.selected_run == run_id:
+                self.window.properties.set_preview_run(run)
             if error is not None or run is None or not self.live_on:
                 return
             key = (str(run["flow_id"]), int(run["version"]))
@@ -335,11 +341,16 @@ class EngineController(QObject):
                 return
             published, flow = found
             editor = self._editor_for_version(run["flow_id"], int(run["version"]), published.content_hash, flow, focus)
+            if editor is None and not focus and self._run_editor is not None and self._run_editor[0] == run_id:
+                editor = self._run_editor[1]  # the draft it was drawn on, edited since: keep following it there
+                if self.window.tabs.index_of(editor.document) < 0:
+                    editor = None
             if editor is None:
                 return
+            self._run_editor = (run_id, editor)
             waiting = run.get("waiting_on") if run["status"] == "waiting" else None
             current = run.get("current_node") or (waiting or {}).get("node")
-            editor.view.set_run_path(run_path(run), current, waiting_text(waiting, self.clock()))
+            editor.view.set_run_path(run_path(run), current, waiting_text(waiting, self.clock()), run_marks(run))
 
         self.bridge.get_run(run_id, got_run)
 
@@ -420,9 +431,21 @@ class EngineController(QObject):
             if error is not None or run is None or self.details is None:
                 self._say(f"Run {run_id[:8]} cannot be shown: {error or 'it does not exist'}")
                 return
-            self.details.show_run(run)
-            self.details.show()
-            self.details.raise_()
+            key = (str(run["flow_id"]), int(run["version"]))
+
+            def show(found: Any, _problem: BaseException | None) -> None:
+                if found is not None:
+                    self.published_versions[key] = found
+                secrets = frozenset(n for n, spec in found[1].inputs.items() if spec.secret) if found else None
+                if self.details is not None:
+                    self.details.show_run(run, secrets)
+                    self.details.show()
+                    self.details.raise_()
+
+            if key in self.published_versions:
+                show(self.published_versions[key], None)
+            else:
+                self.bridge.flow_version(*key, show)
 
         self.bridge.get_run(run_id, done)
 

@@ -76,6 +76,8 @@ def create_main_window(app: QApplication, settings: AppSettings, start_engine: b
     window = MainWindow(settings, bridge, log_records=log_records)
     if not settings.first_start_done:
         window.first_start()
+    else:
+        window.reopen_last_files()
     if start_engine:
         # After the first paint, so the window is interactive before the engine is up.
         QTimer.singleShot(0, bridge.start)

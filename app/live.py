@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.panels.rows import RunRow
+from engine.approvals.claims import TIMEOUT_ACTOR
 from engine.durations import format_duration
 
 ACTIVE_STATUSES = frozenset({"queued", "running", "waiting"})
@@ -97,7 +98,9 @@ def waiting_text(waiting_on: dict[str, Any] | None, now: float) -> str:
     due_at = waiting_on.get("due_at")
     if isinstance(due_at, int | float):
         left = due_at - now
-        text += f" · {format_duration(round(left))} left" if left > 0 else " · due"
+        # Past an hour, seconds are noise (and make the label under the node too long to read).
+        shown = int(left // 60) * 60 if left >= 3600 else round(left)
+        text += f" · {format_duration(shown)} left" if left > 0 else " · due"
     return text
 
 
@@ -159,3 +162,38 @@ def run_path(run: dict[str, Any]) -> list[str]:
         if node and (not path or path[-1] != node):
             path.append(str(node))
     return path
+
+
+def step_status_text(step: dict[str, Any]) -> str:
+    """A step's status as the user reads it: an approval that ran out of time "timed out", not "succeeded"."""
+    if timed_out(step):
+        return "timed out"
+    return str(step.get("status") or "")
+
+
+def timed_out(step: dict[str, Any]) -> bool:
+    """An approval nobody decided before its timeout (the engine rejects it as the `timeout` actor), or a
+    callback that left through `timed_out`."""
+    if "timed_out" in (step.get("ports") or []):
+        return True
+    if step.get("type") != "approval":
+        return False
+    output = step.get("output")
+    records = [output, *(output.values() if isinstance(output, dict) else ())]
+    return any(isinstance(r, dict) and r.get("decided_by") == TIMEOUT_ACTOR for r in records)
+
+
+def run_marks(run: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """Nodes to flag on a run's path: ("failed", its error) or ("timed_out", "timed out")."""
+    marks: dict[str, tuple[str, str]] = {}
+    for step in run.get("steps", []):
+        node = step.get("node")
+        if not node:
+            continue
+        if step.get("status") == "failed":
+            error = str(step.get("error") or "")
+            kind = step.get("error_type")
+            marks[str(node)] = ("failed", f"{kind}: {error}" if kind and error else error or str(kind or ""))
+        elif timed_out(step):
+            marks[str(node)] = ("timed_out", "timed out")
+    return marks

@@ -1,4 +1,6 @@
-"""One run opened from the Runs panel: its cost and tokens, steps, state container, errors and a Cancel button."""
+"""One run opened from the Runs panel, in a resizable window: status, cost and tokens, its inputs (secrets
+masked) and result, a timeline, each step with what it was given and what it produced, the state container,
+errors, and a Cancel button. Times are local and readable, never epoch seconds."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -25,13 +27,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.live import run_row
-from app.panels.rows import STATUS_COLOURS, local_time, tokens_text, usd
+from app.live import run_row, step_status_text
+from app.panels.rows import local_time, tokens_text, usd
 from app.panels.timeline import TimelineWidget
+from app.readable import readable_json
+from app.theme import status_colour
 from engine.runtime.transitions import TERMINAL as TERMINAL_STATUSES
 
-STEP_COLUMNS = ("Node", "Type", "Status", "Attempts", "Duration", "Tokens", "Ports", "Error")
+STEP_COLUMNS = ("Node", "Type", "Status", "Attempts", "Started", "Duration", "Tokens", "Ports", "Error")
+STATUS_COLUMN = STEP_COLUMNS.index("Status")
 ERROR_COLUMN = len(STEP_COLUMNS) - 1
+MASK = "***"
 
 
 class RunDetails(QDialog):
@@ -42,8 +48,12 @@ class RunDetails(QDialog):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Run")
-        self.resize(860, 520)
+        self.setWindowFlag(Qt.WindowType.WindowMaximizeButtonHint, True)
+        self.setSizeGripEnabled(True)
+        self.resize(980, 680)
         self.run: dict[str, Any] | None = None
+        self.secret_inputs: frozenset[str] = frozenset()
+        """Inputs the flow declares secret: masked here even if a value reached the record."""
         self.header = QLabel(self)
         self.header.setObjectName("runHeader")
         self.header.setWordWrap(True)
@@ -59,20 +69,45 @@ class RunDetails(QDialog):
         self.steps.setHorizontalHeaderLabels(list(STEP_COLUMNS))
         self.steps.verticalHeader().hide()
         self.steps.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.steps.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.steps.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.steps.setWordWrap(False)
+        self.steps.verticalHeader().setDefaultSectionSize(24)
+        for column, width in enumerate((110, 110, 90, 70, 150, 80, 110, 90)):
+            self.steps.horizontalHeader().resizeSection(column, width)
         self.steps.horizontalHeader().setSectionResizeMode(ERROR_COLUMN, QHeaderView.ResizeMode.Stretch)
-        mono = QFont("monospace")
-        mono.setStyleHint(QFont.StyleHint.Monospace)
-        self.state_text = QPlainTextEdit()
-        self.state_text.setObjectName("runState")
-        self.state_text.setReadOnly(True)
-        self.state_text.setFont(mono)
-        self.errors_text = QPlainTextEdit()
-        self.errors_text.setObjectName("runErrors")
-        self.errors_text.setReadOnly(True)
-        self.errors_text.setFont(mono)
-        tabs = QTabWidget()
-        tabs.addTab(self.state_text, "State (secrets redacted)")
-        tabs.addTab(self.errors_text, "Errors")
+        self.steps.itemSelectionChanged.connect(self._show_selected_step)
+        self.step_given = _json_view("stepGiven")
+        self.step_output = _json_view("stepOutput")
+        self.step_label = QLabel("Pick a step to see what it was given and what it produced.")
+        self.step_label.setObjectName("stepLabel")
+        self.step_label.setWordWrap(True)
+        given_box, output_box = QWidget(), QWidget()
+        for box, title, view in ((given_box, "Given", self.step_given), (output_box, "Produced", self.step_output)):
+            box_layout = QVBoxLayout(box)
+            box_layout.setContentsMargins(0, 0, 0, 0)
+            box_layout.addWidget(QLabel(f"<b>{title}</b>"))
+            box_layout.addWidget(view)
+        step_split = QSplitter(Qt.Orientation.Horizontal)
+        step_split.addWidget(given_box)
+        step_split.addWidget(output_box)
+        step_page = QWidget()
+        step_layout = QVBoxLayout(step_page)
+        step_layout.setContentsMargins(4, 4, 4, 4)
+        step_layout.addWidget(self.step_label)
+        step_layout.addWidget(step_split, 1)
+        self.inputs_text = _json_view("runInputs")
+        self.result_text = _json_view("runResult")
+        self.state_text = _json_view("runState")
+        self.errors_text = _json_view("runErrors")
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("runDetailTabs")
+        self.tabs.addTab(step_page, "Step")
+        self.tabs.addTab(self.inputs_text, "Inputs")
+        self.tabs.addTab(self.result_text, "Result")
+        self.tabs.addTab(self.state_text, "State (secrets redacted)")
+        self.tabs.addTab(self.errors_text, "Errors")
+        tabs = self.tabs
         self.timeline = TimelineWidget()
         scroller = QScrollArea()
         scroller.setWidgetResizable(True)
@@ -81,48 +116,100 @@ class RunDetails(QDialog):
         splitter.addWidget(scroller)
         splitter.addWidget(self.steps)
         splitter.addWidget(tabs)
-        splitter.setSizes([170, 190, 160])
+        splitter.setSizes([150, 200, 280])
+        splitter.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(splitter)
 
-    def show_run(self, run: dict[str, Any]) -> None:
+    def show_run(self, run: dict[str, Any], secret_inputs: frozenset[str] | None = None) -> None:
+        if secret_inputs is not None:
+            self.secret_inputs = secret_inputs
+        same_run = self.run is not None and self.run.get("id") == run.get("id")
+        kept_step = self._selected_step_key() if same_run else None
         self.run = run
         row = run_row(run)
-        colour = STATUS_COLOURS.get(row.status, "#888888")
+        colour = status_colour(row.status)
         self.setWindowTitle(f"Run {row.run_id[:8]} — {row.flow_id} v{row.version}")
         where = row.where(_now())
         spent = " · ".join(part for part in (
-            f"cost {usd(row.cost_usd)}" if row.cost_usd else "",
-            f"tokens {tokens_text(row.tokens_in, row.tokens_out)}" if row.tokens_in or row.tokens_out else "",
+            f"cost {usd(row.cost_usd)}" if row.cost_usd is not None else "",
+            f"tokens {tokens_text(row.tokens_in, row.tokens_out)}",
         ) if part)
+        finished = f" &nbsp; finished {local_time(row.finished_at)}" if row.finished_at else ""
         self.header.setText(
             f"<b>{row.flow_id}</b> v{row.version} &nbsp; <span style='color:{colour}'>● {row.status}</span>"
-            f" &nbsp; started {local_time(row.started_at)} &nbsp; {row.duration(_now())}"
+            f" &nbsp; started {local_time(row.started_at)}{finished} &nbsp; took {row.duration(_now())}"
             + (f" &nbsp; at <b>{where}</b>" if where else "")
-            + (f" &nbsp; {spent}" if spent else "")
+            + f"<br>{spent}"
         )
         steps = run.get("steps", [])
         self.timeline.set_run(run, _now().timestamp())
+        self.steps.blockSignals(True)
         self.steps.setRowCount(len(steps))
         for index, step in enumerate(steps):
             duration = step.get("duration_ms")
             cells = (
-                step.get("node") or "", step.get("type") or "", step.get("status") or "",
-                str(step.get("attempts") or ""), _milliseconds(duration), _step_tokens(step),
-                ", ".join(step.get("ports") or []), step.get("error") or "",
+                step.get("node") or "", step.get("type") or "", step_status_text(step),
+                str(step.get("attempts") or ""), _local(step.get("started_at")), _milliseconds(duration),
+                _step_tokens(step), ", ".join(step.get("ports") or []), step.get("error") or "",
             )
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(str(text))
                 if column == ERROR_COLUMN and text:
                     item.setToolTip(str(text))
+                if column == STATUS_COLUMN:
+                    item.setForeground(QColor(status_colour(str(step.get("status") or ""))))
                 self.steps.setItem(index, column, item)
-        self.state_text.setPlainText(json.dumps(run.get("state") or {}, indent=2, sort_keys=True, default=str))
+        self.steps.blockSignals(False)
+        self.inputs_text.setPlainText(_dump(self._masked(run.get("inputs") or {})) if run.get("inputs")
+                                      else "This run was given no inputs.")
+        result = run.get("result")
+        self.result_text.setPlainText(_dump(result) if result is not None else (
+            "No result yet: the run has not finished." if row.status not in TERMINAL_STATUSES else "No result."))
+        self.state_text.setPlainText(_dump(run.get("state") or {}))
         errors = [f"run: {run['error_type'] or 'error'}: {run['error']}"] if run.get("error") else []
         errors += [f"{s.get('node')}: {s.get('error_type') or 'error'}: {s.get('error')}" for s in steps
                    if s.get("error")]
         self.errors_text.setPlainText("\n".join(errors) if errors else "No errors.")
         self.cancel_button.setEnabled(row.status not in TERMINAL_STATUSES)
+        self.cancel_button.setToolTip("" if self.cancel_button.isEnabled() else f"The run has {row.status}.")
+        self._select_step(kept_step if kept_step is not None else _interesting_step(steps))
+
+    def _masked(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        return {name: (MASK if name in self.secret_inputs else value) for name, value in inputs.items()}
+
+    def _selected_step_key(self) -> str | None:
+        rows = self.steps.selectionModel().selectedRows()
+        steps = (self.run or {}).get("steps", [])
+        return str(steps[rows[0].row()].get("step")) if rows and rows[0].row() < len(steps) else None
+
+    def _select_step(self, key: str | None) -> None:
+        steps = (self.run or {}).get("steps", [])
+        for index, step in enumerate(steps):
+            if key is not None and str(step.get("step")) == key:
+                self.steps.selectRow(index)
+                self._show_selected_step()
+                return
+        self._show_selected_step()
+
+    def _show_selected_step(self) -> None:
+        steps = (self.run or {}).get("steps", [])
+        rows = self.steps.selectionModel().selectedRows()
+        if not rows or rows[0].row() >= len(steps):
+            self.step_label.setText("Pick a step to see what it was given and what it produced.")
+            self.step_given.setPlainText("")
+            self.step_output.setPlainText("")
+            return
+        step = steps[rows[0].row()]
+        error = f" — <span style='color:{status_colour('failed')}'>{_html(str(step['error']))}</span>" if step.get(
+            "error") else ""
+        self.step_label.setText(f"<b>{_html(str(step.get('step') or step.get('node')))}</b> "
+                                f"({_html(str(step.get('type') or ''))}): {step_status_text(step)}{error}")
+        given, output = step.get("given"), step.get("output")
+        self.step_given.setPlainText(_dump(given) if given is not None else "Nothing recorded.")
+        self.step_output.setPlainText(_dump(output) if output is not None else (
+            "Nothing yet." if step.get("status") in ("running", "suspended", "pending") else "Nothing."))
 
     def _cancel(self) -> None:
         if self.run is not None:
@@ -144,3 +231,37 @@ def _milliseconds(value: Any) -> str:
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _json_view(name: str) -> QPlainTextEdit:
+    mono = QFont("monospace")
+    mono.setStyleHint(QFont.StyleHint.Monospace)
+    view = QPlainTextEdit()
+    view.setObjectName(name)
+    view.setReadOnly(True)
+    view.setFont(mono)
+    return view
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(readable_json(value), indent=2, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def _local(value: Any) -> str:
+    if not value:
+        return ""
+    moment = datetime.fromisoformat(str(value))
+    return local_time(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _interesting_step(steps: list[dict[str, Any]]) -> str | None:
+    """The step to show first: the first that failed, else the latest that started."""
+    failed = next((s for s in steps if s.get("status") == "failed"), None)
+    if failed is not None:
+        return str(failed.get("step"))
+    started = [s for s in steps if s.get("started_at")]
+    return str(started[-1].get("step")) if started else None

@@ -26,7 +26,8 @@ DEMO_TICKET = {"id": 42, "body": "I was charged twice, please refund me"}
 
 
 def render(folder: Path) -> list[Path]:
-    """Write app-light.png and app-dark.png into `folder`; returns their paths."""
+    """Write app-light.png and app-dark.png (and run-details-light/dark.png: the parked run's details window)
+    into `folder`; returns their paths."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from app.gui import create_application
 
@@ -44,7 +45,9 @@ def render(folder: Path) -> list[Path]:
             window.ask_run_inputs = lambda _flow: {"ticket": DEMO_TICKET}
             window.run_flow()
             _wait_for(partial(_approval_pending, window))
-            window.engine.select_run(next(iter(window.runs.rows)))
+            run_id = next(iter(window.runs.rows))
+            written.append(shoot_run_details(window, run_id, folder / f"run-details-{mode}.png"))
+            window.engine.select_run(run_id)
             window.docks["Approvals"].raise_()
             window.approvals.table.selectRow(0)
             editor.view.fit_selection_or_all()
@@ -91,6 +94,30 @@ def shoot(window: MainWindow, target: Path) -> Path:
     window.close()
     QApplication.processEvents()
     return target
+
+
+def shoot_run_details(window: MainWindow, run_id: str, target: Path) -> Path:
+    """Open the run's details window, show its classify step, save it to `target` and close it."""
+    from PySide6.QtWidgets import QApplication
+
+    assert window.engine is not None
+    window.engine.open_run(run_id)
+    _wait_for(partial(_details_shown, window))
+    details = window.engine.details
+    assert details is not None
+    steps = details.run.get("steps", []) if details.run else []
+    for row, step in enumerate(steps):
+        if step.get("node") == "classify":
+            details.steps.selectRow(row)
+    for _ in range(5):
+        QApplication.processEvents()
+    details.grab().save(str(target))
+    details.hide()
+    return target
+
+
+def _details_shown(window: MainWindow) -> bool:
+    return window.engine is not None and window.engine.details is not None and window.engine.details.isVisible()
 
 
 def _engine_settled(window: MainWindow) -> bool:

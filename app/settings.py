@@ -126,6 +126,31 @@ class AppSettings:
     def clear_recent_files(self) -> None:
         self.qsettings.setValue("files/recent", "[]")
 
+    def open_files(self) -> tuple[list[str], int]:
+        """The flow files that were open at the last quit, and the index of the one in front."""
+        raw = self._str("files/open")
+        try:
+            data = json.loads(raw) if raw else {}
+        except ValueError:
+            return [], 0
+        files = data.get("files") if isinstance(data, dict) else None
+        current = data.get("current") if isinstance(data, dict) else None
+        paths = [str(f) for f in files if isinstance(f, str)] if isinstance(files, list) else []
+        return paths, current if isinstance(current, int) and 0 <= current < len(paths) else 0
+
+    def set_open_files(self, paths: list[Path | str], current: int = 0) -> None:
+        self.qsettings.setValue("files/open", json.dumps({"files": [str(Path(p).resolve()) for p in paths],
+                                                          "current": current}))
+
+    @property
+    def last_folder(self) -> str:
+        """Where the last flow was opened from or saved to ("" before the first)."""
+        return self._str("files/last_folder")
+
+    @last_folder.setter
+    def last_folder(self, folder: Path | str) -> None:
+        self.qsettings.setValue("files/last_folder", str(folder))
+
     @property
     def first_start_done(self) -> bool:
         return self._str("app/first_start_done") == "1"

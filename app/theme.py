@@ -23,3 +23,11 @@ def apply_app_theme(app: QApplication, mode: ThemeMode) -> str:
     theme = apply_theme(app, mode)
     app.setStyleSheet(_stylesheet(theme.name))
     return theme.name
+
+
+def status_colour(status: str) -> str:
+    """The colour of a run or step status in the theme in force (legible on its fields and panels)."""
+    from app.panels.rows import status_colours
+    from canvas.theme import current_theme
+
+    return status_colours(current_theme().name == "dark").get(status, current_theme().text_muted.name())

@@ -88,6 +88,8 @@ class MainWindow(QMainWindow):
         """Names of the engine's budgets, once read (the budget_missing check waits for them)."""
         self.published_ids: frozenset[str] = frozenset()
         """Ids of the flows published in the engine's data folder (read when the engine starts and on publish)."""
+        self._hint_document: FlowDocument | None = None
+        """The flow the status-bar hint is about (the first-start example); the hint shows only with it."""
 
         self.tabs = FlowTabs(self)
         self.setCentralWidget(self.tabs)
@@ -101,6 +103,10 @@ class MainWindow(QMainWindow):
         self.toolbar.setObjectName("mainToolbar")
         self.toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         action_specs.build_toolbar(self.toolbar, self.actions_by_id)
+        self._theme_changed()
+        from canvas.theme import theme_notifier
+
+        theme_notifier().changed.connect(self._theme_changed)
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
         self.hint_label = QLabel(self)
         self.hint_label.setObjectName("hintLabel")
@@ -352,6 +358,7 @@ class MainWindow(QMainWindow):
             return None
         self.add_document(document)
         self.settings.add_recent_file(path)
+        self.settings.last_folder = str(Path(path).resolve().parent)
         self._fill_recent_menu()
         self.statusBar().showMessage(f"Opened {path.name}", STATUS_MESSAGE_MS)
         return document
@@ -397,6 +404,7 @@ class MainWindow(QMainWindow):
             QMessageBox.warning(self, "Not saved", f"{path} could not be written: {exc}")
             return False
         self.settings.add_recent_file(written)
+        self.settings.last_folder = str(Path(written).resolve().parent)
         self._fill_recent_menu()
         self.tabs.refresh_title(document)
         self.statusBar().showMessage(f"Saved {Path(written).name}", STATUS_MESSAGE_MS)
@@ -429,11 +437,13 @@ class MainWindow(QMainWindow):
         )
 
     def _open_path_dialog(self) -> Path | None:
-        chosen, _filter = QFileDialog.getOpenFileName(self, "Open flow", "", FLOW_FILE_FILTER)
+        chosen, _filter = QFileDialog.getOpenFileName(self, "Open flow", self.settings.last_folder, FLOW_FILE_FILTER)
         return Path(chosen) if chosen else None
 
     def _save_path_dialog(self, document: FlowDocument) -> Path | None:
-        suggested = str(document.path) if document.path else f"{document.flow_ref().id}.flow.json"
+        name = f"{document.flow_ref().id}.flow.json"
+        folder = self.settings.last_folder
+        suggested = str(document.path) if document.path else str(Path(folder) / name) if folder else name
         chosen, _filter = QFileDialog.getSaveFileName(self, "Save flow as", suggested, FLOW_FILE_FILTER)
         if not chosen:
             return None
@@ -463,8 +473,10 @@ class MainWindow(QMainWindow):
             document.undo_stack.canRedoChanged.connect(self._update_edit_actions)
             self.problems.set_diagnostics(document.diagnostics())
         else:
-            self.problems.set_diagnostics([])
+            self.problems.show_no_flow()
         self._show_window_title()
+        if self._hint_document is not None:
+            self.hint_label.setVisible(self._hint_document is document)
         if self.engine is not None and self.engine.live_on:
             self.engine.repaint_live()
         for action_id in ("save", "save_as", "close_tab", "validate", "publish", "run", "live", "versions",
@@ -750,8 +762,7 @@ class MainWindow(QMainWindow):
         if state == "running":
             self.refresh_published_ids()
         if state != "running":
-            reason = self.bridge.unavailable_reason if self.bridge is not None else ""
-            text = f"The engine is {state}" + (f": {reason}." if reason else ".")
+            text = engine_state_text(state, self.bridge.unavailable_reason if self.bridge is not None else "")
             self.runs.set_unavailable(text)
             self.approvals.set_unavailable(text)
             self.holds.set_unavailable(text)
@@ -767,6 +778,11 @@ class MainWindow(QMainWindow):
         app = QApplication.instance()
         if isinstance(app, QApplication):
             apply_app_theme(app, mode)
+
+    def _theme_changed(self, _theme: object = None) -> None:
+        from app.toolbar_icons import apply_toolbar_icons
+
+        apply_toolbar_icons(self.actions_by_id)
 
     def show_settings(self, tab: str | None = None, budget: str | None = None) -> None:
         """The Settings dialog, on `tab` (or on the Budgets tab with `budget` selected, added if missing)."""
@@ -803,8 +819,11 @@ class MainWindow(QMainWindow):
         if self.trigger_watch is not None:
             self.trigger_watch.refresh()
 
-    def show_hint(self, text: str) -> None:
+    def show_hint(self, text: str, document: FlowDocument | None = None) -> None:
+        """A hint in the status bar; with `document`, shown only while that flow is the one in front."""
         self.hint_label.setText(text)
+        self._hint_document = document
+        self.hint_label.setVisible(document is None or document is self.document)
 
     def show_shortcuts(self) -> None:
         dialog = QDialog(self)
@@ -840,18 +859,52 @@ class MainWindow(QMainWindow):
 
     def first_start(self) -> None:
         """Open the triage example and say what to try."""
-        self.open_example(FIRST_START_EXAMPLE)
-        self.show_hint(FIRST_START_HINT)
+        self.show_hint(FIRST_START_HINT, self.open_example(FIRST_START_EXAMPLE))
         self.settings.first_start_done = True
         self.settings.sync()
 
+    def reopen_last_files(self) -> int:
+        """Open the flow files that were open at the last quit (those still there); returns how many opened."""
+        paths, current = self.settings.open_files()
+        opened: list[FlowDocument] = []
+        front: FlowDocument | None = None
+        for index, path in enumerate(paths):
+            if not Path(path).is_file():
+                continue
+            document = self.open_file(Path(path))
+            if document is not None:
+                opened.append(document)
+                if index == current:
+                    front = document
+        if front is not None:
+            self.tabs.setCurrentIndex(self.tabs.index_of(front))
+        return len(opened)
+
+    def _remember_open_files(self, documents: list[FlowDocument], current: FlowDocument | None) -> None:
+        version_views = set(self.engine.version_documents.values()) if self.engine is not None else set()
+        kept = [d for d in documents if d.path is not None and d not in version_views]
+        front = kept.index(current) if current in kept else 0
+        self.settings.set_open_files([Path(str(d.path)) for d in kept], front)
+
     def closeEvent(self, event: QCloseEvent) -> None:
+        documents, current = list(self.tabs.documents()), self.document
         for index in reversed(range(self.tabs.count())):
             if self.tabs.document_at(index).is_dirty() and not self.close_tab(index):
                 event.ignore()
                 return
+        self._remember_open_files(documents, current)
         self.save_layout()
         if self.bridge is not None:
             self.bridge.stop()
         event.accept()
 
+
+def engine_state_text(state: str, reason: str) -> str:
+    """What the engine panels say while the engine does not run, each thing said once."""
+    if state == "starting":
+        return "The engine is starting; runs, approvals and holds show here once it runs."
+    if not reason or reason.lower().startswith(f"the engine is {state}"):
+        return f"The engine is {state}."
+    if reason.lower().startswith("the engine"):
+        return reason[0].upper() + reason[1:].rstrip(".") + "."
+    return f"The engine is {state}: {reason.rstrip('.')}."

@@ -36,7 +36,7 @@ from canvas.geometry import (
 )
 from canvas.icons import paint_type_icon, type_color
 from canvas.summary import config_summary
-from canvas.theme import current_theme
+from canvas.theme import current_theme, readable_on
 from engine.catalog import node_type
 from engine.flow import Edge, Node
 from engine.validation import Diagnostic
@@ -63,12 +63,29 @@ TITLE_FONT = _font(12.5, bold=True)
 SUMMARY_FONT = _font(11)
 PORT_FONT = _font(10.5)
 BADGE_FONT = _font(10, bold=True)
+MIN_TEXT_PX = 9.5
+"""Smallest on-screen size of a node's text: zoomed out, its summary and port labels grow in scene units (and
+elide sooner) instead of shrinking below this."""
+SUMMARY_MAX_PX = 16.0
+TITLE_MAX_PX = 20.0
+MIN_TITLE_PX = 9.0
+"""Titles are bold and say the most: a little smaller on screen before they grow, so fewer are cut short."""
+
+
+def readable_font(font: QFont, zoom: float, largest: float, smallest_px: float = MIN_TEXT_PX) -> QFont:
+    """`font` at least `smallest_px` on screen at `zoom` (capped at `largest` scene pixels so it fits its row)."""
+    wanted = min(max(float(font.pixelSize()), smallest_px / max(zoom, 0.01)), largest)
+    if round(wanted) == font.pixelSize():
+        return font
+    grown = QFont(font)
+    grown.setPixelSize(round(wanted))
+    return grown
 
 
 class LiveState:
     """What live mode says about one node; plain data the node paints."""
 
-    __slots__ = ("current", "on_path", "running", "waiting", "waiting_text")
+    __slots__ = ("current", "mark", "mark_text", "on_path", "running", "waiting", "waiting_text")
 
     def __init__(self) -> None:
         self.running = 0
@@ -76,9 +93,21 @@ class LiveState:
         self.waiting_text = ""
         self.on_path = False
         self.current = False
+        self.mark = ""
+        """On the selected run's path: "failed" (drawn red), "timed_out", or "" for neither."""
+        self.mark_text = ""
+        """The failure's error, or the label of a timeout."""
 
     def is_empty(self) -> bool:
-        return not (self.running or self.waiting or self.on_path or self.current)
+        return not (self.running or self.waiting or self.on_path or self.current or self.mark)
+
+    def label_below(self) -> str:
+        """The line drawn under the node: a failure or timeout, else what the followed run waits on."""
+        if self.mark == "failed":
+            return f"failed: {self.mark_text}" if self.mark_text else "failed"
+        if self.mark == "timed_out":
+            return self.mark_text or "timed out"
+        return self.waiting_text if self.current else ""
 
 
 class PortItem(QGraphicsEllipseItem):
@@ -128,6 +157,7 @@ class NodeItem(QGraphicsRectItem):
         self.port_items: list[PortItem] = []
         self.input_item: PortItem | None = None
         self._title = ""
+        self._title_full = ""
         self._summary = ""
         self.setFlags(
             QGraphicsItem.GraphicsItemFlag.ItemIsSelectable
@@ -153,6 +183,7 @@ class NodeItem(QGraphicsRectItem):
             self._rebuild_ports()
         spec = node_type(node.type)
         title = node.title or (spec.title if spec is not None else node.id)
+        self._title_full = title
         self._title = QFontMetricsF(TITLE_FONT).elidedText(title, Qt.TextElideMode.ElideRight, NODE_WIDTH - 44)
         self._summary = config_summary(node)
         self._refresh_tooltip()
@@ -191,6 +222,12 @@ class NodeItem(QGraphicsRectItem):
         for diagnostic in self.diagnostics:
             colour = current_theme().error if diagnostic.severity == "error" else current_theme().warning
             lines.append(f"<span style='color:{colour.name()}'>● {_escape(diagnostic.message)}</span>")
+        if self.live.mark == "failed":
+            error_colour = current_theme().error.name()
+            lines.append(f"<span style='color:{error_colour}'>✕ failed in the selected run: "
+                         f"{_escape(self.live.mark_text or 'no error recorded')}</span>")
+        elif self.live.mark == "timed_out":
+            lines.append(_escape(f"{self.live.mark_text or 'timed out'} in the selected run"))
         if self.live.waiting_text:
             lines.append(_escape(self.live.waiting_text))
         if self.notice[1]:
@@ -268,11 +305,11 @@ class NodeItem(QGraphicsRectItem):
                 painter.fillRect(QRectF(NODE_WIDTH - 30, -12, 42, 42), colour)
             return
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        self._paint_body(painter, theme, accent, selected, rect)
-        self._paint_ports(painter, theme)
+        self._paint_body(painter, theme, accent, selected, rect, lod)
+        self._paint_ports(painter, theme, lod)
         self._paint_badge(painter, theme)
         if not self.live.is_empty():
-            self._paint_live(painter, theme)
+            self._paint_live(painter, theme, lod)
         if self.notice[0]:
             self._paint_notice(painter, theme)
 
@@ -284,12 +321,14 @@ class NodeItem(QGraphicsRectItem):
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(theme.warning)
         painter.drawRoundedRect(pill, 8, 8)
-        painter.setPen(QColor("#1d2330"))
+        painter.setPen(readable_on(theme.warning))
         painter.drawText(pill, Qt.AlignmentFlag.AlignCenter, self.notice[0])
 
-    def _paint_body(self, painter: QPainter, theme: Any, accent: QColor, selected: bool, rect: QRectF) -> None:
-        if self.live.current or self.live.on_path:
-            painter.setPen(QPen(theme.run_path, 4 if self.live.current else 2.5))
+    def _paint_body(self, painter: QPainter, theme: Any, accent: QColor, selected: bool, rect: QRectF,
+                    lod: float = 1.0) -> None:
+        if self.live.current or self.live.on_path or self.live.mark:
+            ring = theme.error if self.live.mark == "failed" else theme.run_path
+            painter.setPen(QPen(ring, 4 if self.live.current or self.live.mark == "failed" else 2.5))
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawRoundedRect(rect.adjusted(-3, -3, 3, 3), 8, 8)
         painter.setPen(QPen(theme.node_selected, 2) if selected else QPen(theme.node_border, 1))
@@ -298,33 +337,36 @@ class NodeItem(QGraphicsRectItem):
         header = QPainterPath()
         header.addRoundedRect(QRectF(1, 1, NODE_WIDTH - 2, HEADER_HEIGHT), 5, 5)
         header.addRect(QRectF(1, HEADER_HEIGHT / 2, NODE_WIDTH - 2, HEADER_HEIGHT / 2))
-        tint = QColor(accent)
-        tint.setAlpha(38 if theme.name == "light" else 60)
         painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(tint)
+        painter.setBrush(theme.header_fill(accent))
         header.setFillRule(Qt.FillRule.WindingFill)
         painter.drawPath(header.simplified())
         painter.fillRect(QRectF(1, HEADER_HEIGHT, NODE_WIDTH - 2, 1), theme.node_border)
         painter.fillRect(QRectF(0.5, 6, 3, HEADER_HEIGHT - 6), accent)
         paint_type_icon(painter, QRectF(9, (HEADER_HEIGHT - 16) / 2, 16, 16), self.node.type, accent)
         painter.setPen(theme.text)
-        painter.setFont(TITLE_FONT)
-        painter.drawText(QRectF(31, 0, NODE_WIDTH - 40, HEADER_HEIGHT), Qt.AlignmentFlag.AlignVCenter, self._title)
+        title_font = readable_font(TITLE_FONT, lod, TITLE_MAX_PX, MIN_TITLE_PX)
+        painter.setFont(title_font)
+        title = self._title if title_font is TITLE_FONT else QFontMetricsF(title_font).elidedText(
+            self._title_full, Qt.TextElideMode.ElideRight, NODE_WIDTH - 44)
+        painter.drawText(QRectF(31, 0, NODE_WIDTH - 40, HEADER_HEIGHT), Qt.AlignmentFlag.AlignVCenter, title)
         if self._summary:
-            label_width = max((QFontMetricsF(PORT_FONT).horizontalAdvance(p) for p in self.ports[:1]), default=0.0)
+            port_font = readable_font(PORT_FONT, lod, SUMMARY_MAX_PX)
+            summary_font = readable_font(SUMMARY_FONT, lod, SUMMARY_MAX_PX)
+            label_width = max((QFontMetricsF(port_font).horizontalAdvance(p) for p in self.ports[:1]), default=0.0)
             room = NODE_WIDTH - 22 - (label_width + 14 if len(self.ports) > 1 else 0)
-            summary = QFontMetricsF(SUMMARY_FONT).elidedText(self._summary, Qt.TextElideMode.ElideRight, room)
+            summary = QFontMetricsF(summary_font).elidedText(self._summary, Qt.TextElideMode.ElideRight, room)
             painter.setPen(theme.text_muted)
-            painter.setFont(SUMMARY_FONT)
+            painter.setFont(summary_font)
             row = QRectF(12, HEADER_HEIGHT + 4, room, PORT_ROW_HEIGHT)
             painter.drawText(row, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, summary)
 
-    def _paint_ports(self, painter: QPainter, theme: Any) -> None:
+    def _paint_ports(self, painter: QPainter, theme: Any, lod: float = 1.0) -> None:
         painter.setPen(QPen(theme.port_border, 1.4))
         painter.setBrush(theme.port_fill)
         if self.input_item is not None:
             painter.drawEllipse(self.input_item.pos(), PORT_RADIUS, PORT_RADIUS)
-        painter.setFont(PORT_FONT)
+        painter.setFont(readable_font(PORT_FONT, lod, SUMMARY_MAX_PX))
         for item in self.port_items:
             painter.setPen(QPen(theme.port_border, 1.4))
             painter.setBrush(theme.port_fill)
@@ -343,7 +385,7 @@ class NodeItem(QGraphicsRectItem):
         painter.setPen(QPen(theme.node_body, 2))
         painter.setBrush(colour)
         painter.drawEllipse(centre, 8.5, 8.5)
-        painter.setPen(QColor("#ffffff") if severity == "error" else QColor("#1d2330"))
+        painter.setPen(readable_on(colour))
         painter.setFont(BADGE_FONT)
         count = sum(1 for d in self.diagnostics if d.severity == severity)
         painter.drawText(
@@ -352,7 +394,7 @@ class NodeItem(QGraphicsRectItem):
             "!" if count == 1 else str(min(count, 9)),
         )
 
-    def _paint_live(self, painter: QPainter, theme: Any) -> None:
+    def _paint_live(self, painter: QPainter, theme: Any, lod: float = 1.0) -> None:
         painter.setFont(BADGE_FONT)
         x = 4.0
         for count, colour, label in (
@@ -366,14 +408,16 @@ class NodeItem(QGraphicsRectItem):
             painter.setPen(Qt.PenStyle.NoPen)
             painter.setBrush(colour)
             painter.drawRoundedRect(QRectF(x, -OVERLAY_ABOVE + 2, width, 16), 8, 8)
-            painter.setPen(QColor("#ffffff"))
+            painter.setPen(readable_on(colour))
             painter.drawText(QRectF(x, -OVERLAY_ABOVE + 2, width, 16), Qt.AlignmentFlag.AlignCenter, text)
             x += width + 4
-        if self.live.current and self.live.waiting_text:
-            painter.setPen(theme.run_path)
-            painter.setFont(SUMMARY_FONT)
-            text = QFontMetricsF(SUMMARY_FONT).elidedText(
-                self.live.waiting_text, Qt.TextElideMode.ElideRight, NODE_WIDTH
+        below = self.live.label_below()
+        if below:
+            painter.setPen(theme.error if self.live.mark == "failed" else theme.run_path)
+            font = readable_font(SUMMARY_FONT, lod, SUMMARY_MAX_PX)
+            painter.setFont(font)
+            text = QFontMetricsF(font).elidedText(
+                below, Qt.TextElideMode.ElideRight, NODE_WIDTH
             )
             painter.drawText(
                 QRectF(0, self.height + 2, NODE_WIDTH, OVERLAY_BELOW - 2), Qt.AlignmentFlag.AlignLeft, text

@@ -20,6 +20,7 @@ class LiveOverlay(QObject):
         self.flushes = 0
         self._counts: dict[str, tuple[int, int, str]] = {}
         self._path: tuple[list[str], str | None, str] = ([], None, "")
+        self._marks: dict[str, tuple[str, str]] = {}
         self._shown: set[str] = set()
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -30,13 +31,16 @@ class LiveOverlay(QObject):
         self._counts = dict(counts)
         self._schedule()
 
-    def set_run_path(self, nodes_in_order: list[str], current_node: str | None, waiting_text: str = "") -> None:
+    def set_run_path(self, nodes_in_order: list[str], current_node: str | None, waiting_text: str = "",
+                     marks: dict[str, tuple[str, str]] | None = None) -> None:
         self._path = (list(nodes_in_order), current_node, waiting_text)
+        self._marks = dict(marks or {})
         self._schedule()
 
     def clear(self) -> None:
         self._counts = {}
         self._path = ([], None, "")
+        self._marks = {}
         self._schedule()
 
     def _schedule(self) -> None:
@@ -51,7 +55,7 @@ class LiveOverlay(QObject):
         items = self.scene.node_items
         path, current, waiting_text = self._path
         on_path = set(path)
-        touched = set(self._counts) | on_path | self._shown | ({current} if current else set())
+        touched = set(self._counts) | on_path | self._shown | set(self._marks) | ({current} if current else set())
         for node_id in touched:
             item = items.get(node_id)
             if item is None:
@@ -59,9 +63,12 @@ class LiveOverlay(QObject):
             running, waiting, reason = self._counts.get(node_id, (0, 0, ""))
             live = item.live
             text = waiting_text if node_id == current else reason
-            state = (running, waiting, text, node_id in on_path, node_id == current)
-            if state != (live.running, live.waiting, live.waiting_text, live.on_path, live.current):
-                live.running, live.waiting, live.waiting_text, live.on_path, live.current = state
+            mark, mark_text = self._marks.get(node_id, ("", ""))
+            state = (running, waiting, text, node_id in on_path, node_id == current, mark, mark_text)
+            if state != (live.running, live.waiting, live.waiting_text, live.on_path, live.current, live.mark,
+                         live.mark_text):
+                (live.running, live.waiting, live.waiting_text, live.on_path, live.current, live.mark,
+                 live.mark_text) = state
                 item.refresh_live()
         self._shown = {n for n in touched if n in items and not items[n].live.is_empty()}
         steps = set(itertools.pairwise(path))

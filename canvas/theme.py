@@ -35,10 +35,56 @@ class CanvasTheme:
     live_waiting: QColor
     run_path: QColor
     minimap_background: QColor
+    window: QColor
+    """Panels and toolbars (the palette's Window)."""
+    base: QColor
+    """Fields and tables (the palette's Base)."""
+    disabled_text: QColor
+    """Text and icons of controls that cannot be used now: clearly dimmer than `text`."""
+    highlight: QColor
+    """Selected rows; white text on it."""
+    button: QColor
+    """Push buttons that can be pressed (a disabled one is flat, the colour of `window`)."""
+    header_tint_alpha: int
+    """How much of a node's category colour tints its header (0-255)."""
     categories: dict[str, QColor] = field(default_factory=dict)
 
     def category_color(self, category: str) -> QColor:
         return self.categories.get(category, self.text_muted)
+
+    def header_fill(self, accent: QColor) -> QColor:
+        """The opaque colour of a node header tinted with `accent` (what its title and icon sit on)."""
+        return blend(accent, self.node_body, self.header_tint_alpha / 255)
+
+
+INK = QColor("#1d2330")
+PAPER = QColor("#ffffff")
+
+
+def relative_luminance(colour: QColor) -> float:
+    """WCAG 2 relative luminance of an opaque colour."""
+
+    def linear(channel: float) -> float:
+        return channel / 12.92 if channel <= 0.03928 else ((channel + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * linear(colour.redF()) + 0.7152 * linear(colour.greenF()) + 0.0722 * linear(colour.blueF())
+
+
+def contrast_ratio(first: QColor, second: QColor) -> float:
+    """WCAG 2 contrast ratio (1 to 21); AA asks 4.5 for text."""
+    lighter, darker = sorted((relative_luminance(first), relative_luminance(second)), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def blend(top: QColor, bottom: QColor, alpha: float) -> QColor:
+    """`top` painted at `alpha` over an opaque `bottom`."""
+    return QColor.fromRgbF(*(t * alpha + b * (1 - alpha) for t, b in (
+        (top.redF(), bottom.redF()), (top.greenF(), bottom.greenF()), (top.blueF(), bottom.blueF()))))
+
+
+def readable_on(fill: QColor) -> QColor:
+    """White or ink, whichever reads better on `fill` (badge and pill text)."""
+    return PAPER if contrast_ratio(PAPER, fill) >= contrast_ratio(INK, fill) else INK
 
 
 LIGHT = CanvasTheme(
@@ -56,20 +102,26 @@ LIGHT = CanvasTheme(
     edge_selected=QColor("#2f6fed"),
     port_fill=QColor("#ffffff"),
     port_border=QColor("#7b8494"),
-    error=QColor("#d93025"),
+    error=QColor("#c5221f"),
     warning=QColor("#e8a200"),
     wire_ok=QColor("#2f9e44"),
-    wire_refused=QColor("#d93025"),
+    wire_refused=QColor("#c5221f"),
     live_running=QColor("#2f6fed"),
     live_waiting=QColor("#c77700"),
     run_path=QColor("#7b3fe4"),
     minimap_background=QColor(255, 255, 255, 215),
+    window=QColor("#f2f3f5"),
+    base=QColor("#ffffff"),
+    disabled_text=QColor("#8a909b"),
+    highlight=QColor("#2f6fed"),
+    button=QColor("#fbfbfc"),
+    header_tint_alpha=30,
     categories={
-        "Triggers": QColor("#2f9e44"),
-        "Waiting": QColor("#d9822b"),
-        "Money & AI": QColor("#7b3fe4"),
-        "Logic": QColor("#1c7ed6"),
-        "Data": QColor("#0c8599"),
+        "Triggers": QColor("#237a36"),
+        "Waiting": QColor("#a34f00"),
+        "Money & AI": QColor("#6c35d0"),
+        "Logic": QColor("#1864ab"),
+        "Data": QColor("#0b6b7d"),
     },
 )
 
@@ -96,11 +148,17 @@ DARK = CanvasTheme(
     live_waiting=QColor("#ffa94d"),
     run_path=QColor("#b197fc"),
     minimap_background=QColor(30, 33, 39, 215),
+    window=QColor("#24272e"),
+    base=QColor("#1b1e23"),
+    disabled_text=QColor("#6b7280"),
+    highlight=QColor("#2d5fb8"),
+    button=QColor("#353a44"),
+    header_tint_alpha=34,
     categories={
         "Triggers": QColor("#51cf66"),
         "Waiting": QColor("#ffa94d"),
-        "Money & AI": QColor("#b197fc"),
-        "Logic": QColor("#4dabf7"),
+        "Money & AI": QColor("#c3b0ff"),
+        "Logic": QColor("#6cbcff"),
         "Data": QColor("#3bc9db"),
     },
 )
@@ -143,18 +201,16 @@ def system_prefers_dark() -> bool:
 
 def _palette_for(theme: CanvasTheme) -> QPalette:
     palette = QPalette()
-    dark = theme.name == "dark"
-    window = QColor("#24272e") if dark else QColor("#f2f3f5")
-    base = QColor("#1b1e23") if dark else QColor("#ffffff")
+    window, base = theme.window, theme.base
     roles = {
         QPalette.ColorRole.Window: window,
         QPalette.ColorRole.WindowText: theme.text,
         QPalette.ColorRole.Base: base,
         QPalette.ColorRole.AlternateBase: window,
         QPalette.ColorRole.Text: theme.text,
-        QPalette.ColorRole.Button: window,
+        QPalette.ColorRole.Button: theme.button,
         QPalette.ColorRole.ButtonText: theme.text,
-        QPalette.ColorRole.Highlight: theme.node_selected,
+        QPalette.ColorRole.Highlight: theme.highlight,
         QPalette.ColorRole.HighlightedText: QColor("#ffffff"),
         QPalette.ColorRole.ToolTipBase: base,
         QPalette.ColorRole.ToolTipText: theme.text,
@@ -162,8 +218,15 @@ def _palette_for(theme: CanvasTheme) -> QPalette:
     }
     for role, color in roles.items():
         palette.setColor(role, color)
-    palette.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text, theme.text_muted)
-    palette.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.WindowText, theme.text_muted)
+    # A control that cannot be used is dim and flat: greyed text, its field the colour of the panel.
+    disabled = QPalette.ColorGroup.Disabled
+    for role in (QPalette.ColorRole.Text, QPalette.ColorRole.WindowText, QPalette.ColorRole.ButtonText,
+                 QPalette.ColorRole.PlaceholderText):
+        palette.setColor(disabled, role, theme.disabled_text)
+    palette.setColor(disabled, QPalette.ColorRole.Base, window)
+    palette.setColor(disabled, QPalette.ColorRole.Button, window)
+    palette.setColor(disabled, QPalette.ColorRole.Highlight, theme.grid_major)
+    palette.setColor(disabled, QPalette.ColorRole.Light, window)
     return palette
 
 

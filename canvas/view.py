@@ -298,9 +298,11 @@ class FlowView(QGraphicsView):
         """Per node: (runs running there, runs waiting there, why they wait). Repaints at most once per frame."""
         self.live.set_counts(counts)
 
-    def set_run_path(self, nodes_in_order: list[str], current_node: str | None, waiting_text: str = "") -> None:
-        """Highlight one run: the nodes it passed, the edges between them, and where it is now."""
-        self.live.set_run_path(nodes_in_order, current_node, waiting_text)
+    def set_run_path(self, nodes_in_order: list[str], current_node: str | None, waiting_text: str = "",
+                     marks: dict[str, tuple[str, str]] | None = None) -> None:
+        """Highlight one run: the nodes it passed, the edges between them, and where it is now; `marks` flag
+        nodes on it as ("failed", error) or ("timed_out", text)."""
+        self.live.set_run_path(nodes_in_order, current_node, waiting_text, marks)
 
     def set_node_notices(self, notices: dict[str, tuple[str, str]]) -> None:
         """Per node: (short label drawn above it, tooltip line), e.g. a disabled trigger; others lose theirs."""

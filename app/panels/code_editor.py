@@ -48,14 +48,24 @@ def _format(color: str, bold: bool = False, italic: bool = False) -> QTextCharFo
     return char_format
 
 
-FORMATS: dict[str, QTextCharFormat] = {
-    "keyword": _format("#c678dd", bold=True),
-    "builtin": _format("#56b6c2"),
-    "string": _format("#98c379"),
-    "number": _format("#d19a66"),
-    "comment": _format("#7f848e", italic=True),
-    "variable": _format("#e5c07b"),
+CODE_COLOURS: dict[str, dict[str, str]] = {
+    "dark": {"keyword": "#c678dd", "builtin": "#56b6c2", "string": "#98c379", "number": "#d19a66",
+             "comment": "#8b919b", "variable": "#e5c07b"},
+    "light": {"keyword": "#8e24aa", "builtin": "#0b6b7d", "string": "#2f7a1f", "number": "#a34f00",
+              "comment": "#5f6673", "variable": "#8a5a00"},
 }
+"""Syntax colours per theme, each legible (WCAG AA) on that theme's fields."""
+_BOLD, _ITALIC = frozenset({"keyword"}), frozenset({"comment"})
+FORMATS: dict[str, dict[str, QTextCharFormat]] = {
+    theme: {name: _format(colour, bold=name in _BOLD, italic=name in _ITALIC) for name, colour in colours.items()}
+    for theme, colours in CODE_COLOURS.items()
+}
+
+
+def _formats() -> dict[str, QTextCharFormat]:
+    from canvas.theme import current_theme
+
+    return FORMATS.get(current_theme().name, FORMATS["light"])
 
 
 def _words(words: Iterable[str]) -> re.Pattern[str]:
@@ -79,6 +89,12 @@ class CodeHighlighter(QSyntaxHighlighter):
     def __init__(self, document: QTextDocument, language: str = "python") -> None:
         super().__init__(document)
         self.language = language
+        from canvas.theme import theme_notifier
+
+        theme_notifier().changed.connect(self._theme_changed)
+
+    def _theme_changed(self, _theme: object) -> None:
+        self.rehighlight()
 
     def set_language(self, language: str) -> None:
         if language != self.language:
@@ -86,9 +102,10 @@ class CodeHighlighter(QSyntaxHighlighter):
             self.rehighlight()
 
     def highlightBlock(self, text: str) -> None:
+        formats = _formats()
         for pattern, name in RULES.get(self.language, []):
             for match in pattern.finditer(text):
-                self.setFormat(match.start(), match.end() - match.start(), FORMATS[name])
+                self.setFormat(match.start(), match.end() - match.start(), formats[name])
 
     def format_names_at(self, text: str) -> dict[int, str]:
         """Position -> format name this highlighter gives `text` (what a test checks without pixels)."""

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from app.field_kinds import FieldSpec
 from app.panels.template_completion import TemplateCompleter
+from app.panels.template_preview import PreviewContext, preview_text
 from engine.durations import DurationError, format_duration, parse_duration
 from engine.templates import TemplateProblem, check_template
 
@@ -196,11 +197,35 @@ class TemplateEditor(FieldEditor):
         self.text.left.connect(self.commit)
         self.completion = TemplateCompleter(self.text)
         self.text.completer = self.completion
+        self.preview_context: PreviewContext | None = None
+        self.preview = QLabel(self)
+        self.preview.setObjectName("templatePreview")
+        self.preview.setWordWrap(True)
+        self.preview.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.preview.hide()
         self._finish_layout(self.text)
+        self._layout.addWidget(self.preview)
 
     def set_completions(self, words: list[str]) -> None:
         """The `inputs.*` and `state.*` names offered while typing inside `{{ }}`."""
         self.completion.set_words(words)
+
+    def set_preview_context(self, context: PreviewContext | None) -> None:
+        """What the live preview evaluates against (None: no preview)."""
+        self.preview_context = context
+        self._show_preview()
+
+    def _show_preview(self) -> None:
+        source = self.text.toPlainText()
+        if self.preview_context is None or template_problem(source):
+            self.preview.hide()
+            return
+        text, problem = preview_text(source, self.preview_context)
+        self.preview.setText(text)
+        self.preview.setProperty("problem", problem)
+        self.preview.style().unpolish(self.preview)
+        self.preview.style().polish(self.preview)
+        self.preview.setVisible(bool(text))
 
     def _display(self, value: Any) -> None:
         text = "" if value is None else str(value)
@@ -215,6 +240,7 @@ class TemplateEditor(FieldEditor):
             return
         problem = template_problem(source)
         self.set_note(problem or "", problem is not None)
+        self._show_preview()
 
     def commit(self) -> None:
         source = self.text.toPlainText()

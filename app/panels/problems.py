@@ -49,17 +49,29 @@ class ProblemsPanel(QWidget):
         header.resizeSection(2, 130)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         header.resizeSection(4, 150)
+        self.detail = QLabel(self)
+        self.detail.setObjectName("problemDetail")
+        self.detail.setWordWrap(True)
+        self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.table.itemSelectionChanged.connect(self._selection_changed)
+        self.table.currentCellChanged.connect(lambda *_args: self._show_detail())
         self.table.itemActivated.connect(lambda _item: self._selection_changed())
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
         layout.addWidget(self.summary)
         layout.addWidget(self.table)
+        layout.addWidget(self.detail)
+        self.has_flow = False
         self.set_diagnostics([])
 
-    def set_diagnostics(self, diagnostics: list[Diagnostic]) -> None:
+    def show_no_flow(self) -> None:
+        """No flow is open: nothing to check, and nothing to publish."""
+        self.set_diagnostics([], has_flow=False)
+
+    def set_diagnostics(self, diagnostics: list[Diagnostic], has_flow: bool = True) -> None:
         """Show `diagnostics` (errors first, each group in document order)."""
+        self.has_flow = has_flow
         ordered = [d for d in diagnostics if d.severity == "error"] + [d for d in diagnostics if d.severity != "error"]
         self.diagnostics = ordered
         style = self.style()
@@ -86,13 +98,30 @@ class ProblemsPanel(QWidget):
         self.table.blockSignals(False)
         errors = sum(1 for d in ordered if d.severity == "error")
         warnings = len(ordered) - errors
-        if not ordered:
+        if not has_flow:
+            self.summary.setText("No flow is open: open or create one (File ▸ Open, File ▸ New flow) to check it.")
+        elif not ordered:
             self.summary.setText("No problems: this flow can be published.")
         else:
             self.summary.setText(f"{errors} error{'s' if errors != 1 else ''}, "
                                  f"{warnings} warning{'s' if warnings != 1 else ''}"
                                  + (" — fix the errors to publish." if errors else "."))
+        self._show_detail()
         self.counts_changed.emit(errors, warnings)
+
+    def _show_detail(self) -> None:
+        """The whole message (with its fix) of the current problem, or of the first one: the table's cell
+        is cut at its width."""
+        row = self.table.currentRow()
+        if not 0 <= row < len(self.diagnostics):
+            row = 0
+        if not self.diagnostics:
+            self.detail.hide()
+            return
+        diagnostic = self.diagnostics[row]
+        where = f" at {diagnostic.node}" if diagnostic.node else ""
+        self.detail.setText(f"{diagnostic.severity.capitalize()}{where} ({diagnostic.code}): {diagnostic.message}")
+        self.detail.show()
 
     def _fix_button(self, diagnostic: Diagnostic) -> QPushButton | None:
         if not isinstance(diagnostic, BudgetDiagnostic):

@@ -29,6 +29,7 @@ from app.panels.code_editor import CodeEditor
 from app.panels.field_editors import DurationEditor, FieldEditor, NodeRefEditor, TemplateEditor, editor_for
 from app.panels.flow_panel import FlowPanel
 from app.panels.template_completion import completion_words
+from app.panels.template_preview import context_for
 from engine.catalog import CATALOG
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ class PropertiesPanel(QWidget):
         self.node_id: str | None = None
         self.editors: dict[str, FieldEditor] = {}
         self._built_for: tuple[str, str] | None = None
+        self.preview_run: dict[str, Any] | None = None
+        """The selected run (its inputs and state): template fields preview their value against it."""
 
         self.scroll_area = QScrollArea(self)
         self.scroll_area.setWidgetResizable(True)
@@ -88,6 +91,16 @@ class PropertiesPanel(QWidget):
             document.flow_changed.connect(self._refresh_references)
         self.flow_panel.set_document(document)
         self.show_node(None)
+
+    def set_preview_run(self, run: dict[str, Any] | None) -> None:
+        """Preview template fields against `run` (None: against the inputs' defaults)."""
+        self.preview_run = run
+        if self.document is None:
+            return
+        preview = context_for(self.document.flow_ref(), run)
+        for editor in self.editors.values():
+            if isinstance(editor, TemplateEditor):
+                editor.set_preview_context(preview)
 
     def showing_flow(self) -> bool:
         """True while the flow panel (not a node) is shown."""
@@ -223,9 +236,11 @@ class PropertiesPanel(QWidget):
         if self.title_edit.text() != node.title:
             self.title_edit.setText(node.title)
         words = completion_words(self.document.flow_ref(), node.id)
+        preview = context_for(self.document.flow_ref(), self.preview_run)
         for key, editor in self.editors.items():
             if isinstance(editor, TemplateEditor):
                 editor.set_completions(words)
+                editor.set_preview_context(preview)
             if isinstance(editor, NodeRefEditor):
                 ref_type = editor.spec.ref_type
                 editor.set_candidates(

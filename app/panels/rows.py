@@ -9,14 +9,29 @@ from engine.durations import format_duration
 
 RUN_STATUSES: tuple[str, ...] = ("queued", "running", "waiting", "succeeded", "failed", "interrupted", "cancelled")
 STATUS_COLOURS: dict[str, str] = {
-    "queued": "#8a8f98",
-    "running": "#2f80ed",
-    "waiting": "#d68a00",
-    "succeeded": "#219653",
-    "failed": "#d64545",
-    "interrupted": "#b4529f",
-    "cancelled": "#6b7280",
+    "queued": "#646b77",
+    "running": "#1b64c0",
+    "waiting": "#a35200",
+    "succeeded": "#1d7a43",
+    "failed": "#c42b2b",
+    "interrupted": "#9c3f8a",
+    "cancelled": "#5f6673",
 }
+"""Status colours on the light theme's white and light grey (text and bars)."""
+STATUS_COLOURS_DARK: dict[str, str] = {
+    "queued": "#a3aab6",
+    "running": "#6ea8ff",
+    "waiting": "#ffa94d",
+    "succeeded": "#51cf66",
+    "failed": "#ff7b72",
+    "interrupted": "#e599f7",
+    "cancelled": "#9aa1ad",
+}
+"""The same on the dark theme's near-black."""
+
+
+def status_colours(dark: bool) -> dict[str, str]:
+    return STATUS_COLOURS_DARK if dark else STATUS_COLOURS
 
 
 @dataclass(frozen=True)

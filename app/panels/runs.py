@@ -18,11 +18,12 @@ from PySide6.QtWidgets import (
 )
 
 from app.panels.empty_state import EmptyStateStack
-from app.panels.rows import RUN_STATUSES, STATUS_COLOURS, RunRow, local_time, tokens_text, usd
+from app.panels.rows import RUN_STATUSES, RunRow, local_time, tokens_text, usd
 from app.panels.table_model import RowsModel
+from app.theme import status_colour
 
 ALL_STATUSES = "All statuses"
-COST_COLUMN, TOKENS_COLUMN, WHERE_COLUMN, RUN_COLUMN = 5, 6, 7, 8
+DURATION_COLUMN, COST_COLUMN, TOKENS_COLUMN, WHERE_COLUMN, RUN_COLUMN = 4, 5, 6, 7, 8
 
 
 class RunsPanel(QWidget):
@@ -61,7 +62,7 @@ class RunsPanel(QWidget):
                 ("Where", lambda r: r.where(self.now())),
                 ("Run", lambda r: r.run_id),
             ],
-            colour=lambda r, column: STATUS_COLOURS.get(r.status) if column == 0 else None,
+            colour=lambda r, column: status_colour(r.status) if column == 0 else None,
         )
         self.table = QTableView()
         self.table.setObjectName("runsTable")
@@ -104,6 +105,13 @@ class RunsPanel(QWidget):
         for run in runs:
             self.rows[run.run_id] = run
         self._fill()
+
+    def refresh_times(self) -> None:
+        """Recount the durations and times left of unfinished runs (called once a second)."""
+        live = [row for row, run in enumerate(self.model.rows) if run.finished_at is None]
+        if live:
+            self.model.dataChanged.emit(self.model.index(live[0], DURATION_COLUMN),
+                                        self.model.index(live[-1], WHERE_COLUMN))
 
     def visible_runs(self) -> list[RunRow]:
         wanted = self.status_filter.currentData()

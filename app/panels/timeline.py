@@ -11,8 +11,8 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QWidget
 
-from app.live import REASON_TEXT
-from app.panels.rows import STATUS_COLOURS
+from app.live import REASON_TEXT, timed_out
+from app.theme import status_colour
 from engine.catalog import CATALOG, RETRY_PARK_REASON
 from engine.durations import format_duration
 
@@ -30,6 +30,8 @@ class Bar:
     end: float
     work_s: float
     park_reason: str | None
+    timed_out: bool = False
+    """An approval nobody decided in time: labelled "timed out"."""
 
     @property
     def parked_s(self) -> float:
@@ -61,7 +63,7 @@ def bars_of(run: dict[str, Any], now: float) -> list[Bar]:
             reason = RETRY_PARK_REASON
         elif spec is not None and spec.park_reasons and (end - start) - work >= MIN_PARK_S:
             reason = spec.park_reasons[0]
-        bars.append(Bar(str(step.get("node")), str(step.get("status")), start, end, work, reason))
+        bars.append(Bar(str(step.get("node")), str(step.get("status")), start, end, work, reason, timed_out(step)))
     return sorted(bars, key=lambda b: b.start)
 
 
@@ -108,19 +110,21 @@ class TimelineWidget(QWidget):
             painter.setPen(text)
             painter.drawText(QRectF(4, top - 3, LABEL_WIDTH - 8, ROW_HEIGHT),
                              Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, bar.node)
-            colour = QColor(STATUS_COLOURS.get(bar.status, "#8a8f98"))
+            colour = QColor(status_colour(bar.status))
             full = QRectF(x(bar.start), top, max(x(bar.end) - x(bar.start), 2.0), ROW_HEIGHT - 8)
             if bar.park_reason:
                 work_share = bar.work_s / max(bar.end - bar.start, 0.001)
                 solid = QRectF(full.left(), full.top(), max(full.width() * work_share, 2.0), full.height())
                 gap = QRectF(solid.right(), full.top(), max(full.right() - solid.right(), 0.0), full.height())
-                painter.setPen(QPen(QColor(STATUS_COLOURS["waiting"]), 1))
-                painter.setBrush(QBrush(QColor(STATUS_COLOURS["waiting"]), Qt.BrushStyle.BDiagPattern))
+                painter.setPen(QPen(QColor(status_colour("waiting")), 1))
+                painter.setBrush(QBrush(QColor(status_colour("waiting")), Qt.BrushStyle.BDiagPattern))
                 painter.drawRect(gap)
                 painter.setPen(Qt.PenStyle.NoPen)
                 painter.setBrush(colour)
                 painter.drawRect(solid)
                 label = f"{REASON_TEXT.get(bar.park_reason, bar.park_reason)} · {format_duration(round(bar.parked_s))}"
+                if bar.timed_out:
+                    label += " · timed out"
                 painter.setPen(text)
                 align = Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft
                 painter.drawText(gap.adjusted(4, -2, 200, 2), align, label)
@@ -128,4 +132,8 @@ class TimelineWidget(QWidget):
                 painter.setPen(Qt.PenStyle.NoPen)
                 painter.setBrush(colour)
                 painter.drawRoundedRect(full, 2, 2)
+                if bar.timed_out:
+                    painter.setPen(text)
+                    painter.drawText(full.adjusted(full.width() + 4, -2, 200, 2),
+                                     Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, "timed out")
         painter.end()
