@@ -30,8 +30,10 @@ from tests.scaleout.datatier import ROOT, DataTier
 from tests.scaleout.network import Network
 
 WORKER_THREADS = 2
-HEARTBEAT_TIMEOUT = "2"
-JOB_IDLE_TIMEOUT = "4"
+HEARTBEAT_TIMEOUT = "5"
+"""Workers beat every 2 s (`HEARTBEAT_SECONDS`): 2.5 beats, so a live worker slowed by two busy cores keeps its
+jobs (a job taken from a live worker in its non-idempotent step ends `step_not_idempotent`)."""
+JOB_IDLE_TIMEOUT = "8"
 READY_TIMEOUT = 60.0
 GUARD = 60.0
 """Hang guard of every wait on a signal (about 10x what it is expected to take)."""
@@ -106,6 +108,14 @@ class Cluster:
 
     def start_worker(self, host: str) -> HostProcess:
         """One `lockgate worker` on `host` (its namespace, its hostname); returns once it serves."""
+        return self.ready(self.launch(host))
+
+    def start_workers(self, hosts: list[str]) -> None:
+        """Workers on all `hosts`, started together; returns once all serve."""
+        for process in [self.launch(host) for host in hosts]:
+            self.ready(process)
+
+    def launch(self, host: str) -> HostProcess:
         assert host not in self.running, f"{host} already runs a worker"
         self.started += 1
         self.deployment.processes = self.started
@@ -113,7 +123,8 @@ class Cluster:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "LOCKGATE_DATA_DIR": str(self.tmp / "data"),
                "LOCKGATE_REDIS_URL": self.data.redis_url, "LOCKGATE_DB_URL": self.data.db_url,
                "LOCKGATE_KEY_PREFIX": self.network.prefix, "LOCKGATE_EVENT_JOURNAL": str(JOURNAL),
-               "LOCKGATE_HEARTBEAT_TIMEOUT": HEARTBEAT_TIMEOUT, "LOCKGATE_JOB_IDLE_TIMEOUT": JOB_IDLE_TIMEOUT,
+               "LOCKGATE_LOG_DIR": str(self.tmp / "logs"), "LOCKGATE_HEARTBEAT_TIMEOUT": HEARTBEAT_TIMEOUT,
+               "LOCKGATE_JOB_IDLE_TIMEOUT": JOB_IDLE_TIMEOUT,
                **self.worker_env}
         argv = self.network.exec_argv(host, ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', host,
                                              sys.executable, "-m", "app.main", "worker", "--workers",
@@ -125,11 +136,14 @@ class Cluster:
                                     stdin=subprocess.DEVNULL)
         process = HostProcess(host, proc, log)
         self.running[host] = process
+        return process
+
+    def ready(self, process: HostProcess) -> HostProcess:
         deadline = time.monotonic() + READY_TIMEOUT
-        while "worker(s) on" not in log.read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"the worker on {host} did not start (exit {proc.poll()})\n"
-                                     f"{log.read_text(errors='replace')[-3000:]}")
+        while "worker(s) on" not in process.log.read_text(errors="replace"):
+            if process.proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"the worker on {process.host} did not start (exit {process.proc.poll()})\n"
+                                     f"{process.log.read_text(errors='replace')[-3000:]}")
             time.sleep(0.05)
         return process
 
@@ -223,6 +237,10 @@ class Feeder:
         except BaseException as exc:
             self.error = exc
 
+    @property
+    def feeding(self) -> bool:
+        return self._thread.is_alive()
+
     def start(self) -> Feeder:
         self._thread.start()
         return self
@@ -271,12 +289,16 @@ class LeaseWatch:
 class Failover:
     cut_host: str
     new_host: str
+    cut_at: float
+    """When the cable was pulled (monotonic)."""
     lease_seconds: float
     """From the cut to another host holding the lease."""
     apply_seconds: float
     """From the cut to the new holder's first applied batch (the events journal grows again)."""
     restored_at: float
     """When the cut host's cable went back in (monotonic)."""
+    back_seconds: float
+    """From the cable going back in to the cut host's heartbeat reaching Redis again (TCP retransmission)."""
 
     def yielded(self, watch: LeaseWatch, until: float) -> bool:
         """The cut host, back, never held the lease again between its return and `until`."""
@@ -303,12 +325,13 @@ def cut_active_projector(cluster: Cluster) -> Failover:
     # The lease lapsed while it was away (more than RECONNECTED_TTL_MS below a fresh slot TTL), so a slot TTL
     # back above that means its heartbeat reached Redis after the cable went back in.
     assert restored_at - cut_at > (SLOT_TTL_MS - RECONNECTED_TTL_MS) / 1000
-    wait_until(lambda: cluster.slot_ttl_ms(cut_host) > RECONNECTED_TTL_MS, f"{cut_host} talks to Redis again",
-               cluster)
+    back_at = wait_until(lambda: cluster.slot_ttl_ms(cut_host) > RECONNECTED_TTL_MS,
+                         f"{cut_host} talks to Redis again", cluster)
     journal = cluster.journal_length()
     wait_until(lambda: cluster.journal_length() > journal, "events are applied after the cut host is back",
                cluster)
-    return Failover(cut_host, new_host, leased_at - cut_at, applied_at - cut_at, restored_at)
+    return Failover(cut_host, new_host, cut_at, leased_at - cut_at, applied_at - cut_at, restored_at,
+                    back_at - restored_at)
 
 
 @dataclass(frozen=True)
@@ -338,10 +361,9 @@ def kill_a_worker_host(cluster: Cluster, spare: set[str]) -> Reclaim:
 
     wait_until(holding, f"one of {candidates} holds a job", cluster)
     [(victim, held)] = found.items()
+    attempts = cluster.attempts(held)
     killed_at = time.monotonic()
     cluster.kill_host(victim)
-    # Read at once: the others reclaim only after the heartbeat timeout, so these messages are still there.
-    attempts = cluster.attempts(held)
     done_at = wait_until(lambda: not cluster.pending_of(victim), f"the jobs of dead {victim} are reclaimed",
                          cluster)
     reclaimed = sum(1 for origin, attempt in attempts.items() if cluster.attempt(origin) > attempt)
