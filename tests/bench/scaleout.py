@@ -12,8 +12,9 @@ by `tests.scaleout` (needs root and iproute2).
    (`ip link set ... down` at the switch): seconds until another host holds the lease (`lease_s`) and until
    its first applied batch (`apply_s`); the host is brought back and must leave the lease to the new holder
    (`yielded`). After the first cut, a worker host that is neither of those two is SIGKILLed while it holds
-   jobs: how many were reclaimed by the others and how long after the kill the last was (`reclaim`); the host
-   is then started again.
+   jobs: how many were reclaimed by the others and how long after the kill the last was (`reclaim_s`); the host
+   is then started again. That happens after each of the first `--kills` cuts. The POST is answered `--post-ms`
+   after it is counted in this phase (in the scaling phase at once), so a host holds jobs when it dies.
    Then: runs lost (not ended), POSTs sent twice, endings, and whether SQL equals a rebuild from the events
    journal.
 
@@ -119,8 +120,10 @@ def chaos(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
     for host in cluster.host_names():
         if host not in cluster.running:
             cluster.start_worker(host)
+    assert cluster.data.counter is not None
+    cluster.data.counter.answer_after(args.post_ms / 1000)
     failovers: list[Failover] = []
-    reclaim: Reclaim | None = None
+    reclaims: list[Reclaim] = []
     watch = LeaseWatch(cluster)
     with watch.running():
         feeder = Feeder(cluster, "parked", args.runs, args.rate).start()
@@ -132,8 +135,9 @@ def chaos(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
             failover = cut_active_projector(cluster)
             failovers.append(failover)
             print(f"cut {cut + 1}: {failover}", file=sys.stderr)
-            if cut == 0:
+            if cut < args.kills:
                 reclaim = kill_a_worker_host(cluster, spare={failover.cut_host, failover.new_host})
+                reclaims.append(reclaim)
                 print(f"kill: {reclaim}", file=sys.stderr)
                 cluster.start_worker(reclaim.host)
         run_ids = feeder.join()
@@ -149,9 +153,11 @@ def chaos(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
                        "back_s": round(f.back_seconds, 3), "yielded": f.yielded(watch, until)}
                       for f, until in zip(failovers, bounds, strict=True)],
         "cut_hosts_yielded": all(f.yielded(watch, until) for f, until in zip(failovers, bounds, strict=True)),
-        "reclaim": None if reclaim is None else {"host": reclaim.host, "held": reclaim.held,
-                                                 "reclaimed_elsewhere": reclaim.reclaimed,
-                                                 "seconds": round(reclaim.seconds, 3)},
+        "reclaim_s": _spread([r.seconds for r in reclaims]),
+        "jobs_held_by_killed_hosts": sum(r.held for r in reclaims),
+        "jobs_reclaimed_elsewhere": sum(r.reclaimed for r in reclaims),
+        "kills": [{"host": r.host, "held": r.held, "reclaimed_elsewhere": r.reclaimed, "seconds": round(r.seconds, 3)}
+                  for r in reclaims],
     }
 
 
@@ -179,7 +185,8 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
         "scale_runs": args.scale_runs, "runs_per_s_by_hosts": rates,
         "scaling_factor": {hosts: round(rate / one, 2) for hosts, rate in rates.items()},
         "lease_seconds": LEASE_SECONDS, "heartbeat_timeout_s": args.heartbeat_timeout,
-        "idle_timeout_s": args.idle_timeout, "cuts": args.cuts, "rate_per_s": args.rate, **report,
+        "idle_timeout_s": args.idle_timeout, "cuts": args.cuts, "kills": args.kills,
+        "rate_per_s": args.rate, "post_ms": args.post_ms, **report,
     }
 
 
@@ -188,6 +195,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=500, help="runs of the failover and reclaim phase")
     parser.add_argument("--rate", type=float, default=5.0, help="runs created per second in that phase")
     parser.add_argument("--cuts", type=int, default=5)
+    parser.add_argument("--kills", type=int, default=3, help="worker hosts SIGKILLed, one after each of the first cuts")
+    parser.add_argument("--post-ms", type=float, default=200.0,
+                        help="the counting server answers each POST this long after counting it (failover phase)")
     parser.add_argument("--scale-runs", type=int, default=600, help="runs per host count in the scaling phase")
     parser.add_argument("--workers", type=int, default=2, help="worker threads per host")
     parser.add_argument("--heartbeat-timeout", type=float, default=5.0)

@@ -154,9 +154,11 @@ class Cluster:
         assert code == 0, f"the worker on {host} exited with {code} on SIGTERM\n{self.deployment.logs()}"
 
     def kill_host(self, host: str) -> list[int]:
-        """SIGKILL every process of the host, as when the machine dies."""
-        killed = self.network.kill_all(host)
+        """SIGKILL every process of the host, as when the machine dies: its worker first, at once (the
+        namespace's process list takes a subprocess to read), then whatever else runs there."""
         process = self.running.pop(host)
+        process.proc.kill()
+        killed = [process.proc.pid, *self.network.kill_all(host)]
         process.proc.wait(10)
         return killed
 

@@ -73,6 +73,10 @@ class RemoteCounter:
         answer: dict[str, int] = self.client.get(self.url + "/hits").json()
         return answer
 
+    def answer_after(self, seconds: float) -> None:
+        """From now on the server answers each effect POST `seconds` after counting it."""
+        self.client.post(self.url + f"/delay?seconds={seconds}").raise_for_status()
+
     def effects(self, run_id: str) -> int:
         return self.hits().get(f"/effect/{run_id}", 0)
 
