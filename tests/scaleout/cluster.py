@@ -25,6 +25,7 @@ import redis
 
 from engine.runtime.consumers import SLOT_TTL_SECONDS
 from engine.runtime.jobs import delivery_of
+from engine.runtime.reclaim import RECLAIMER_CONSUMER
 from tests.chaos.conftest import JOURNAL, Deployment, effect_flow
 from tests.scaleout.datatier import ROOT, DataTier
 from tests.scaleout.network import Network
@@ -180,6 +181,13 @@ class Cluster:
                                                       consumername=f"{host}:w{index}")
             held.extend(entry["message_id"] for entry in entries)
         return held
+
+    def pending_of_consumer(self, consumer: str, among: list[bytes]) -> list[bytes]:
+        keys = self.deployment.handle.keys
+        entries: Any = self.client.xpending_range(keys.jobs, keys.jobs_group, min="-", max="+", count=10_000,
+                                                  consumername=consumer)
+        wanted = set(among)
+        return [entry["message_id"] for entry in entries if entry["message_id"] in wanted]
 
     def attempts(self, message_ids: list[bytes]) -> dict[str, int]:
         """Attempt number in force for the job of each message (by the job's origin), as the fence reads it."""
@@ -344,7 +352,7 @@ class Reclaim:
     reclaimed: int
     """Of those, jobs redelivered by the other hosts (their attempt key moved past the dead host's attempt)."""
     seconds: float
-    """From the SIGKILL to the last of its jobs reclaimed."""
+    """From the SIGKILL to the last of its jobs requeued as its next attempt by another host."""
 
 
 def kill_a_worker_host(cluster: Cluster, spare: set[str]) -> Reclaim:
@@ -366,7 +374,9 @@ def kill_a_worker_host(cluster: Cluster, spare: set[str]) -> Reclaim:
     attempts = cluster.attempts(held)
     killed_at = time.monotonic()
     cluster.kill_host(victim)
-    done_at = wait_until(lambda: not cluster.pending_of(victim), f"the jobs of dead {victim} are reclaimed",
-                         cluster)
+    wait_until(lambda: not cluster.pending_of(victim), f"the jobs of dead {victim} are claimed", cluster)
+    # A reclaimer claims a message to its own consumer first, then requeues it as the next attempt.
+    done_at = wait_until(lambda: not cluster.pending_of_consumer(RECLAIMER_CONSUMER, held),
+                         f"the claimed jobs of dead {victim} are requeued", cluster)
     reclaimed = sum(1 for origin, attempt in attempts.items() if cluster.attempt(origin) > attempt)
     return Reclaim(victim, len(held), reclaimed, done_at - killed_at)
