@@ -79,12 +79,14 @@ class Cluster:
     def close(self) -> None:
         """Everything down, whatever state it is in; the first failure is raised after all was tried."""
         errors: list[BaseException] = []
-        for step in (self._kill_workers, lambda: self.deployment.handle.stop(),
-                     lambda: self.data.close(), lambda: self.network.close()):
+        built = vars(self)  # the parts `open` got to build before it failed
+        steps = [self._kill_workers]
+        steps += [built["deployment"].handle.stop] if "deployment" in built else []
+        steps += [built["data"].close] if "data" in built else []
+        steps += [built["network"].close] if "network" in built else []
+        for step in steps:
             try:
                 step()
-            except AttributeError:  # that part was never built
-                pass
             except BaseException as exc:
                 errors.append(exc)
         if errors:
@@ -280,10 +282,6 @@ class LeaseWatch:
                 self.changes.append((time.monotonic(), host))
                 last = host
             self._stop.wait(POLL)
-
-    def holders_since(self, moment: float) -> set[str | None]:
-        before = [host for at, host in self.changes if at <= moment]
-        return set(before[-1:]) | {host for at, host in self.changes if at > moment}
 
     @contextmanager
     def running(self) -> Iterator[LeaseWatch]:

