@@ -49,6 +49,7 @@ from tests.scaleout.cluster import (
     Cluster,
     Failover,
     Feeder,
+    HostProcess,
     LeaseWatch,
     Reclaim,
     cut_active_projector,
@@ -124,6 +125,7 @@ def chaos(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
     cluster.data.counter.answer_after(args.post_ms / 1000)
     failovers: list[Failover] = []
     reclaims: list[Reclaim] = []
+    restarted: list[HostProcess] = []
     watch = LeaseWatch(cluster)
     with watch.running():
         feeder = Feeder(cluster, "parked", args.runs, args.rate).start()
@@ -139,7 +141,9 @@ def chaos(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
                 reclaim = kill_a_worker_host(cluster, spare={failover.cut_host, failover.new_host})
                 reclaims.append(reclaim)
                 print(f"kill: {reclaim}", file=sys.stderr)
-                cluster.start_worker(reclaim.host)
+                restarted.append(cluster.launch(reclaim.host))  # it comes up while the load goes on
+        for process in restarted:
+            cluster.ready(process)
         run_ids = feeder.join()
         result = outcome(cluster, run_ids, args.grace)
         ended = time.monotonic()
@@ -164,6 +168,7 @@ def chaos(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
 def bench(args: argparse.Namespace) -> dict[str, Any]:
     recovery = {"LOCKGATE_HEARTBEAT_TIMEOUT": str(args.heartbeat_timeout),
                 "LOCKGATE_JOB_IDLE_TIMEOUT": str(args.idle_timeout)}
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="lockgate-scaleout-") as folder:
         cluster = Cluster(Path(folder), hosts=3, worker_threads=args.workers, worker_env=recovery).open()
         try:
@@ -180,7 +185,9 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             cluster.close()
     one = rates["1"]
     return {
-        "bench": "scaleout", "cores": os.cpu_count(), "worker_threads_per_host": args.workers,
+        "bench": "scaleout", "cores": os.cpu_count(),
+        "load_average_before_after": [round(load_before[0], 1), round(os.getloadavg()[0], 1)],
+        "worker_threads_per_host": args.workers,
         "data_tier": "PostgreSQL + redis-server (appendonly yes) in their own namespace",
         "scale_runs": args.scale_runs, "runs_per_s_by_hosts": rates,
         "scaling_factor": {hosts: round(rate / one, 2) for hosts, rate in rates.items()},
@@ -193,7 +200,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=500, help="runs of the failover and reclaim phase")
-    parser.add_argument("--rate", type=float, default=5.0, help="runs created per second in that phase")
+    parser.add_argument("--rate", type=float, default=3.0, help="runs created per second in that phase")
     parser.add_argument("--cuts", type=int, default=5)
     parser.add_argument("--kills", type=int, default=3, help="worker hosts SIGKILLed, one after each of the first cuts")
     parser.add_argument("--post-ms", type=float, default=200.0,

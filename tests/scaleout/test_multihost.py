@@ -18,8 +18,9 @@ from tests.scaleout.cluster import Cluster, Feeder, LeaseWatch, cut_active_proje
 from tests.scaleout.network import ip
 
 RUNS = 100
-RATE = 5.0
-"""Runs created per second: the load lasts about 20 s, past the cut (a 5 s lease) and the kill."""
+RATE = 4.0
+"""Runs created per second: the load lasts about 25 s, past the cut (a 5 s lease) and the kill (5 s heartbeat
+timeout)."""
 COUNTER_DELAY = 0.2
 
 
