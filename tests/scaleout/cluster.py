@@ -39,6 +39,8 @@ READY_TIMEOUT = 60.0
 GUARD = 60.0
 """Hang guard of every wait on a signal (about 10x what it is expected to take)."""
 POLL = 0.01
+STOP_TIMEOUT = 120.0
+"""A clean stop joins every engine thread (up to 10 s each); on two cores shared with a busy machine it is slow."""
 SLOT_TTL_MS = SLOT_TTL_SECONDS * 1000
 RECONNECTED_TTL_MS = SLOT_TTL_MS - 2000
 
@@ -153,7 +155,7 @@ class Cluster:
     def stop_worker(self, host: str) -> None:
         process = self.running.pop(host)
         process.proc.send_signal(signal.SIGTERM)
-        code = process.proc.wait(30)
+        code = process.proc.wait(STOP_TIMEOUT)
         assert code == 0, f"the worker on {host} exited with {code} on SIGTERM\n{self.deployment.logs()}"
 
     def kill_host(self, host: str) -> list[int]:
