@@ -24,7 +24,8 @@ The failover time is bounded below by the projector lease (`LEASE_SECONDS`, 5 s)
     sudo PYTHONPATH=. .venv/bin/python tests/bench/scaleout.py
     sudo PYTHONPATH=. .venv/bin/python tests/bench/scaleout.py --runs 500 --cuts 5 --scale-runs 600
 
-Prints one JSON object.
+Prints one JSON object; `engine_errors` counts the ERROR lines of the workers' logs by logger
+(`--keep-logs DIR` keeps the logs).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -165,6 +167,17 @@ def chaos(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def engine_errors(folder: Path) -> dict[str, int]:
+    """ERROR lines the worker processes logged, by logger (an orphan sweep failing a run, say)."""
+    found: dict[str, int] = {}
+    for log in sorted(folder.glob("worker-*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if line.startswith("ERROR "):
+                name = line.split()[1].rstrip(":")
+                found[name] = found.get(name, 0) + 1
+    return found
+
+
 def bench(args: argparse.Namespace) -> dict[str, Any]:
     recovery = {"LOCKGATE_HEARTBEAT_TIMEOUT": str(args.heartbeat_timeout),
                 "LOCKGATE_JOB_IDLE_TIMEOUT": str(args.idle_timeout)}
@@ -178,6 +191,10 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             rates = {str(hosts): round(scaling(cluster, hosts, args.scale_runs), 1) for hosts in (1, 2, 3)}
             print(f"runs/s by hosts: {rates}", file=sys.stderr)
             report = chaos(cluster, args)
+            report["engine_errors"] = engine_errors(Path(folder))
+            if args.keep_logs:
+                shutil.copytree(folder, args.keep_logs, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("data"))
         except BaseException:
             print(cluster.deployment.logs()[-6000:], file=sys.stderr)
             raise
@@ -209,6 +226,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2, help="worker threads per host")
     parser.add_argument("--heartbeat-timeout", type=float, default=5.0)
     parser.add_argument("--idle-timeout", type=float, default=8.0)
+    parser.add_argument("--keep-logs", metavar="DIR", default=None, help="copy the worker logs there")
     parser.add_argument("--grace", type=float, default=120.0, help="seconds the runs get to end after the load")
     args = parser.parse_args()
     print(json.dumps(bench(args), indent=2))
