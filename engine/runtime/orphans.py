@@ -3,8 +3,10 @@
 create_run writes the run record, then enqueues its job; a process that dies in between (or a job refused
 later) leaves a queued run no worker will ever take. A job message lives on the jobs stream from its XADD
 until the worker that ran it acknowledges and deletes it, whether it waits for a consumer or is pending with
-one, so a queued run none of whose messages are on the stream, older than the grace period, has no job. It
-gets a `run_failed` event (`orphaned_run`), so the projector stays the only writer of run state.
+one, so a queued run none of whose messages are on the stream, older than the grace period, has no job —
+unless Redis shows it already started (a checkpoint or a due entry: it parked while the projector had not yet
+applied its start). An orphan gets a `run_failed` event (`orphaned_run`), so the projector stays the only
+writer of run state.
 """
 
 from __future__ import annotations
@@ -56,7 +58,9 @@ class OrphanSweep:
         self._failed &= {row.id for row in rows}
         if not candidates:
             return []
-        orphans = [run_id for run_id in candidates if run_id not in self._runs_with_jobs()]
+        with_jobs = self._runs_with_jobs()
+        orphans = [run_id for run_id in candidates if run_id not in with_jobs]
+        orphans = [run_id for run_id in orphans if not self._started(run_id)]
         if not orphans:
             return []
         pipe = self.client.pipeline(transaction=False)
@@ -72,6 +76,15 @@ class OrphanSweep:
         pipe.execute()
         self._failed.update(orphans)
         return orphans
+
+    def _started(self, run_id: str) -> bool:
+        """Whether Redis shows the run past its first job although SQL still says queued (the projector lags):
+        a parked run has a checkpoint and a due entry, and no job message until it wakes."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.exists(self.keys.run_checkpoint(run_id))
+        pipe.zscore(self.keys.due, run_id)
+        has_checkpoint, due_at = pipe.execute()
+        return bool(has_checkpoint) or due_at is not None
 
     def _runs_with_jobs(self) -> set[str]:
         """Run ids named by a message on the jobs stream (waiting for a consumer, or pending with one)."""

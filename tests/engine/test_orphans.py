@@ -87,3 +87,27 @@ def test_the_engine_sweeps_orphans_by_itself(tmp_path: Path, redis_url: str, sql
         wait_until(lambda: _status(services, crashed) == "failed", timeout=20, what="the sweep to fail the orphan")
     finally:
         services.stop()
+
+
+def test_a_run_redis_shows_parked_is_no_orphan_while_sql_still_says_queued(tmp_path: Path, redis_url: str,
+                                                                            sqlite_url: str, key_prefix: str) -> None:
+    """The projector lags under load: the row still says queued after the run's first job parked it (checkpoint and
+    due entry written, job acknowledged and deleted). Found in the multi-host benchmark, where such a run was failed."""
+    clock = ManualClock()
+    services, _ = start_engine(tmp_path, redis_url, sqlite_url, key_prefix, clock=clock, workers=0, reaper=False)
+    try:
+        handles = services.handles
+        assert handles is not None
+        services.publish_flow(flow_from_data(FLOW))
+        parked = _row_without_job(services, clock)
+        handles.client.set(handles.keys.run_checkpoint(parked), b'{"parked_node": "wait"}')
+        handles.client.zadd(handles.keys.due, {parked: clock.now() + 3600})
+        clock.advance(ORPHAN_GRACE_SECONDS + 1)
+        sweep = OrphanSweep(handles.client, handles.keys, handles.sql, clock)
+        assert sweep.tick() == []
+        handles.client.delete(handles.keys.run_checkpoint(parked))
+        assert sweep.tick() == []  # the due entry alone says it will wake
+        handles.client.zrem(handles.keys.due, parked)
+        assert sweep.tick() == [parked]  # neither: an orphan after all
+    finally:
+        services.stop()
