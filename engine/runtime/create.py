@@ -68,6 +68,12 @@ class RunRefused(ValueError):
     """create_run refused before any run existed."""
 
 
+class FlowDisabled(RunRefused):
+    """The flow's newest (or requested) version is disabled: its triggers and callers start nothing."""
+
+    reason = "flow_disabled"
+
+
 class SecretsUnsealable(RunRefused):
     """The run's secret inputs cannot be sealed (no usable data key), and they are never stored in plain text."""
 
@@ -124,12 +130,14 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
                version: int | None = None, trigger: str | None = None, idempotency_key: str | None = None,
                budget_preflight: BudgetPreflight = no_budget_preflight,
                latest: LatestVersions | None = None, mode: RunMode = "sync",
-               limits: InputLimits | None = None) -> CreatedRun:
+               limits: InputLimits | None = None, parent_run_id: str | None = None,
+               call_depth: int = 0) -> CreatedRun:
     """Create a queued run of a published flow and enqueue its job; raises RunRefused / InputError.
 
     `mode="async"` records the acceptance time (the run's `created_at`) on its job, and so in its
     checkpoints, so that its `max_wait` counts from acceptance rather than from its first park.
     `limits`: how large inputs may be (default: the environment's, `engine.config.input_limits`).
+    `parent_run_id`, `call_depth`: set for the child run of a `flow.call` step (`engine.calls`).
     """
     if mode not in ("sync", "async"):
         raise ValueError(f'create_run mode must be "sync" or "async" (got {mode!r})')
@@ -142,7 +150,7 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
     else:
         published, flow = get_version(handles.sql, flow_id, version)
     if not flow.enabled:
-        raise RunRefused(f'flow "{flow.id}" (version {published.version}) is disabled, so its triggers start '
+        raise FlowDisabled(f'flow "{flow.id}" (version {published.version}) is disabled, so its triggers start '
                          'nothing; enable it and publish again')
     trigger_id = _trigger_of(flow, trigger)
     given = inputs or {}
@@ -173,7 +181,8 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
             conn.execute(_INSERT_RUN, {
                 "id": run_id, "flow_id": flow.id, "version": published.version, "status": "queued",
                 "trigger": trigger_id, "idempotency_key": idempotency_key or None, "inputs": shown, "state": {},
-                "cost_micros": 0, "last_seq": 0, "created_at": now, "updated_at": now})
+                "cost_micros": 0, "last_seq": 0, "created_at": now, "updated_at": now,
+                "parent_run_id": parent_run_id, "call_depth": call_depth})
     except sa.exc.IntegrityError:
         if idempotency_key:
             found = _existing_run(handles, idempotency_key)
@@ -228,4 +237,15 @@ def cancel_run(handles: EngineHandles, run_id: str, reason: str = "cancelled by 
         pipe.zrem(handles.keys.due, run_id)
         pipe.delete(handles.keys.run_checkpoint(run_id), handles.keys.run_secrets(run_id))
     pipe.execute()
+    cancel_children(handles, run_id)
     return "cancelled" if status in ("queued", "waiting") else "cancelling"
+
+
+def cancel_children(handles: EngineHandles, run_id: str) -> list[str]:
+    """Cancel the unfinished child runs (`flow.call`) of `run_id`, and theirs; returns the ids cancelled."""
+    with handles.sql.connect() as conn:
+        children = list(conn.execute(sa.select(Run.id).where(Run.parent_run_id == run_id,
+                                                             Run.status.not_in(TERMINAL))).scalars())
+    for child in children:
+        cancel_run(handles, child, f'its parent run "{run_id}" was cancelled')
+    return children

@@ -167,7 +167,8 @@ class RunExecutor:
             raise
         except _Parked as parked:
             self.emitter.emit(self.stamper.run_parked(parked.node, parked.park.reason, parked.park.due_at,
-                                                      attempt=self.parked_attempt))
+                                                      attempt=self.parked_attempt,
+                                                      child_run_id=parked.park.child_run_id))
             return RunOutcome("parked", park=parked.park, parked_node=parked.node)
         except _Cancelled as cancelled:
             self.emitter.emit(self.stamper.run_cancelled(node=cancelled.node))
@@ -235,6 +236,7 @@ class RunExecutor:
         for attempt in range(first_attempt, max_attempts + 1):
             if top:
                 self.in_flight_attempt = attempt
+            call.attempt = attempt
             began = time.perf_counter()
             started = False
             try:
