@@ -70,6 +70,7 @@ LIGHT = CanvasTheme(
         "Money & AI": QColor("#7b3fe4"),
         "Logic": QColor("#1c7ed6"),
         "Data": QColor("#0c8599"),
+        "Flows": QColor("#c2255c"),
     },
 )
 
@@ -102,6 +103,7 @@ DARK = CanvasTheme(
         "Money & AI": QColor("#b197fc"),
         "Logic": QColor("#4dabf7"),
         "Data": QColor("#3bc9db"),
+        "Flows": QColor("#f783ac"),
     },
 )
 

@@ -7,6 +7,7 @@ panel redraws from the document's notifications, so undo updates it too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
@@ -26,7 +27,14 @@ from PySide6.QtWidgets import (
 
 from app.field_kinds import FieldSpec, config_fields
 from app.panels.code_editor import CodeEditor
-from app.panels.field_editors import DurationEditor, FieldEditor, NodeRefEditor, TemplateEditor, editor_for
+from app.panels.field_editors import (
+    DurationEditor,
+    FieldEditor,
+    FlowRefEditor,
+    NodeRefEditor,
+    TemplateEditor,
+    editor_for,
+)
 from app.panels.flow_panel import FlowPanel
 from app.panels.template_completion import completion_words
 from engine.catalog import CATALOG
@@ -52,6 +60,8 @@ class PropertiesPanel(QWidget):
         self.node_id: str | None = None
         self.editors: dict[str, FieldEditor] = {}
         self._built_for: tuple[str, str] | None = None
+        self.published_flow_ids: Callable[[], frozenset[str]] = frozenset
+        """The engine's published flow ids (a `flow.call`'s flow picker offers them); the window sets it."""
 
         self.scroll_area = QScrollArea(self)
         self.scroll_area.setWidgetResizable(True)
@@ -226,6 +236,8 @@ class PropertiesPanel(QWidget):
         for key, editor in self.editors.items():
             if isinstance(editor, TemplateEditor):
                 editor.set_completions(words)
+            if isinstance(editor, FlowRefEditor):
+                editor.set_candidates(sorted(self.published_flow_ids() - {self.document.flow_ref().id}))
             if isinstance(editor, NodeRefEditor):
                 ref_type = editor.spec.ref_type
                 editor.set_candidates(
