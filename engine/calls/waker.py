@@ -76,8 +76,9 @@ class ChildRunWaker:
                     sa.select(Run.id, Run.parent_run_id).where(Run.id.in_(ids[start:start + _CHUNK]),
                                                                Run.parent_run_id.is_not(None)))]
             for start in range(0, len(unsuccessful), _CHUNK):
+                chunk = unsuccessful[start:start + _CHUNK]
                 orphans += [(row.id, row.parent_run_id) for row in conn.execute(
-                    sa.select(Run.id, Run.parent_run_id).where(Run.parent_run_id.in_(unsuccessful[start:start + _CHUNK]),
+                    sa.select(Run.id, Run.parent_run_id).where(Run.parent_run_id.in_(chunk),
                                                                Run.status.not_in(TERMINAL)))]
         for child_id, parent_id in parents:
             self.wake_parent(child_id, parent_id)

@@ -76,7 +76,7 @@ def test_a_child_that_ends_before_its_parent_parks_wakes_the_parent(tmp_path: Pa
         assert parent_worker.handle_batch(_read_one(client, keys, "manual-parent")) == ["parked"]
         monkeypatch.setattr(crashpoints, "reached", real_reached)
         assert ended_first
-        [(message_id, fields)] = client.xrange(keys.jobs)
+        [(_message_id, fields)] = client.xrange(keys.jobs)
         resume = decode_job(fields)
         assert resume.action == "resume" and resume.run_id == parent_id and resume.park.startswith("call#")
         assert parent_worker.handle_batch(_read_one(client, keys, "manual-parent")) == ["succeeded"]
