@@ -86,3 +86,39 @@ def test_a_child_that_ends_before_its_parent_parks_wakes_the_parent(tmp_path: Pa
         assert run["child_run_ids"] == ended_first
     finally:
         services.stop()
+
+
+def test_a_parent_whose_childs_end_was_never_handled_is_woken_at_start(tmp_path: Path, redis_url: str,
+                                                                       sqlite_url: str, key_prefix: str) -> None:
+    """The process applying the child's end died before its waker ran: the next start's sweep wakes the parent."""
+    import threading
+
+    from engine.flow import flow_from_data
+    from engine.runtime.projector import Projector
+
+    first, _sleeps = start_engine(tmp_path, redis_url, sqlite_url, key_prefix, projector=False)
+    api = first._api()
+    bare = Projector(api.client, api.keys, api.sql, block_ms=50)  # applies events, wakes nobody
+    stop = threading.Event()
+    thread = threading.Thread(target=bare.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        first.publish_flow(flow_from_data(child_flow()))
+        first.publish_flow(flow_from_data(parent_flow()))
+        parent_id = first.create_run("parent", {"n": 5}).run_id
+        waiting = wait_until(lambda: (r := first.get_run(parent_id)) and r["status"] == "waiting" and r,
+                             what="the parent parked")
+        [child_id] = waiting["child_run_ids"]
+        assert first.wait_for_run(child_id)["status"] == "succeeded"
+        assert api.client.get(api.keys.run_ended(child_id)) is None
+        assert first.get_run(parent_id, with_steps=False)["status"] == "waiting"  # type: ignore[index]
+    finally:
+        stop.set()
+        thread.join(5)
+        first.stop()
+    second, _sleeps = start_engine(tmp_path, redis_url, sqlite_url, key_prefix)
+    try:
+        run = second.wait_for_run(parent_id)
+        assert run["status"] == "succeeded" and run["result"] == {"doubled": 12}
+    finally:
+        second.stop()
