@@ -55,3 +55,25 @@ def test_a_bad_flow_id_is_invalid_config() -> None:
                          [("start", "call")])
     codes = {d.code for d in validate(flow_from_data(document))}
     assert {"invalid_config", "unknown_config_key"} <= codes
+
+
+def test_lockgate_validate_warns_of_an_unpublished_target_when_it_has_a_store(tmp_path, redis_url: str,
+                                                                             key_prefix: str) -> None:
+    import json
+
+    from tests.cli import cli_env, lockgate
+    from tests.engine.conftest import start_engine
+
+    path = tmp_path / "parent.flow.json"
+    path.write_text(json.dumps(parent_flow(target="nowhere")))
+    env = cli_env(tmp_path, redis_url, key_prefix)
+    before = lockgate(env, "validate", str(path), "--json")
+    assert before.returncode == 0, before.stderr
+    assert [d["code"] for d in json.loads(before.stdout)["diagnostics"]] == []
+    data = tmp_path / "data"
+    services, _sleeps = start_engine(tmp_path, redis_url, f"sqlite:///{data / 'lockgate.db'}", key_prefix)
+    services.stop()
+    after = lockgate(env, "validate", str(path), "--json")
+    assert after.returncode == 0, after.stderr
+    [warning] = json.loads(after.stdout)["diagnostics"]
+    assert (warning["code"], warning["severity"], warning["node"]) == ("call_target_unknown", "warning", "call")
