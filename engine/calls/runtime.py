@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any
 
 from engine.calls.waker import ChildRunWaker
@@ -19,7 +18,7 @@ class CallRuntime:
         self.waker = waker
 
     @classmethod
-    def start(cls, engine: EngineServices, stop: threading.Event, max_depth: int | None = None) -> CallRuntime:
+    def start(cls, engine: EngineServices, max_depth: int | None = None) -> CallRuntime:
         handles = engine._api()
 
         def preflight(flow: Flow, inputs: dict[str, Any]) -> None:  # the money runtime may replace it later
@@ -31,7 +30,6 @@ class CallRuntime:
         waker = ChildRunWaker(handles)
         if engine.run_projector:
             engine.batch_listeners.append(waker.on_batch)
-            threading.Thread(target=waker.run, args=(stop,), name="lockgate-child-runs", daemon=True).start()
             waker.sweep()
         return cls(services, waker)
 

@@ -120,7 +120,7 @@ class EngineServices:
         self.triggers = TriggerRuntime.start(self, self._stop, scheduler_thread=self.run_scheduler)
         from engine.calls.runtime import CallRuntime  # flow.call: child runs and waking their parents
 
-        self.calls = CallRuntime.start(self, self._stop, self.max_call_depth)
+        self.calls = CallRuntime.start(self, self.max_call_depth)
         plans = PlanCache(self.sql)
         for index, name in enumerate(names):
             worker = Worker(self.redis.client(), self.keys, plans, self.clock, name,

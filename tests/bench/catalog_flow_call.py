@@ -9,7 +9,8 @@ caller does not count:
   parking, the projector applying the child's end, the waker's resume, reading the result, the parent's own
   trigger and terminal. Target: under 20 ms p50.
 
-Prints JSON. Usage: python tests/bench/catalog_flow_call.py [--runs 200] [--db-url URL]
+Prints JSON. Usage: python tests/bench/catalog_flow_call.py [--runs 200] [--postgres ADMIN_URL]
+(`--postgres`: a fresh database made on that server for the run and dropped afterwards).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import os
 import statistics
 import tempfile
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -89,12 +92,35 @@ def measure(runs: int, db_url: str | None) -> dict[str, Any]:
     return result
 
 
+@contextmanager
+def fresh_postgres(admin_url: str) -> Iterator[str]:
+    import sqlalchemy as sa
+
+    name = f"lgbench_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield admin_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=200)
-    parser.add_argument("--db-url", default=None, help="SQLAlchemy URL (default: a fresh SQLite file)")
+    parser.add_argument("--postgres", default=None, metavar="ADMIN_URL",
+                        help="measure on a fresh database of this PostgreSQL server (default: a fresh SQLite file)")
     args = parser.parse_args()
-    print(json.dumps({"flow_call": measure(args.runs, args.db_url)}, indent=2))
+    machine = {"cpus": os.cpu_count(), "load_1m": round(os.getloadavg()[0], 2)}
+    if args.postgres:
+        with fresh_postgres(args.postgres) as url:
+            report = measure(args.runs, url)
+    else:
+        report = measure(args.runs, None)
+    print(json.dumps({"machine": machine, "flow_call": report}, indent=2))
 
 
 if __name__ == "__main__":
