@@ -166,6 +166,9 @@ class RunExecutor:
         except (JobFenced, redis.RedisError):  # the job stays pending and is redelivered; the run is not failed
             raise
         except _Parked as parked:
+            if self.cancel_requested():  # asked to cancel while the step ran: it never parks (no job resumes it)
+                self.emitter.emit(self.stamper.run_cancelled(node=parked.node))
+                return RunOutcome("cancelled")
             self.emitter.emit(self.stamper.run_parked(parked.node, parked.park.reason, parked.park.due_at,
                                                       attempt=self.parked_attempt,
                                                       child_run_id=parked.park.child_run_id))

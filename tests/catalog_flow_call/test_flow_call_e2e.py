@@ -3,6 +3,8 @@ the parent parked on it and resumed by its end."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from engine.calls.body import child_idempotency_key
@@ -147,3 +149,38 @@ def test_the_depth_limit_is_refused_at_run_time(tmp_path, redis_url: str, sqlite
         assert services.list_runs(flow_id="leaf") == []
     finally:
         services.stop()
+
+
+def test_a_parent_cancelled_while_it_starts_its_child_ends_cancelled_with_its_child(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cancel lands between the child's creation and the park: the parent never parks, the child is
+    cancelled with it."""
+    from engine.runtime import crashpoints
+
+    _publish(engine, child_flow(wait="1h"))
+    engine.services.publish_flow(flow_from_data(parent_flow()))
+    cancelled: list[str] = []
+    real_reached = crashpoints.reached
+    lock = threading.Lock()
+
+    def cancel_after_the_call(point: str) -> None:
+        # Only the flow.call step's body creates a child run: the first pass that finds one is right after it.
+        if point != "step.after_effect":
+            real_reached(point)
+            return
+        with lock:
+            children = engine.services.list_runs(flow_id="child") if not cancelled else []
+            if children:
+                child = engine.services.get_run(children[0]["id"], with_steps=False)
+                assert child is not None and child["parent_run_id"]
+                cancelled.append(child["parent_run_id"])
+                assert engine.services.cancel_run(child["parent_run_id"]) in ("cancelling", "cancelled")
+        real_reached(point)
+
+    monkeypatch.setattr(crashpoints, "reached", cancel_after_the_call)
+    parent_id = engine.services.create_run("parent", {"n": 1}).run_id
+    parent = engine.services.wait_for_run(parent_id)
+    assert cancelled == [parent_id]
+    assert parent["status"] == "cancelled" and parent["waiting_on"] is None
+    [child_id] = parent["child_run_ids"]
+    assert engine.services.wait_for_run(child_id)["status"] == "cancelled"
