@@ -19,6 +19,7 @@ import redis
 import sqlalchemy as sa
 
 from engine.calls.body import CHILD_RUN
+from engine.calls.wiring import reading
 from engine.parking.limits import park_token
 from engine.runtime.create import cancel_run
 from engine.runtime.handles import EngineHandles
@@ -57,7 +58,7 @@ class ChildRunWaker:
         unsuccessful = [run_id for run_id, status in ended if status != "succeeded"]
         parents: list[tuple[str, str]] = []
         orphans: list[tuple[str, str]] = []
-        with self.handles.sql.connect() as conn:
+        with reading(self.handles.sql) as conn:
             for start in range(0, len(ids), _CHUNK):
                 parents += [(row.id, row.parent_run_id) for row in conn.execute(
                     sa.select(Run.id, Run.parent_run_id).where(Run.id.in_(ids[start:start + _CHUNK]),
@@ -88,7 +89,7 @@ class ChildRunWaker:
 
     def sweep(self) -> int:
         """At start: wake every parent waiting on a child that has ended; returns how many were woken."""
-        with self.handles.sql.connect() as conn:
+        with reading(self.handles.sql) as conn:
             waiting = [(row.id, row.waiting_on) for row in conn.execute(
                 sa.select(Run.id, Run.waiting_on).where(Run.status == "waiting"))]
             children = {str(w["child_run_id"]): run_id for run_id, w in waiting

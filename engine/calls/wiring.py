@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +18,7 @@ import sqlalchemy as sa
 
 from engine.runtime.create import BudgetPreflight, CreatedRun, LatestVersions, create_run
 from engine.runtime.handles import EngineHandles
+from engine.store.db import READ_ONLY_OPTION
 from engine.store.models import Run
 
 DEFAULT_MAX_CALL_DEPTH = 8
@@ -29,6 +32,13 @@ def max_call_depth_from_env() -> int:
         raise ValueError(f"{MAX_CALL_DEPTH_ENV}={raw!r} is not a whole number >= 1; set it like "
                          f"{MAX_CALL_DEPTH_ENV}={DEFAULT_MAX_CALL_DEPTH}")
     return int(raw)
+
+
+@contextmanager
+def reading(sql: sa.Engine) -> Iterator[sa.Connection]:
+    """A connection for reads only (SQLite: a DEFERRED transaction, never waiting for the projector's write)."""
+    with sql.connect() as conn:
+        yield conn.execution_options(**{READ_ONLY_OPTION: True})
 
 
 @dataclass(frozen=True)
@@ -55,13 +65,13 @@ class CallServices:
 
     def child_by_key(self, idempotency_key: str) -> ChildRun | None:
         """The child run this step attempt created, if it did."""
-        with self.handles.sql.connect() as conn:
+        with reading(self.handles.sql) as conn:
             row = conn.execute(sa.select(*_CHILD_COLUMNS).where(Run.idempotency_key == idempotency_key)).first()
         return ChildRun(row.id, row.flow_id, row.status, row.result, row.error, row.error_type) if row else None
 
     def depth_of(self, run_id: str) -> int:
         """How many `flow.call` parents `run_id` has (0 for a run started any other way)."""
-        with self.handles.sql.connect() as conn:
+        with reading(self.handles.sql) as conn:
             depth = conn.execute(sa.select(Run.call_depth).where(Run.id == run_id)).scalar()
         return int(depth or 0)
 

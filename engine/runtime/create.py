@@ -32,6 +32,7 @@ from engine.runtime.sealed import seal_secrets
 from engine.runtime.transitions import TERMINAL
 from engine.runtime.write_lock import sqlite_writer
 from engine.secret_box import SecretBoxError
+from engine.store.db import READ_ONLY_OPTION
 from engine.store.models import Run
 
 log = logging.getLogger("lockgate.create")
@@ -120,7 +121,8 @@ class LatestVersions:
 
 
 def _existing_run(handles: EngineHandles, key: str) -> CreatedRun | None:
-    with handles.sql.connect() as conn:
+    with handles.sql.connect() as plain:
+        conn = plain.execution_options(**{READ_ONLY_OPTION: True})  # SQLite: never waits for a writer
         row = conn.execute(sa.select(Run.id, Run.flow_id, Run.version, Run.status)
                            .where(Run.idempotency_key == key)).first()
     return CreatedRun(row.id, row.flow_id, row.version, row.status, duplicate=True) if row else None
@@ -243,7 +245,8 @@ def cancel_run(handles: EngineHandles, run_id: str, reason: str = "cancelled by 
 
 def cancel_children(handles: EngineHandles, run_id: str) -> list[str]:
     """Cancel the unfinished child runs (`flow.call`) of `run_id`, and theirs; returns the ids cancelled."""
-    with handles.sql.connect() as conn:
+    with handles.sql.connect() as plain:
+        conn = plain.execution_options(**{READ_ONLY_OPTION: True})
         children = list(conn.execute(sa.select(Run.id).where(Run.parent_run_id == run_id,
                                                              Run.status.not_in(TERMINAL))).scalars())
     for child in children:
