@@ -426,6 +426,7 @@ class EngineController(QObject):
         if self.details is None:
             self.details = RunDetails(self.window)
             self.details.cancel_requested.connect(self.cancel_run)
+            self.details.open_run_requested.connect(self.open_run)
 
         def done(run: Any, error: BaseException | None) -> None:
             if error is not None or run is None or self.details is None:

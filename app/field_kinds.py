@@ -23,6 +23,7 @@ FieldKind = Literal[
     "branches",  # router branches: a port/when table
     "approvers",  # "any" or a list of names
     "node_ref",  # the id of another node (budget.reserve.for -> ai.model)
+    "flow_ref",  # the id of a published flow (flow.call.flow), typed or picked
     "code",  # program text (never a template), highlighted in the language a sibling key names
 ]
 
@@ -53,6 +54,7 @@ class FieldSpec:
 NODE_REFERENCES: dict[tuple[str, str], str] = {("budget.reserve", "for"): "ai.model"}
 CHOICES_FROM_CATALOG: dict[tuple[str, str], tuple[str, ...]] = {("trigger.event", "event_type"): EVENT_TYPES}
 CODE_FIELDS: dict[tuple[str, str], str] = {("script", "code"): "language"}
+FLOW_REFERENCES: set[tuple[str, str]] = {("flow.call", "flow")}
 LABELS: dict[tuple[str, str], str] = {("script", "memory_mb"): "Memory (MB)", ("script", "env"): "Environment"}
 DURATION_LIKE: set[tuple[str, str]] = {("trigger.schedule", "every")}
 
@@ -102,6 +104,8 @@ def field_spec(type_name: str, name: str, info: FieldInfo) -> FieldSpec:
 
     if (type_name, key) in NODE_REFERENCES:
         return FieldSpec(kind="node_ref", ref_type=NODE_REFERENCES[(type_name, key)], **common)
+    if (type_name, key) in FLOW_REFERENCES:
+        return FieldSpec(kind="flow_ref", **common)
     if (type_name, key) in CODE_FIELDS:
         return FieldSpec(kind="code", language_key=CODE_FIELDS[(type_name, key)], **common)
     if (type_name, key) in CHOICES_FROM_CATALOG:

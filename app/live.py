@@ -22,6 +22,7 @@ REASON_TEXT = {
     "provider_response": "provider answer",
     "overspend_approval": "overspend approval",
     "retry_backoff": "retry backoff",
+    "child_run": "child run",
 }
 
 
@@ -88,11 +89,15 @@ class LiveState:
 
 def waiting_text(waiting_on: dict[str, Any] | None, now: float) -> str:
     """`approval · 23h 59m left`: the reason, with time left when the wait has a due time; a retry's
-    backoff names the attempt it waits for (`retry backoff, attempt 3 · 10m left`)."""
+    backoff names the attempt it waits for (`retry backoff, attempt 3 · 10m left`), a `flow.call` the run it
+    waits for (`waiting on child run 1a2b3c4d`)."""
     if not waiting_on:
         return ""
     reason = str(waiting_on.get("reason", "waiting"))
     text = REASON_TEXT.get(reason, reason)
+    child = waiting_on.get("child_run_id")
+    if reason == "child_run" and isinstance(child, str) and child:
+        text = f"waiting on child run {child[:8]}"
     if isinstance(waiting_on.get("attempt"), int):
         text += f", attempt {waiting_on['attempt']}"
     due_at = waiting_on.get("due_at")

@@ -44,6 +44,8 @@ class RunDetails(QDialog):
     """`cancel_requested(run_id)` when the user presses Cancel; `show_run(run)` refreshes it."""
 
     cancel_requested = Signal(str)
+    open_run_requested = Signal(str)
+    """A parent or child run's link was clicked: show that run."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -60,6 +62,12 @@ class RunDetails(QDialog):
         self.cancel_button = QPushButton("Cancel run", self)
         self.cancel_button.setObjectName("cancelRunButton")
         self.cancel_button.clicked.connect(self._cancel)
+        self.related = QLabel(self)
+        self.related.setObjectName("runRelated")
+        self.related.setTextFormat(Qt.TextFormat.RichText)
+        self.related.setWordWrap(True)
+        self.related.linkActivated.connect(self._open_linked)
+        self.related.hide()
         top = QHBoxLayout()
         top.addWidget(self.header, 1)
         top.addWidget(self.cancel_button)
@@ -120,6 +128,7 @@ class RunDetails(QDialog):
         splitter.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
+        layout.addWidget(self.related)
         layout.addWidget(splitter)
 
     def show_run(self, run: dict[str, Any], secret_inputs: frozenset[str] | None = None) -> None:
@@ -143,6 +152,9 @@ class RunDetails(QDialog):
             + (f" &nbsp; at <b>{where}</b>" if where else "")
             + f"<br>{spent}"
         )
+        related = related_runs_html(run)
+        self.related.setText(related)
+        self.related.setVisible(bool(related))
         steps = run.get("steps", [])
         self.timeline.set_run(run, _now().timestamp())
         self.steps.blockSignals(True)
@@ -211,9 +223,30 @@ class RunDetails(QDialog):
         self.step_output.setPlainText(_dump(output) if output is not None else (
             "Nothing yet." if step.get("status") in ("running", "suspended", "pending") else "Nothing."))
 
+    def _open_linked(self, link: str) -> None:
+        if link.startswith(RUN_LINK):
+            self.open_run_requested.emit(link[len(RUN_LINK):])
+
     def _cancel(self) -> None:
         if self.run is not None:
             self.cancel_requested.emit(str(self.run["id"]))
+
+
+RUN_LINK = "run:"
+"""Links of the parent and child runs: `run:<id>`."""
+
+
+def related_runs_html(run: dict[str, Any]) -> str:
+    """`called by run 1a2b3c4d · child runs: 5e6f7a8b, …` with a link to open each (flow.call); '' when none."""
+    parts = []
+    parent = run.get("parent_run_id")
+    if isinstance(parent, str) and parent:
+        parts.append(f"called by run <a href='{RUN_LINK}{parent}'>{parent[:8]}</a>")
+    children = [child for child in run.get("child_run_ids") or [] if isinstance(child, str)]
+    if children:
+        links = ", ".join(f"<a href='{RUN_LINK}{child}'>{child[:8]}</a>" for child in children)
+        parts.append(f"child run{'s' if len(children) != 1 else ''}: {links}")
+    return " &nbsp;·&nbsp; ".join(parts)
 
 
 def _step_tokens(step: dict[str, Any]) -> str:

@@ -122,6 +122,7 @@ class MainWindow(QMainWindow):
         self.palette_widget.activated.connect(self._add_from_palette)
         self.problems.counts_changed.connect(self._problem_counts_changed)
         self.properties.flow_panel.taken_ids = self.taken_ids
+        self.properties.published_flow_ids = lambda: self.published_ids
         self.approvals.set_decider(settings.your_name)
         self.approvals.change_name_requested.connect(lambda: self.show_settings("General"))
         self.engine: EngineController | None = None

@@ -49,6 +49,7 @@ STARTER_CONFIG: dict[str, dict[str, Any]] = {
     "router": {"branches": [{"port": "yes", "when": "{{ true }}"}]},
     "set": {"values": {"key": "value"}},
     "http.request": {"method": "GET", "url": "https://example.com"},
+    "flow.call": {"flow": "", "inputs": {}, "output_key": "result"},
     "script": {"language": "python", "output_key": "result",
                "code": "import json, sys\n\nbox = json.load(sys.stdin)\nprint(json.dumps(box[\"inputs\"]))\n"},
 }

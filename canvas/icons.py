@@ -147,6 +147,19 @@ def _prompt() -> tuple[QPainterPath, bool]:
     return path, False
 
 
+def _nested() -> tuple[QPainterPath, bool]:
+    """A flow inside a flow: an outer frame with a smaller one and an arrow into it."""
+    path = QPainterPath()
+    path.addRoundedRect(QRectF(1.5, 2.5, 13, 11), 1.5, 1.5)
+    path.addRoundedRect(QRectF(8, 5.5, 4.5, 5), 1, 1)
+    path.moveTo(3.5, 8)
+    path.lineTo(7, 8)
+    path.moveTo(5.5, 6.5)
+    path.lineTo(7, 8)
+    path.lineTo(5.5, 9.5)
+    return path, False
+
+
 def _braces() -> tuple[QPainterPath, bool]:
     path = QPainterPath()
     for sign, x in ((1, 5.5), (-1, 10.5)):
@@ -201,6 +214,7 @@ _ICONS: dict[str, _PathMaker] = {
     "set": _braces,
     "http.request": _globe,
     "script": _prompt,
+    "flow.call": _nested,
     "terminal": _stop,
 }
 

@@ -63,6 +63,12 @@ def config_summary(node: Node) -> str:
     if kind == "script":
         lines = len(str(config.get("code", "")).splitlines())
         return f"{config.get('language', '')} · {lines} line" + ("s" if lines != 1 else "")
+    if kind == "flow.call":
+        target = str(config.get("flow") or "")
+        if not target:
+            return ""
+        version = config.get("version")
+        return f"calls {target}" + (f" v{version}" if isinstance(version, int) else "")
     if kind == "trigger.schedule":
         if config.get("cron"):
             return str(config["cron"])

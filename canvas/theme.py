@@ -122,6 +122,7 @@ LIGHT = CanvasTheme(
         "Money & AI": QColor("#6c35d0"),
         "Logic": QColor("#1864ab"),
         "Data": QColor("#0b6b7d"),
+        "Flows": QColor("#a61e4d"),
     },
 )
 
@@ -160,6 +161,7 @@ DARK = CanvasTheme(
         "Money & AI": QColor("#c3b0ff"),
         "Logic": QColor("#6cbcff"),
         "Data": QColor("#3bc9db"),
+        "Flows": QColor("#f783ac"),
     },
 )
 

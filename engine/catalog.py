@@ -162,6 +162,16 @@ class ScriptConfig(NodeConfig):
     output_key: str | None = None
 
 
+FlowId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")]
+
+
+class FlowCallConfig(NodeConfig):
+    flow: FlowId
+    version: int | None = Field(default=None, ge=1)
+    inputs: dict[str, Template] = Field(default_factory=dict)
+    output_key: str | None = None
+
+
 class TerminalConfig(NodeConfig):
     output: Template | None = None
 
@@ -245,6 +255,8 @@ CATALOG: dict[str, NodeType] = {
                  idempotent=_http_idempotent, summary_keys=("method", "url")),
         NodeType("script", "listen", "Script", "Data", ScriptConfig, _fixed("out"), idempotent=False,
                  summary_keys=("language", "timeout")),
+        NodeType("flow.call", "listen", "Call flow", "Flows", FlowCallConfig, _fixed("out"),
+                 park_reasons=("child_run",), summary_keys=("flow", "version")),
         NodeType("terminal", "terminal", "End", "Logic", TerminalConfig, _fixed()),
     )
 }
@@ -273,7 +285,7 @@ def written_keys(type_name: str, node_id: str, config: dict[str, Any]) -> tuple[
     if type_name == "set":
         values = config.get("values")
         return tuple(k for k in values if isinstance(k, str)) if isinstance(values, dict) else ()
-    if type_name in ("ai.model", "http.request", "foreach", "script"):
+    if type_name in ("ai.model", "http.request", "foreach", "script", "flow.call"):
         key = config.get("output_key")
         return (key if isinstance(key, str) and key else node_id,)
     if type_name == "approval":
@@ -302,6 +314,10 @@ def template_fields(type_name: str, config: dict[str, Any]) -> list[tuple[str, s
         if isinstance(config.get("headers"), dict):
             for key, value in config["headers"].items():
                 add(f"headers.{key}", value)
+    elif type_name == "flow.call":
+        if isinstance(config.get("inputs"), dict):
+            for key, value in config["inputs"].items():
+                add(f"inputs.{key}", value)
     elif type_name == "script":
         if isinstance(config.get("env"), dict):
             for key, value in config["env"].items():

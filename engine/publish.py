@@ -101,6 +101,9 @@ def publish(target: Target, flow: Flow, *, now: datetime | None = None) -> Publi
     diagnostics = validate(flow)
     if has_errors(diagnostics):
         raise PublishRefused(flow.id, diagnostics)
+    calls = _call_diagnostics(target, flow)
+    if has_errors(calls):
+        raise PublishRefused(flow.id, diagnostics + calls)
     # A Flow built in memory (the canvas's) skipped the file checks; what is stored must load again.
     unfit = json_problems(flow_to_data(flow), MAX_DOCUMENT_DEPTH)
     if unfit:
@@ -128,6 +131,21 @@ def publish(target: Target, flow: Flow, *, now: datetime | None = None) -> Publi
         session.add(row)
         session.flush()
         return _version_of(row)
+
+
+def _call_diagnostics(target: Target, flow: Flow) -> list[Diagnostic]:
+    """`flow.call` checks against the published flows (`engine.calls.graph`); [] for a flow with no call."""
+    if not any(node.type == "flow.call" for node in flow.nodes):
+        return []
+    from engine.calls.graph import call_diagnostics
+
+    def resolve(flow_id: str, version: int | None) -> Flow | None:
+        try:
+            return get_version(target, flow_id, version)[1]
+        except UnknownFlowVersion:
+            return None
+
+    return call_diagnostics(flow, resolve)
 
 
 _parsed: dict[str, Flow] = {}

@@ -403,6 +403,46 @@ class NodeRefEditor(FieldEditor):
         self.combo.setCurrentIndex(max(index, 0))
 
 
+class FlowRefEditor(FieldEditor):
+    """The id of a published flow: typed, or picked from the flows the engine has published."""
+
+    def __init__(self, spec: FieldSpec, parent: QWidget | None = None) -> None:
+        super().__init__(spec, parent)
+        self.combo = QComboBox(self)
+        self.combo.setEditable(True)
+        self.combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        line = self.combo.lineEdit()
+        assert line is not None
+        line.setPlaceholderText("id of a published flow")
+        line.editingFinished.connect(self.commit)
+        self.combo.activated.connect(lambda _index: self.commit())
+        self._candidates: list[str] = []
+        self._finish_layout(self.combo)
+
+    def set_candidates(self, flow_ids: list[str]) -> None:
+        """The published flow ids the user may pick."""
+        self._candidates = list(flow_ids)
+
+    def _display(self, value: Any) -> None:
+        self.combo.clear()
+        self.combo.addItems(self._candidates)
+        self.combo.setEditText("" if value is None else str(value))
+        self._check(self.combo.currentText().strip())
+
+    def _check(self, text: str) -> None:
+        if not text:
+            self.set_note(f"{self.spec.label} is required: type or pick a published flow", self.spec.required)
+        elif self._candidates and text not in self._candidates:
+            self.set_note(f'no published flow "{text}" yet: publishing refuses the call until it is', False)
+        else:
+            self.set_note("", False)
+
+    def commit(self) -> None:
+        text = self.combo.currentText().strip()
+        self._check(text)
+        self._emit(text or None)
+
+
 class TableEditor(FieldEditor):
     """Rows of two columns with Add/Remove; subclasses say how rows map to the JSON value."""
 
@@ -616,6 +656,7 @@ EDITOR_CLASSES: dict[str, Callable[[FieldSpec, QWidget | None], FieldEditor]] = 
     "branches": BranchesEditor,
     "approvers": ApproversEditor,
     "node_ref": NodeRefEditor,
+    "flow_ref": FlowRefEditor,
 }
 
 

@@ -7,6 +7,7 @@ panel redraws from the document's notifications, so undo updates it too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
@@ -26,7 +27,14 @@ from PySide6.QtWidgets import (
 
 from app.field_kinds import FieldSpec, config_fields
 from app.panels.code_editor import CodeEditor
-from app.panels.field_editors import DurationEditor, FieldEditor, NodeRefEditor, TemplateEditor, editor_for
+from app.panels.field_editors import (
+    DurationEditor,
+    FieldEditor,
+    FlowRefEditor,
+    NodeRefEditor,
+    TemplateEditor,
+    editor_for,
+)
 from app.panels.flow_panel import FlowPanel
 from app.panels.template_completion import completion_words
 from app.panels.template_preview import context_for
@@ -55,6 +63,8 @@ class PropertiesPanel(QWidget):
         self._built_for: tuple[str, str] | None = None
         self.preview_run: dict[str, Any] | None = None
         """The selected run (its inputs and state): template fields preview their value against it."""
+        self.published_flow_ids: Callable[[], frozenset[str]] = frozenset
+        """The engine's published flow ids (a `flow.call`'s flow picker offers them); the window sets it."""
 
         self.scroll_area = QScrollArea(self)
         self.scroll_area.setWidgetResizable(True)
@@ -241,6 +251,8 @@ class PropertiesPanel(QWidget):
             if isinstance(editor, TemplateEditor):
                 editor.set_completions(words)
                 editor.set_preview_context(preview)
+            if isinstance(editor, FlowRefEditor):
+                editor.set_candidates(sorted(self.published_flow_ids() - {self.document.flow_ref().id}))
             if isinstance(editor, NodeRefEditor):
                 ref_type = editor.spec.ref_type
                 editor.set_candidates(

@@ -79,6 +79,7 @@ def run_summary(run: dict[str, Any]) -> dict[str, Any]:
         "errors": run.get("errors") or {}, "current_node": run.get("current_node"),
         "waiting_on": run["waiting_on"], "cost_micros": run.get("cost_micros", 0),
         "tokens_in": run.get("tokens_in", 0), "tokens_out": run.get("tokens_out", 0),
+        "parent_run_id": run.get("parent_run_id"), "child_run_ids": run.get("child_run_ids", []),
         "created_at": run["created_at"], "finished_at": run["finished_at"],
         "steps": [{"step": s["step"], "node": s["node"], "type": s["type"], "status": s["status"],
                    "attempts": s["attempts"], "duration_ms": s["duration_ms"], "error": s["error"],
@@ -128,7 +129,13 @@ def print_run(run: dict[str, Any], as_json: bool) -> None:
     if run["error"]:
         print(f"error: {run['error']}")
     if run["waiting_on"]:
-        print(f"waiting on: {run['waiting_on']['node']} ({run['waiting_on']['reason']})")
+        child = run["waiting_on"].get("child_run_id")
+        print(f"waiting on: {run['waiting_on']['node']} ({run['waiting_on']['reason']}"
+              + (f" {child})" if child else ")"))
+    if run.get("parent_run_id"):
+        print(f"called by run {run['parent_run_id']}")
+    if run.get("child_run_ids"):
+        print(f"child runs: {', '.join(run['child_run_ids'])}")
     if run.get("cost_micros") or run.get("tokens_in") or run.get("tokens_out"):
         print(f"cost: {format_usd(run.get('cost_micros') or 0)}, tokens: {run.get('tokens_in') or 0:,} in, "
               f"{run.get('tokens_out') or 0:,} out")

@@ -65,8 +65,43 @@ def check_file(path: str, content: bytes) -> FileReport:
     """Validate one file's bytes; never raises on bad content."""
     from engine.validation import validate_document
 
-    _flow, diagnostics = validate_document(content)
+    flow, diagnostics = validate_document(content)
+    if flow is not None:
+        diagnostics += store_call_warnings(flow)
     return FileReport(path, [d.to_dict() for d in diagnostics])
+
+
+def store_call_warnings(flow: Any) -> list[Any]:
+    """`call_target_unknown` and `call_cycle` as warnings, against the store of this environment when it has
+    one (`LOCKGATE_DB_URL`, or the data folder's SQLite file); [] without a `flow.call` or a readable store."""
+    if not any(node.type == "flow.call" for node in flow.nodes):
+        return []
+    import sqlalchemy as sa
+
+    from engine.calls.graph import call_diagnostics
+    from engine.config import EngineConfig
+    from engine.publish import UnknownFlowVersion, get_version
+    from engine.store.db import make_engine
+    from engine.validation import Diagnostic
+
+    config = EngineConfig.from_env()
+    if config.db_url is None and not (config.data_dir / "lockgate.db").is_file():
+        return []
+    store = make_engine(config.sql_url)
+
+    def resolve(flow_id: str, version: int | None) -> Any:
+        try:
+            return get_version(store, flow_id, version)[1]
+        except UnknownFlowVersion:
+            return None
+
+    try:
+        found = call_diagnostics(flow, resolve, unknown_severity="warning")
+    except sa.exc.SQLAlchemyError:
+        return []
+    finally:
+        store.dispose()
+    return [Diagnostic(d.code, "warning", d.node, d.message) for d in found]
 
 
 def run_validate(args: argparse.Namespace) -> int:

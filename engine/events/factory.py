@@ -61,9 +61,10 @@ class EventStamper:
         return RunStarted(**self.stamp(), flow_id=flow_id, version=version, trigger=trigger, inputs=inputs,
                           worker=worker)
 
-    def run_parked(self, node: str, reason: str, due_at: float | None, attempt: int | None = None) -> RunParked:
+    def run_parked(self, node: str, reason: str, due_at: float | None, attempt: int | None = None,
+                   child_run_id: str | None = None) -> RunParked:
         return RunParked(**self.stamp(), waiting_on=WaitingOn(node=node, reason=reason, due_at=due_at,
-                                                              attempt=attempt))
+                                                              attempt=attempt, child_run_id=child_run_id))
 
     def run_resumed(self, node: str, worker: str = "") -> RunResumed:
         return RunResumed(**self.stamp(), node=node, worker=worker)

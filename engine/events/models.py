@@ -91,10 +91,13 @@ class WaitingOn(BaseModel):
     due_at: float | None = None
     attempt: int | None = None
     """`retry_backoff` only: the attempt that runs at `due_at`."""
+    child_run_id: str | None = None
+    """`child_run` only: the run the `flow.call` step waits for."""
 
     def record(self) -> dict[str, Any]:
-        """What the run row keeps: node, reason and due time, and the attempt when there is one."""
-        return self.model_dump(exclude={"attempt"} if self.attempt is None else None)
+        """What the run row keeps: node, reason and due time, and the attempt and child run when there are."""
+        unset = {name for name in ("attempt", "child_run_id") if getattr(self, name) is None}
+        return self.model_dump(exclude=unset or None)
 
 
 class RunParked(EventBase):

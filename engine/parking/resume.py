@@ -73,6 +73,8 @@ def seal_park(client: redis.Redis, keys: Keyspace, previous: dict[str, Any] | No
     node parking; a step parking again on it keeps its `suspended_step_timeout` clock.
     """
     record = park_record(previous, park.reason, park.due_at, now, WaitLimits.of(settings), accepted_at, node)
+    if park.wake_on_key:
+        record["wake_on_key"] = park.wake_on_key
     approval_id = park.detail.get("approval_id")
     if approval_id and client.exists(keys.approval_decision(str(approval_id))):
         record.update(wake_at=now, wake_kind="due")

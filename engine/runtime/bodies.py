@@ -54,6 +54,11 @@ class Park:
     reason: str
     due_at: float | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    wake_on_key: str | None = None
+    """A Redis key whose presence wakes the park: set before the park is sealed, the run resumes at once
+    (the sealing write checks it atomically); set after, whoever sets it enqueues the resume."""
+    child_run_id: str | None = None
+    """`child_run` only: the run waited for (shown in `waiting_on`)."""
 
 
 @dataclass
@@ -78,6 +83,8 @@ class StepCall:
     runs, and the body reads its rendered values from here instead of rendering again."""
     items: list[Any] | None = None
     """foreach only: the items its `prepare` evaluated."""
+    attempt: int = 1
+    """The attempt of this step running now (1, then 2, ... under a `retry` policy)."""
 
     @property
     def config(self) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from engine.runtime.sealed import seal_secrets
 from engine.runtime.transitions import TERMINAL
 from engine.runtime.write_lock import sqlite_writer
 from engine.secret_box import SecretBoxError
+from engine.store.db import READ_ONLY_OPTION
 from engine.store.models import Run
 
 log = logging.getLogger("lockgate.create")
@@ -66,6 +67,12 @@ class CreatedRun:
 
 class RunRefused(ValueError):
     """create_run refused before any run existed."""
+
+
+class FlowDisabled(RunRefused):
+    """The flow's newest (or requested) version is disabled: its triggers and callers start nothing."""
+
+    reason = "flow_disabled"
 
 
 class SecretsUnsealable(RunRefused):
@@ -114,7 +121,8 @@ class LatestVersions:
 
 
 def _existing_run(handles: EngineHandles, key: str) -> CreatedRun | None:
-    with handles.sql.connect() as conn:
+    with handles.sql.connect() as plain:
+        conn = plain.execution_options(**{READ_ONLY_OPTION: True})  # SQLite: never waits for a writer
         row = conn.execute(sa.select(Run.id, Run.flow_id, Run.version, Run.status)
                            .where(Run.idempotency_key == key)).first()
     return CreatedRun(row.id, row.flow_id, row.version, row.status, duplicate=True) if row else None
@@ -124,12 +132,14 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
                version: int | None = None, trigger: str | None = None, idempotency_key: str | None = None,
                budget_preflight: BudgetPreflight = no_budget_preflight,
                latest: LatestVersions | None = None, mode: RunMode = "sync",
-               limits: InputLimits | None = None) -> CreatedRun:
+               limits: InputLimits | None = None, parent_run_id: str | None = None,
+               call_depth: int = 0) -> CreatedRun:
     """Create a queued run of a published flow and enqueue its job; raises RunRefused / InputError.
 
     `mode="async"` records the acceptance time (the run's `created_at`) on its job, and so in its
     checkpoints, so that its `max_wait` counts from acceptance rather than from its first park.
     `limits`: how large inputs may be (default: the environment's, `engine.config.input_limits`).
+    `parent_run_id`, `call_depth`: set for the child run of a `flow.call` step (`engine.calls`).
     """
     if mode not in ("sync", "async"):
         raise ValueError(f'create_run mode must be "sync" or "async" (got {mode!r})')
@@ -142,7 +152,7 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
     else:
         published, flow = get_version(handles.sql, flow_id, version)
     if not flow.enabled:
-        raise RunRefused(f'flow "{flow.id}" (version {published.version}) is disabled, so its triggers start '
+        raise FlowDisabled(f'flow "{flow.id}" (version {published.version}) is disabled, so its triggers start '
                          'nothing; enable it and publish again')
     trigger_id = _trigger_of(flow, trigger)
     given = inputs or {}
@@ -173,7 +183,8 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
             conn.execute(_INSERT_RUN, {
                 "id": run_id, "flow_id": flow.id, "version": published.version, "status": "queued",
                 "trigger": trigger_id, "idempotency_key": idempotency_key or None, "inputs": shown, "state": {},
-                "cost_micros": 0, "last_seq": 0, "created_at": now, "updated_at": now})
+                "cost_micros": 0, "last_seq": 0, "created_at": now, "updated_at": now,
+                "parent_run_id": parent_run_id, "call_depth": call_depth})
     except sa.exc.IntegrityError:
         if idempotency_key:
             found = _existing_run(handles, idempotency_key)
@@ -228,4 +239,16 @@ def cancel_run(handles: EngineHandles, run_id: str, reason: str = "cancelled by 
         pipe.zrem(handles.keys.due, run_id)
         pipe.delete(handles.keys.run_checkpoint(run_id), handles.keys.run_secrets(run_id))
     pipe.execute()
+    cancel_children(handles, run_id)
     return "cancelled" if status in ("queued", "waiting") else "cancelling"
+
+
+def cancel_children(handles: EngineHandles, run_id: str) -> list[str]:
+    """Cancel the unfinished child runs (`flow.call`) of `run_id`, and theirs; returns the ids cancelled."""
+    with handles.sql.connect() as plain:
+        conn = plain.execution_options(**{READ_ONLY_OPTION: True})
+        children = list(conn.execute(sa.select(Run.id).where(Run.parent_run_id == run_id,
+                                                             Run.status.not_in(TERMINAL))).scalars())
+    for child in children:
+        cancel_run(handles, child, f'its parent run "{run_id}" was cancelled')
+    return children

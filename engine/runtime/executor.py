@@ -166,8 +166,12 @@ class RunExecutor:
         except (JobFenced, redis.RedisError):  # the job stays pending and is redelivered; the run is not failed
             raise
         except _Parked as parked:
+            if self.cancel_requested():  # asked to cancel while the step ran: it never parks (no job resumes it)
+                self.emitter.emit(self.stamper.run_cancelled(node=parked.node))
+                return RunOutcome("cancelled")
             self.emitter.emit(self.stamper.run_parked(parked.node, parked.park.reason, parked.park.due_at,
-                                                      attempt=self.parked_attempt))
+                                                      attempt=self.parked_attempt,
+                                                      child_run_id=parked.park.child_run_id))
             return RunOutcome("parked", park=parked.park, parked_node=parked.node)
         except _Cancelled as cancelled:
             self.emitter.emit(self.stamper.run_cancelled(node=cancelled.node))
@@ -235,6 +239,7 @@ class RunExecutor:
         for attempt in range(first_attempt, max_attempts + 1):
             if top:
                 self.in_flight_attempt = attempt
+            call.attempt = attempt
             began = time.perf_counter()
             started = False
             try:

@@ -28,11 +28,19 @@ end
 local i = 2
 while i <= #ARGV do
   local n = tonumber(ARGV[i])
-  redis.call(unpack(ARGV, i + 1, i + n))
+  if ARGV[i + 1] == 'LG_IF_EXISTS' then
+    if redis.call('EXISTS', ARGV[i + 2]) == 1 then
+      redis.call(unpack(ARGV, i + 3, i + n))
+    end
+  else
+    redis.call(unpack(ARGV, i + 1, i + n))
+  end
   i = i + n + 1
 end
 return 1
 """
+_IF_EXISTS = "LG_IF_EXISTS"
+"""Pseudo-command of a recorded write: run the command after it only when the key named exists."""
 
 
 class JobFenced(Exception):
@@ -71,6 +79,13 @@ class CommandRecorder:
     def delete(self, *keys: str) -> None:
         if keys:
             self.commands.append(["DEL", *keys])
+
+    def xadd_if_exists(self, key: str, stream: str, fields: dict[Any, Any]) -> None:
+        """XADD to `stream` only if `key` exists when the write runs (checked atomically with the write)."""
+        argv: list[Any] = [_IF_EXISTS, key, "XADD", stream, "*"]
+        for name, value in fields.items():
+            argv += [name, value]
+        self.commands.append(argv)
 
     def hdel(self, key: str, *fields: Any) -> None:
         if fields:

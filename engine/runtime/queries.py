@@ -84,6 +84,7 @@ def _run_data(row: Any) -> dict[str, Any]:
         "cost_micros": row["cost_micros"],
         "tokens_in": row["tokens_in"],
         "tokens_out": row["tokens_out"],
+        "parent_run_id": row["parent_run_id"],
         "created_at": _iso(row["created_at"]),
         "started_at": _iso(row["started_at"]),
         "finished_at": _iso(row["finished_at"]),
@@ -111,13 +112,16 @@ def _step_data(row: Any) -> dict[str, Any]:
 
 
 def get_run(sql: sa.Engine, run_id: str, *, with_steps: bool = True) -> dict[str, Any] | None:
-    """A run with its steps (ordered by start, each with `started_at` / `finished_at`) and step counts, or None."""
+    """A run with its steps (ordered by start, each with `started_at` / `finished_at`) and step counts, its
+    `parent_run_id` and `child_run_ids` (flow.call), or None."""
     with sql.connect() as conn:
         row = conn.execute(sa.select(RUNS).where(RUNS.c.id == run_id)).mappings().first()
         if row is None:
             return None
         data = _run_data(row)
         data["state"] = shown(row["state"])
+        data["child_run_ids"] = list(conn.execute(sa.select(RUNS.c.id).where(RUNS.c.parent_run_id == run_id)
+                                                  .order_by(RUNS.c.created_at, RUNS.c.id)).scalars())
         if with_steps:
             steps = conn.execute(sa.select(STEPS).where(STEPS.c.run_id == run_id)
                                  .order_by(STEPS.c.started_at.is_(None), STEPS.c.started_at, STEPS.c.id)).mappings()

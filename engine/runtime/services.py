@@ -51,7 +51,8 @@ class EngineServices:
                  projector: bool = True, due_waker: bool = True, sleep: Callable[[float], None] = time.sleep,
                  budget_preflight: BudgetPreflight = no_budget_preflight, block_ms: int = 500,
                  heartbeat_seconds: float = HEARTBEAT_SECONDS, scheduler: bool = True,
-                 recovery: RecoveryThresholds | None = None, reaper: bool = True) -> None:
+                 recovery: RecoveryThresholds | None = None, reaper: bool = True,
+                 max_call_depth: int | None = None) -> None:
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self.worker_count = workers
@@ -84,6 +85,10 @@ class EngineServices:
         self.triggers: Any = None
         """`engine.triggers.runtime.TriggerRuntime` once started (schedules, event triggers)."""
         self.latest_versions = LatestVersions()
+        self.max_call_depth = max_call_depth
+        """How deep `flow.call` child runs may nest (None: `LOCKGATE_MAX_CALL_DEPTH`, else 8)."""
+        self.calls: Any = None
+        """`engine.calls.runtime.CallRuntime` once started (flow.call child runs)."""
         self.consumers: ConsumerSlots | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -113,6 +118,9 @@ class EngineServices:
         from engine.triggers.runtime import TriggerRuntime  # webhooks, schedules, event triggers: the API issue
 
         self.triggers = TriggerRuntime.start(self, self._stop, scheduler_thread=self.run_scheduler)
+        from engine.calls.runtime import CallRuntime  # flow.call: child runs and waking their parents
+
+        self.calls = CallRuntime.start(self, self.max_call_depth)
         plans = PlanCache(self.sql)
         for index, name in enumerate(names):
             worker = Worker(self.redis.client(), self.keys, plans, self.clock, name,
@@ -151,6 +159,9 @@ class EngineServices:
             except Exception:
                 log.warning("could not release this process's worker consumer names; they lapse on their own")
             self.consumers = None
+        if self.calls is not None:
+            self.calls.stop()
+            self.calls = None
         if self.money is not None:
             self.money.stop(timeout)
             self.money = None

@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from engine.clock import Clock
 from engine.events import EventStamper
 from engine.logs import run_context
+from engine.parking.limits import park_token
 from engine.parking.resume import Admission, admit_resume, expire_parked, expire_queued, seal_park
 from engine.publish import get_version
 from engine.runtime import crashpoints
@@ -36,7 +37,7 @@ from engine.runtime.executor import RunExecutor, RunOutcome
 from engine.runtime.fencing import CommandRecorder, FencedEmitter, FencedWriter, JobFence, JobFenced
 from engine.runtime.idempotency import step_is_idempotent
 from engine.runtime.inputs import secret_names
-from engine.runtime.jobs import ATTEMPT_FIELD, BadJob, Delivery, Job, decode_job, delivery_of
+from engine.runtime.jobs import ATTEMPT_FIELD, BadJob, Delivery, Job, decode_job, delivery_of, encode_job, resume_job
 from engine.runtime.plan import FlowPlan
 from engine.runtime.reclaim import running_entry
 from engine.runtime.sealed import dump_snapshot, load_snapshot, open_secrets
@@ -367,6 +368,9 @@ class Worker:
                 if parked is not None:  # in the same fenced write: a parked run never lacks its wake-up
                     pipe.zadd(self.keys.due, job.run_id, parked["wake_at"])
                     pipe.publish(self.keys.due_nudge, repr(float(parked["wake_at"])))
+                    if parked.get("wake_on_key"):  # woken already (a child run that ended first): resume now
+                        pipe.xadd_if_exists(parked["wake_on_key"], self.keys.jobs,
+                                            encode_job(resume_job(job.run_id, park_token(sealed))))
             else:
                 pipe.delete(self.keys.run_checkpoint(job.run_id), self.keys.run_secrets(job.run_id), cancel_key)
             self._release(pipe, job.run_id, delivery.origin, message_id)

@@ -75,6 +75,7 @@ class Run(Base):
         sa.ForeignKeyConstraint(["flow_id", "version"], ["flow_versions.flow_id", "flow_versions.version"]),
         sa.Index("ix_runs_status", "status"),
         sa.Index("ix_runs_flow_id_created_at", "flow_id", "created_at"),
+        sa.Index("ix_runs_parent_run_id", "parent_run_id"),
     )
 
     id: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
@@ -104,6 +105,10 @@ class Run(Base):
     """Failures the run went on past (`continue_on_fail`): step key -> {message, type, attempts}."""
     last_seq: Mapped[int] = mapped_column(sa.Integer, default=0)
     """Highest per-run event sequence number applied by the projector."""
+    parent_run_id: Mapped[str | None] = mapped_column(sa.String(64))
+    """The run whose `flow.call` step started this one (None for a run started any other way)."""
+    call_depth: Mapped[int] = mapped_column(sa.Integer, default=0, server_default="0")
+    """How many `flow.call` parents this run has above it (0 for a run started any other way)."""
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     first_parked_at: Mapped[datetime | None] = mapped_column(UtcDateTime)

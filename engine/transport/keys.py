@@ -161,6 +161,11 @@ class Keyspace:
         duplicate resume jobs never run a step twice. Set by workers (`engine.parking.resume`)."""
         return self._key("run", run_id, "resumed", park)
 
+    def run_ended(self, run_id: str) -> str:
+        """String with TTL: this child run has ended (its final status). Set by the child-run waker once the
+        projector applied the end; a `flow.call` parent's park is woken by it (`Park.wake_on_key`)."""
+        return self._key("run", run_id, "ended")
+
     def approval_decision(self, approval_id: str) -> str:
         """String (NX) holding the winning decision of an approval, so exactly one decision wins
         among concurrent attempts. Set by the approvals service."""

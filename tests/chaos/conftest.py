@@ -183,14 +183,14 @@ class Deployment:
     def create(self, flow_id: str, count: int) -> list[str]:
         return [self.handle.create_run(flow_id).run_id for _ in range(count)]
 
-    def start(self, crash_at: str | None = None) -> int:
+    def start(self, crash_at: str | None = None, workers: int = 2) -> int:
         self.processes += 1
         env = {"LOCKGATE_DATA_DIR": str(self.tmp / "data"), "LOCKGATE_REDIS_URL": self.redis_url,
                "LOCKGATE_DB_URL": self.db_url, "LOCKGATE_KEY_PREFIX": self.prefix,
                "LOCKGATE_EVENT_JOURNAL": str(JOURNAL), "LOCKGATE_HEARTBEAT_TIMEOUT": "2",
                "LOCKGATE_JOB_IDLE_TIMEOUT": "4", "LOCKGATE_CRASH_AT": crash_at or "",
                "LOCKGATE_CRASH_MARK": str(self.mark), **self.worker_env}
-        return self.zygote.spawn(env, ["worker", "--workers", "2"], self.log(self.processes))
+        return self.zygote.spawn(env, ["worker", "--workers", str(workers)], self.log(self.processes))
 
     def log(self, index: int) -> Path:
         return self.tmp / f"worker-{index}.log"
