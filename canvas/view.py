@@ -145,6 +145,10 @@ class FlowView(QGraphicsView):
 
     # ----- public API ----------------------------------------------------------------
 
+    def run_command(self, name: str) -> None:
+        """Run the canvas command `name` of `BINDINGS` (what its key does), e.g. from a window menu."""
+        self._handlers[name]()
+
     def zoom(self) -> float:
         return self.transform().m11()
 

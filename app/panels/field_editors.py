@@ -424,6 +424,11 @@ class TableEditor(FieldEditor):
         return None
 
     def _display(self, value: Any) -> None:
+        if self.rows() == self.rows_of(value):
+            # The table shows this already (the model echoing the table's own edit): rebuilding it now would
+            # delete the cell editor that is still committing.
+            self._check_all()
+            return
         self.table.blockSignals(True)
         try:
             self.table.setRowCount(0)
