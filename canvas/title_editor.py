@@ -38,15 +38,19 @@ class TitleEditor(QLineEdit):
         """Show over `view_rect` (viewport pixels) holding `title`, all of it selected."""
         self.node_id = node_id
         self._original = title
-        font = QFont(TITLE_FONT)
-        font.setPixelSize(max(9, round(TITLE_FONT.pixelSize() * zoom)))
-        self.setFont(font)
-        self.setGeometry(view_rect.toAlignedRect())
+        self.place(view_rect, zoom)
         self.setText(title)
         self.selectAll()
         self.show()
         self.raise_()
         self.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def place(self, view_rect: QRectF, zoom: float) -> None:
+        """Cover `view_rect` with a font the title's size at `zoom`."""
+        font = QFont(TITLE_FONT)
+        font.setPixelSize(max(9, round(TITLE_FONT.pixelSize() * zoom)))
+        self.setFont(font)
+        self.setGeometry(view_rect.toAlignedRect())
 
     def editing(self) -> bool:
         return self.node_id is not None

@@ -93,7 +93,7 @@ class FlowView(QGraphicsView):
         self.quick_add.dismissed.connect(self._quick_add_dismissed)
         self.minimap = Minimap(self)
         self.title_editor = TitleEditor(self.viewport())
-        self.title_editor.renamed.connect(document.rename_node)
+        self.title_editor.renamed.connect(self._rename_from_editor)
         self.title_editor.finished.connect(self.setFocus)
         self.zoom_bar = ZoomBar(self)
         self.actions_by_name: dict[str, QAction] = {}
@@ -180,6 +180,7 @@ class FlowView(QGraphicsView):
         # Antialiased curves cost most when zoomed out, where nobody can see the difference.
         self.setRenderHint(QPainter.RenderHint.Antialiasing, self.zoom() >= DETAIL_ZOOM)
         self.zoom_changed.emit(self.zoom())
+        self._follow_title_editor()
 
     def fit_selection_or_all(self) -> None:
         """F: frame the selected nodes, or every node when none is selected, in the part of the view the
@@ -344,9 +345,22 @@ class FlowView(QGraphicsView):
             return False
         if not self._visible_in_view(item):
             self.center_on_node(node_id)
-        area = self.mapFromScene(item.mapToScene(title_rect())).boundingRect()
-        self.title_editor.start(node_id, item.node.title or item.node_id, QRectF(area), self.zoom())
+        self.title_editor.start(node_id, item.node.title or item.node_id, self._title_area(item), self.zoom())
         return True
+
+    def _title_area(self, item: NodeItem) -> QRectF:
+        return QRectF(self.mapFromScene(item.mapToScene(title_rect())).boundingRect())
+
+    def _follow_title_editor(self) -> None:
+        # Zooming or panning while a title is edited keeps the editor on its node.
+        node_id = self.title_editor.node_id
+        item = self.flow_scene.node_items.get(node_id) if node_id is not None else None
+        if item is not None:
+            self.title_editor.place(self._title_area(item), self.zoom())
+
+    def _rename_from_editor(self, node_id: str, title: str) -> None:
+        if self.document.node(node_id) is not None:  # an undo while typing may have taken the node away
+            self.document.rename_node(node_id, title)
 
     def _visible_in_view(self, item: NodeItem) -> bool:
         visible = self.mapToScene(self.viewport().rect()).boundingRect()
@@ -499,6 +513,7 @@ class FlowView(QGraphicsView):
     def scrollContentsBy(self, dx: int, dy: int) -> None:
         super().scrollContentsBy(dx, dy)
         self.minimap.update()
+        self._follow_title_editor()
 
     def wheelEvent(self, event: QWheelEvent) -> None:
         delta = event.angleDelta().y() or event.angleDelta().x()

@@ -5,7 +5,7 @@ toggle, Fit around the minimap, wire quick-add without triggers, and the palette
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt
-from PySide6.QtGui import QContextMenuEvent
+from PySide6.QtGui import QContextMenuEvent, QWheelEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QMenu
 from pytestqt.qtbot import QtBot
@@ -118,8 +118,16 @@ def test_double_click_on_a_title_or_f2_renames_in_place(qtbot: QtBot, editor: Fl
                       view_point(view, header))
     assert title.isVisible() and title.node_id == "classify"
     assert title.selectedText() == node_of(document, "classify").title
-    assert title.geometry().intersects(view.mapFromScene(item_of(view, "classify").sceneBoundingRect())
-                                       .boundingRect())
+    def over_classify() -> bool:
+        header = view.mapFromScene(item_of(view, "classify").sceneBoundingRect()).boundingRect()
+        return header.contains(title.geometry().center())
+
+    assert over_classify()
+    anchor = QPoint(40, 40)
+    wheel = QWheelEvent(QPointF(anchor), QPointF(view.viewport().mapToGlobal(anchor)), QPoint(), QPoint(0, 240),
+                        Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase, False)
+    QApplication.sendEvent(view.viewport(), wheel)  # zooming while typing keeps the editor on its node
+    assert view.zoom() > 1.2 and title.isVisible() and over_classify()
     QTest.keyClicks(title, "Label the ticket")
     QTest.keyClick(title, Qt.Key.Key_Return)
     assert not title.isVisible()
