@@ -29,6 +29,7 @@ def _edit_cell(qtbot, table: QTableWidget, row: int, column: int, text: str, fin
     assert len(editors) == 1, editors
     editor = editors[0]
     QTest.keyClick(editor, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    QTest.keyClick(editor, Qt.Key.Key_Backspace)
     QTest.keyClicks(editor, text)
     QTest.keyClick(editor, finish)
 
@@ -39,7 +40,9 @@ def test_editing_set_values_in_the_table_is_undoable_and_quiet(qtbot, qtlog, tri
     qtbot.addWidget(panel)
     panel.resize(420, 800)
     panel.show()
-    qtbot.waitExposed(panel)
+    # Active, so the cell editor gets and loses focus as on a desktop (focus-out commits once more).
+    panel.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is panel)
     panel.set_document(document)
     panel.show_node("note")
     values = panel.editors["values"]
@@ -69,3 +72,26 @@ def test_editing_set_values_in_the_table_is_undoable_and_quiet(qtbot, qtlog, tri
     assert table.item(0, 1) is not None and table.item(0, 1).text() == "Followed up on {{ inputs.ticket.id }}"
     warnings = [r.message for r in qtlog.records if r.type != 0]  # 0: QtDebugMsg
     assert not [w for w in warnings if "commitData" in w or "editor" in w], warnings
+
+
+def test_clearing_a_key_drops_its_row_after_the_cell_editor_closes(qtbot, qtlog, triage_path: Path) -> None:
+    document = FlowDocument.open(triage_path)
+    panel = PropertiesPanel()
+    qtbot.addWidget(panel)
+    panel.resize(420, 800)
+    panel.show()
+    # Active, so the cell editor gets and loses focus as on a desktop (focus-out commits once more).
+    panel.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is panel)
+    panel.set_document(document)
+    panel.show_node("note")
+    values = panel.editors["values"]
+    assert isinstance(values, MappingEditor)
+    qtbot.mouseClick(values.add_button, Qt.MouseButton.LeftButton)
+    assert values.table.rowCount() == 2 and len(document.node("note").config["values"]) == 2
+    _edit_cell(qtbot, values.table, 1, 0, "", Qt.Key.Key_Return)  # a row without a key is no entry
+    qtbot.waitUntil(lambda: values.table.rowCount() == 1)
+    assert list(document.node("note").config["values"]) == ["note"]
+    assert document.undo_stack.count() == 2
+    warnings = [r.message for r in qtlog.records if "commitData" in r.message]
+    assert warnings == []
