@@ -22,6 +22,9 @@ class ActionSpec:
     icon: QStyle.StandardPixmap | None = None
     checkable: bool = False
     separator_before: bool = False
+    canvas: bool = False
+    """Runs the current canvas's command of the same id; the menu shows the canvas's key for it, which stays the
+    canvas's (bound once, where the keys go)."""
 
 
 ACTIONS: tuple[ActionSpec, ...] = (
@@ -40,6 +43,17 @@ ACTIONS: tuple[ActionSpec, ...] = (
                separator_before=True),
     ActionSpec("redo", "&Redo", "&Edit", ("Ctrl+Shift+Z", "Ctrl+Y"), "Redo the edit just undone", True,
                QStyle.StandardPixmap.SP_ArrowForward),
+    ActionSpec("cut", "Cu&t", "&Edit", (), "Copy the selected nodes, then delete them", canvas=True,
+               separator_before=True),
+    ActionSpec("copy", "&Copy", "&Edit", (), "Copy the selected nodes with the edges between them", canvas=True),
+    ActionSpec("paste", "&Paste", "&Edit", (), "Paste copied nodes at the cursor (or the canvas centre)",
+               canvas=True),
+    ActionSpec("duplicate", "D&uplicate", "&Edit", (), "Duplicate the selected nodes", canvas=True),
+    ActionSpec("delete", "&Delete", "&Edit", (), "Delete the selected nodes and edges", canvas=True),
+    ActionSpec("rename", "Re&name node", "&Edit", (), "Edit the selected node's title in place", canvas=True),
+    ActionSpec("select_all", "Select &all", "&Edit", (), "Select every node", canvas=True, separator_before=True),
+    ActionSpec("auto_layout", "Auto-&layout", "&Edit", (), "Arrange the flow left to right (undoable)",
+               canvas=True),
     ActionSpec("validate", "&Validate", "&Flow", ("F7",), "Check the flow now and show the Problems", True,
                QStyle.StandardPixmap.SP_DialogApplyButton, separator_before=True),
     ActionSpec("publish", "&Publish", "&Flow", ("Ctrl+Shift+P",), "Validate and store the next version", True,
@@ -97,12 +111,23 @@ def shortcut_table() -> list[tuple[str, str]]:
     return rows
 
 
+def canvas_keys(action_id: str) -> str:
+    """The canvas's keys for its command `action_id`, as this platform writes them."""
+    from canvas.bindings import BINDINGS
+
+    for binding in BINDINGS:
+        if binding.name == action_id:
+            return ", ".join(k.toString(QKeySequence.SequenceFormat.NativeText) for k in binding.sequences())
+    raise KeyError(f"no canvas command {action_id!r}; declare it in canvas.bindings.BINDINGS")
+
+
 def build_actions(parent: QWidget, handlers: Mapping[str, Callable[[], object]]) -> dict[str, QAction]:
     """One QAction per spec, connected to `handlers[id]` (actions without a handler start disabled)."""
     actions: dict[str, QAction] = {}
     style = parent.style()
     for item in ACTIONS:
-        action = QAction(item.text, parent)
+        # Text after a tab is the menu's shortcut column: the canvas's key, shown without binding it twice.
+        action = QAction(f"{item.text}\t{canvas_keys(item.id)}" if item.canvas else item.text, parent)
         action.setObjectName(f"action_{item.id}")
         keys: list[QKeySequence] = []
         for shortcut in item.shortcuts:
@@ -111,7 +136,7 @@ def build_actions(parent: QWidget, handlers: Mapping[str, Callable[[], object]])
             else:
                 keys.append(QKeySequence(shortcut))
         action.setShortcuts(keys)
-        shown_keys = ", ".join(shortcut_texts(item))
+        shown_keys = canvas_keys(item.id) if item.canvas else ", ".join(shortcut_texts(item))
         action.setToolTip(f"{item.tip} ({shown_keys})" if shown_keys else item.tip)
         action.setStatusTip(item.tip)
         action.setCheckable(item.checkable)

@@ -25,6 +25,7 @@ from engine.config import EngineConfig
 from engine.logs import RecordBuffer
 
 if TYPE_CHECKING:
+    from engine.clock import Clock
     from engine.log_channel import LogReceiver
 
 EngineState = Literal["stopped", "starting", "running", "stopping", "unavailable", "failed"]
@@ -53,8 +54,13 @@ class EngineBridge(QObject):
 
     def __init__(self, config: EngineConfig, budgets: Iterable[BudgetSetting] = (), workers: int = 2,
                  parent: QObject | None = None, out_of_process: bool = True,
-                 log_records: RecordBuffer | None = None) -> None:
+                 log_records: RecordBuffer | None = None, clock: Clock | None = None) -> None:
         super().__init__(parent)
+        if clock is not None and out_of_process:
+            raise ValueError("an injected clock needs the engine in this process (out_of_process=False): a worker "
+                             "child process keeps its own time")
+        self.clock = clock
+        """The engine's time when injected (tests move a manual clock); None: the system clock."""
         self.config = config
         self.budgets = list(budgets)
         self.workers = workers
@@ -105,7 +111,7 @@ class EngineBridge(QObject):
             if self.out_of_process:
                 services = services_module.EngineServices(self.config, workers=0, projector=False, due_waker=False)
             else:
-                services = services_module.EngineServices(self.config, workers=self.workers)
+                services = services_module.EngineServices(self.config, clock=self.clock, workers=self.workers)
                 services.batch_listeners.append(self._on_projector_batch)
             # Known to stop() even if the app quits before the GUI hears that the start finished.
             self._started_services = services

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -190,6 +191,9 @@ class MainWindow(QMainWindow):
         self.resizeDocks([self.docks["Problems"]], [180], Qt.Orientation.Vertical)
 
     def _handlers(self) -> dict[str, Callable[[], object]]:
+        canvas_commands: dict[str, Callable[[], object]] = {
+            item.id: partial(self.run_canvas_command, item.id) for item in action_specs.ACTIONS if item.canvas
+        }
         return {
             "new": self.new_flow,
             "open": self.open_dialog,
@@ -215,7 +219,14 @@ class MainWindow(QMainWindow):
             "theme_dark": lambda: self.set_theme("dark"),
             "shortcuts": self.show_shortcuts,
             "about": self.show_about,
+            **canvas_commands,
         }
+
+    def run_canvas_command(self, name: str) -> None:
+        """An Edit menu entry: the current canvas's own command (what its key does there)."""
+        editor = self.tabs.current_editor()
+        if editor is not None:
+            editor.view.run_command(name)
 
     def _build_recent_menu(self) -> None:
         file_menu = self.menus["&File"]
@@ -480,8 +491,9 @@ class MainWindow(QMainWindow):
             self.hint_label.setVisible(self._hint_document is document)
         if self.engine is not None and self.engine.live_on:
             self.engine.repaint_live()
+        canvas_ids = tuple(item.id for item in action_specs.ACTIONS if item.canvas)
         for action_id in ("save", "save_as", "close_tab", "validate", "publish", "run", "live", "versions",
-                          "flow_properties", "compare", "next_change", "previous_change"):
+                          "flow_properties", "compare", "next_change", "previous_change", *canvas_ids):
             self.actions_by_id[action_id].setEnabled(document is not None)
         self._update_edit_actions()
 

@@ -27,11 +27,13 @@ Public API (the app embeds these):
 - `canvas.commands` — the QUndoCommands behind those edits.
 - `canvas.scene.FlowScene`, `canvas.items` (NodeItem, PortItem, EdgeItem,
   WireItem) and `canvas.view.FlowView(document)`: signals
-  `selection_changed(list[str])`, `node_activated(str)` (double-click),
+  `selection_changed(list[str])`, `node_activated(str)` (Enter, or a double-click on a node's body),
   `status(str)` (hints such as why a connection is refused), `zoom_changed(float)`; methods
   `select_node(id)`, `center_on_node(id)`, `fit_selection_or_all()`,
   `set_zoom(level)`, `set_snap_to_grid(bool)`, `open_quick_add()`,
-  `add_node_at(type, scene_point)`, `actions_by_name` (QActions for menus);
+  `add_node_at(type, scene_point)`, `add_node_where_free(type)`, `paste(at=None)`,
+  `duplicate_selection(at=None)`, `cut_selection()`, `start_rename(id)`, `set_minimap_shown(bool)`,
+  `run_command(name)` (a `BINDINGS` command, for window menus), `actions_by_name` (QActions for menus);
   live mode: `set_live_counts({id: (running, waiting, reason)})`,
   `set_run_path(nodes_in_order, current_node, waiting_text)`, `clear_live()`;
   notices (e.g. a disabled trigger): `set_node_notices({id: (label, tooltip)})`, `node_notice(id)`.

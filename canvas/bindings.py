@@ -39,9 +39,11 @@ def _keys(*specs: KeySpec) -> tuple[KeySpec, ...]:
 # Command key on macOS.
 BINDINGS: tuple[Binding, ...] = (
     Binding("delete", "Delete", _keys("Delete", "Backspace"), "Delete the selected nodes and edges"),
+    Binding("cut", "Cut", _keys("Ctrl+X"), "Copy the selected nodes, then delete them (one undo step)"),
     Binding("copy", "Copy", _keys("Ctrl+C"), "Copy the selected nodes with the edges between them"),
-    Binding("paste", "Paste", _keys("Ctrl+V"), "Paste copied nodes with fresh ids"),
-    Binding("duplicate", "Duplicate", _keys("Ctrl+D"), "Duplicate the selected nodes"),
+    Binding("paste", "Paste", _keys("Ctrl+V"), "Paste copied nodes with fresh ids at the cursor"),
+    Binding("duplicate", "Duplicate", _keys("Ctrl+D"), "Duplicate the selected nodes at the cursor"),
+    Binding("rename", "Rename", _keys("F2"), "Edit the selected node's title in place"),
     Binding("select_all", "Select all", _keys("Ctrl+A"), "Select every node"),
     Binding("fit", "Fit selection or all", _keys("F"), "Zoom to the selection, or to the whole flow"),
     Binding("quick_add", "Add node…", _keys("Tab", "Shift+A"), "Search node types and add one at the cursor"),
@@ -50,6 +52,7 @@ BINDINGS: tuple[Binding, ...] = (
     Binding("zoom_out", "Zoom out", _keys("Ctrl+-"), "Zoom out"),
     Binding("reset_zoom", "Actual size", _keys("Ctrl+0"), "Zoom to 100%"),
     Binding("toggle_snap", "Snap to grid", _keys("Ctrl+G"), "Snap dragged nodes to the grid"),
+    Binding("toggle_minimap", "Minimap", _keys("Ctrl+M"), "Show or hide the overview in the corner"),
 )
 
 # Arrow keys nudge the selection: (dx, dy) in grid steps (Shift: single units).

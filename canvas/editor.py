@@ -21,6 +21,5 @@ class FlowEditor(QWidget):
         self.setFocusProxy(self.view)
 
     def add_node_at_centre(self, type_name: str) -> str:
-        """Add a node in the middle of what is visible (palette double-click)."""
-        centre = self.view.mapToScene(self.view.viewport().rect().center())
-        return self.view.add_node_at(type_name, centre)
+        """Add a node near the middle of what is visible, where it overlaps no other (palette double-click)."""
+        return self.view.add_node_where_free(type_name)

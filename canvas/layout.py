@@ -46,3 +46,38 @@ def layered_positions(flow: Flow, origin: tuple[float, float] = (0.0, 0.0)) -> d
             positions[node_id] = (round(origin[0] + layer * (NODE_WIDTH + LAYER_GAP)), round(y))
             y += heights[node_id] + ROW_GAP
     return positions
+
+
+Box = tuple[float, float, float, float]
+"""x, y, width, height in scene units."""
+
+FREE_GAP = 24.0
+
+
+def free_position(occupied: list[Box], size: tuple[float, float], centre: tuple[float, float],
+                  step: float = 20.0, rings: int = 60) -> tuple[float, float]:
+    """The top-left nearest to having a box of `size` centred on `centre` where it overlaps none of `occupied`
+    (with a gap around each), searched ring by ring on a `step` grid."""
+    width, height = size
+    start_x = round((centre[0] - width / 2) / step) * step
+    start_y = round((centre[1] - height / 2) / step) * step
+
+    def clear(x: float, y: float) -> bool:
+        return all(
+            x + width + FREE_GAP <= ox or ox + ow + FREE_GAP <= x or y + height + FREE_GAP <= oy
+            or oy + oh + FREE_GAP <= y
+            for ox, oy, ow, oh in occupied
+        )
+
+    for ring in range(rings + 1):
+        candidates = [
+            (start_x + dx * step, start_y + dy * step)
+            for dx in range(-ring, ring + 1)
+            for dy in range(-ring, ring + 1)
+            if max(abs(dx), abs(dy)) == ring
+        ]
+        candidates.sort(key=lambda p: (p[0] - start_x) ** 2 + (p[1] - start_y) ** 2)
+        for x, y in candidates:
+            if clear(x, y):
+                return (x, y)
+    return (start_x, start_y)

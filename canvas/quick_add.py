@@ -45,16 +45,19 @@ class QuickAddBox(QFrame):
         for type_name, spec in CATALOG.items():
             item = QListWidgetItem(type_icon(type_name), f"{spec.title}  ·  {spec.category}")
             item.setData(TYPE_ROLE, type_name)
-            item.setToolTip(type_name)
+            item.setToolTip(spec.description)
             self.list.addItem(item)
         self.search.textChanged.connect(self._filter)
         self.search.installEventFilter(self)
         self.list.itemActivated.connect(self._activate)
         self._done = False
+        self.inputs_only = False
 
-    def open_at(self, global_pos: QPoint) -> None:
-        """Show at `global_pos` with an empty filter and the first type selected."""
+    def open_at(self, global_pos: QPoint, inputs_only: bool = False) -> None:
+        """Show at `global_pos` with an empty filter and the first type selected; `inputs_only` (a node for a
+        dragged wire) leaves out the types that take no input (triggers)."""
         self._done = False
+        self.inputs_only = inputs_only
         self.search.clear()
         self._filter("")
         self.move(global_pos)
@@ -65,7 +68,8 @@ class QuickAddBox(QFrame):
         first = None
         for row in range(self.list.count()):
             item = self.list.item(row)
-            hidden = not matches(text, item.data(TYPE_ROLE))
+            type_name = item.data(TYPE_ROLE)
+            hidden = not matches(text, type_name) or (self.inputs_only and not CATALOG[type_name].has_input)
             item.setHidden(hidden)
             if not hidden and first is None:
                 first = item

@@ -12,7 +12,6 @@ from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QRectF, Qt, QTimer, S
 from PySide6.QtGui import (
     QAction,
     QContextMenuEvent,
-    QCursor,
     QDragEnterEvent,
     QDragMoveEvent,
     QDropEvent,
@@ -30,17 +29,23 @@ from canvas.bindings import BINDINGS, NUDGE_KEYS
 from canvas.document import FRAGMENT_FORMAT, FlowDocument
 from canvas.geometry import GRID_SIZE, HEADER_HEIGHT, NODE_WIDTH, input_port_offset, node_height
 from canvas.items import DETAIL_ZOOM, NodeItem
+from canvas.layout import free_position
 from canvas.live import LiveOverlay
 from canvas.minimap import Minimap
 from canvas.quick_add import QuickAddBox
 from canvas.scene import FlowScene
 from canvas.theme import CanvasTheme, current_theme, theme_notifier
+from canvas.title_editor import TitleEditor, title_rect
+from canvas.zoom_bar import ZoomBar
 
 NODE_TYPE_MIME = "application/x-lockgate-node-type"
 MIN_ZOOM = 0.05
 MAX_ZOOM = 3.0
 FIT_MAX_ZOOM = 1.25
 GRID_MIN_ZOOM = 0.5
+CORNER_MARGIN = 12
+FIT_MARGIN = 40.0
+PASTE_STEP = 40.0
 
 
 class FlowView(QGraphicsView):
@@ -78,18 +83,27 @@ class FlowView(QGraphicsView):
         self._cursor_over_port = False
         self._panning_from: QPoint | None = None
         self._paste_count = 0
+        self._last_paste_at: QPointF | None = None
+        self._hover_point: QPoint | None = None
+        self.context_menu: QMenu | None = None
         self._pending_wire: tuple[str, str | None] | None = None
         self._quick_add_point = QPointF()
         self.quick_add = QuickAddBox(self)
         self.quick_add.chosen.connect(self._quick_add_chosen)
         self.quick_add.dismissed.connect(self._quick_add_dismissed)
         self.minimap = Minimap(self)
+        self.title_editor = TitleEditor(self.viewport())
+        self.title_editor.renamed.connect(self._rename_from_editor)
+        self.title_editor.finished.connect(self.setFocus)
+        self.zoom_bar = ZoomBar(self)
         self.actions_by_name: dict[str, QAction] = {}
         self._handlers: dict[str, Callable[[], object]] = {
             "delete": self.delete_selection,
+            "cut": self.cut_selection,
             "copy": self.copy_selection,
             "paste": self.paste,
             "duplicate": self.duplicate_selection,
+            "rename": self.rename_selected,
             "select_all": self.select_all,
             "fit": self.fit_selection_or_all,
             "quick_add": self.open_quick_add,
@@ -98,6 +112,7 @@ class FlowView(QGraphicsView):
             "zoom_out": lambda: self.zoom_by(0.8),
             "reset_zoom": lambda: self.set_zoom(1.0),
             "toggle_snap": lambda: self.set_snap_to_grid(not self.flow_scene.snap_to_grid),
+            "toggle_minimap": lambda: self.set_minimap_shown(not self.minimap_shown()),
         }
         for binding in BINDINGS:
             action = QAction(binding.text, self)
@@ -106,9 +121,16 @@ class FlowView(QGraphicsView):
             action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
             action.setToolTip(binding.tip)
             action.triggered.connect(self._handlers[binding.name])
-            if binding.name == "toggle_snap":
+            if binding.name in ("toggle_snap", "toggle_minimap"):
                 action.setCheckable(True)
             self.actions_by_name[binding.name] = action
+        self.actions_by_name["toggle_minimap"].setChecked(True)
+        self.zoom_bar.zoom_out.clicked.connect(self._handlers["zoom_out"])
+        self.zoom_bar.zoom_in.clicked.connect(self._handlers["zoom_in"])
+        self.zoom_bar.percent.clicked.connect(self._handlers["reset_zoom"])
+        self.zoom_bar.fit.clicked.connect(self.fit_selection_or_all)
+        self.zoom_bar.minimap.toggled.connect(self.set_minimap_shown)
+        self.zoom_changed.connect(self.zoom_bar.show_zoom)
         self.live = LiveOverlay(self.flow_scene, self)
         self._last_selection: list[str] = []
         self._selection_timer = QTimer(self)
@@ -122,6 +144,10 @@ class FlowView(QGraphicsView):
         theme_notifier().changed.connect(self._on_theme)
 
     # ----- public API ----------------------------------------------------------------
+
+    def run_command(self, name: str) -> None:
+        """Run the canvas command `name` of `BINDINGS` (what its key does), e.g. from a window menu."""
+        self._handlers[name]()
 
     def zoom(self) -> float:
         return self.transform().m11()
@@ -154,19 +180,52 @@ class FlowView(QGraphicsView):
         # Antialiased curves cost most when zoomed out, where nobody can see the difference.
         self.setRenderHint(QPainter.RenderHint.Antialiasing, self.zoom() >= DETAIL_ZOOM)
         self.zoom_changed.emit(self.zoom())
+        self._follow_title_editor()
 
     def fit_selection_or_all(self) -> None:
-        """F: frame the selected nodes, or every node when none is selected."""
+        """F: frame the selected nodes, or every node when none is selected, in the part of the view the
+        corner controls leave free."""
         selected = self.flow_scene.selected_node_ids()
         rect = self.flow_scene.nodes_bounding_rect(selected or None)
         if rect.isNull():
             return
-        self.fitInView(rect.adjusted(-40, -40, 40, 40), Qt.AspectRatioMode.KeepAspectRatio)
-        self._after_zoom()
-        if self.zoom() > FIT_MAX_ZOOM:
-            self.set_zoom(FIT_MAX_ZOOM)
-            self.centerOn(rect.center())
+        rect = rect.adjusted(-FIT_MARGIN, -FIT_MARGIN, FIT_MARGIN, FIT_MARGIN)
+        area = self.free_area(rect)
+        level = min(area.width() / rect.width(), area.height() / rect.height(), FIT_MAX_ZOOM)
+        self.set_zoom(level)
+        # Centre the flow on the free area: the viewport centre sits that far from it, in scene units.
+        offset = QPointF(self.viewport().rect().center()) - area.center()
+        self.centerOn(rect.center() + offset / self.zoom())
         self.minimap.update()
+
+    def free_area(self, rect: QRectF | None = None) -> QRectF:
+        """The viewport rectangle no corner control covers: beside the minimap or above it, whichever holds
+        `rect` (scene units) larger; the zoom bar's row is kept clear either way."""
+        view = QRectF(self.viewport().rect())
+        bar_top = self.zoom_bar.geometry().top() - CORNER_MARGIN / 2
+        above_bar = QRectF(view.left(), view.top(), view.width(), max(1.0, bar_top - view.top()))
+        if not self.minimap_shown():
+            return above_bar
+        map_rect = QRectF(self.minimap.geometry())
+        beside = QRectF(view.left(), view.top(), max(1.0, map_rect.left() - CORNER_MARGIN), above_bar.height())
+        above = QRectF(view.left(), view.top(), view.width(),
+                       max(1.0, min(map_rect.top(), bar_top) - CORNER_MARGIN / 2 - view.top()))
+        if rect is None or rect.isEmpty():
+            return above
+
+        def scale(area: QRectF) -> float:
+            return min(area.width() / rect.width(), area.height() / rect.height())
+
+        return beside if scale(beside) > scale(above) else above
+
+    def minimap_shown(self) -> bool:
+        return not self.minimap.isHidden()
+
+    def set_minimap_shown(self, shown: bool) -> None:
+        self.minimap.setVisible(shown)
+        self.actions_by_name["toggle_minimap"].setChecked(shown)
+        if self.zoom_bar.minimap.isChecked() != shown:
+            self.zoom_bar.minimap.setChecked(shown)
 
     def select_node(self, node_id: str) -> None:
         """Select only `node_id` and bring it into view (e.g. from a diagnostic)."""
@@ -211,38 +270,112 @@ class FlowView(QGraphicsView):
         # and a Python-made QMimeData handed to the clipboard crashed PySide at exit.
         QGuiApplication.clipboard().setText(json.dumps(fragment, indent=2))
         self._paste_count = 0
+        self._last_paste_at = None
         return fragment
 
-    def paste(self) -> list[str]:
-        """Paste the clipboard's nodes, offset a step further each time, and select them."""
+    def cut_selection(self) -> list[str]:
+        """Copy the selected nodes, then delete them and selected edges as one undo step."""
+        node_ids = self.flow_scene.selected_node_ids()
+        if self.copy_selection() is None:
+            return []
+        self.document.undo_stack.beginMacro("Cut")
+        self.delete_selection()
+        self.document.undo_stack.endMacro()
+        return node_ids
+
+    def clipboard_fragment(self) -> dict[str, object] | None:
+        """The copied nodes on the clipboard, if it holds some."""
         try:
             fragment = json.loads(QGuiApplication.clipboard().text())
         except (ValueError, TypeError):
-            return []
+            return None
         if not isinstance(fragment, dict) or fragment.get("format") != FRAGMENT_FORMAT or not fragment.get("nodes"):
+            return None
+        return fragment
+
+    def paste(self, at: QPointF | None = None) -> list[str]:
+        """Paste the clipboard's nodes with their top-left at `at` (default: the cursor), and select them."""
+        fragment = self.clipboard_fragment()
+        if fragment is None:
             return []
-        self._paste_count += 1
-        left = min(n["position"][0] for n in fragment["nodes"])
-        top = min(n["position"][1] for n in fragment["nodes"])
-        step = 40 * self._paste_count
-        new_ids = self.document.paste(fragment, at=(left + step, top + step))
+        new_ids = self.document.paste(fragment, at=self._landing_point(at))
         self.flow_scene.select_nodes(new_ids)
         return new_ids
 
-    def duplicate_selection(self) -> list[str]:
+    def duplicate_selection(self, at: QPointF | None = None) -> list[str]:
+        """Copies of the selected nodes (with the edges between them) at `at` (default: the cursor)."""
         node_ids = self.flow_scene.selected_node_ids()
         if not node_ids:
             return []
-        new_ids = self.document.duplicate(node_ids)
+        fragment = self.document.copy_fragment(node_ids)
+        new_ids = self.document.paste(fragment, at=self._landing_point(at), text="Duplicate")
         self.flow_scene.select_nodes(new_ids)
         return new_ids
 
+    def _landing_point(self, at: QPointF | None) -> tuple[float, float]:
+        # A second paste at the same spot steps aside, so copies never hide each other.
+        point = QPointF(at) if at is not None else self.cursor_scene_point()
+        if self._last_paste_at is not None and (point - self._last_paste_at).manhattanLength() < 1:
+            self._paste_count += 1
+        else:
+            self._paste_count = 0
+        self._last_paste_at = QPointF(point)
+        step = PASTE_STEP * self._paste_count
+        x, y = point.x() + step, point.y() + step
+        if self.flow_scene.snap_to_grid:
+            x, y = round(x / GRID_SIZE) * GRID_SIZE, round(y / GRID_SIZE) * GRID_SIZE
+        return (x, y)
+
     def cursor_scene_point(self) -> QPointF:
-        """Where the mouse is on the canvas, or the view centre when it is elsewhere."""
-        local = self.viewport().mapFromGlobal(QCursor.pos())
-        if not self.viewport().rect().contains(local):
+        """Where the mouse is on the canvas, or the view centre when it is elsewhere (say, on a menu)."""
+        local = self._hover_point
+        if local is None or not self.viewport().rect().contains(local):
             local = self.viewport().rect().center()
         return self.mapToScene(local)
+
+    def rename_selected(self) -> bool:
+        """F2: edit the title of the one selected node in place."""
+        selected = self.flow_scene.selected_node_ids()
+        return len(selected) == 1 and self.start_rename(selected[0])
+
+    def start_rename(self, node_id: str) -> bool:
+        """Lay the title editor over `node_id`'s header; Enter renames it (one undo step), Esc leaves it."""
+        item = self.flow_scene.node_items.get(node_id)
+        if item is None:
+            return False
+        if not self._visible_in_view(item):
+            self.center_on_node(node_id)
+        self.title_editor.start(node_id, item.node.title or item.node_id, self._title_area(item), self.zoom())
+        return True
+
+    def _title_area(self, item: NodeItem) -> QRectF:
+        return QRectF(self.mapFromScene(item.mapToScene(title_rect())).boundingRect())
+
+    def _follow_title_editor(self) -> None:
+        # Zooming or panning while a title is edited keeps the editor on its node.
+        node_id = self.title_editor.node_id
+        item = self.flow_scene.node_items.get(node_id) if node_id is not None else None
+        if item is not None:
+            self.title_editor.place(self._title_area(item), self.zoom())
+
+    def _rename_from_editor(self, node_id: str, title: str) -> None:
+        if self.document.node(node_id) is not None:  # an undo while typing may have taken the node away
+            self.document.rename_node(node_id, title)
+
+    def _visible_in_view(self, item: NodeItem) -> bool:
+        visible = self.mapToScene(self.viewport().rect()).boundingRect()
+        return visible.contains(item.sceneBoundingRect())
+
+    def add_node_where_free(self, type_name: str, near: QPointF | None = None) -> str:
+        """Add a node as close to `near` (default: the view's centre) as it goes without overlapping another."""
+        centre = near if near is not None else self.mapToScene(self.viewport().rect().center())
+        occupied = []
+        for item in self.flow_scene.node_items.values():
+            box = item.sceneBoundingRect()
+            occupied.append((box.x(), box.y(), box.width(), box.height()))
+        size = (NODE_WIDTH, node_height(1))
+        x, y = free_position(occupied, size, (centre.x(), centre.y()), GRID_SIZE)
+        return self.add_node_at(type_name, QPointF(x + NODE_WIDTH / 2, y + HEADER_HEIGHT / 2))
 
     def open_quick_add(
         self, scene_point: QPointF | None = None, wire: tuple[str, str | None] | None = None
@@ -251,7 +384,7 @@ class FlowView(QGraphicsView):
         point = scene_point if scene_point is not None else self.cursor_scene_point()
         self._quick_add_point = QPointF(point)
         self._pending_wire = wire
-        self.quick_add.open_at(self.viewport().mapToGlobal(self.mapFromScene(point)))
+        self.quick_add.open_at(self.viewport().mapToGlobal(self.mapFromScene(point)), inputs_only=wire is not None)
         return self.quick_add
 
     def add_node_at(self, type_name: str, scene_point: QPointF, wire: tuple[str, str | None] | None = None) -> str:
@@ -369,11 +502,20 @@ class FlowView(QGraphicsView):
         self._place_minimap()
 
     def _place_minimap(self) -> None:
-        self.minimap.move(self.width() - self.minimap.width() - 12, self.height() - self.minimap.height() - 12)
+        self.minimap.move(self.width() - self.minimap.width() - CORNER_MARGIN,
+                          self.height() - self.minimap.height() - CORNER_MARGIN)
+        self.zoom_bar.adjustSize()
+        self.zoom_bar.move(CORNER_MARGIN, self.height() - self.zoom_bar.height() - CORNER_MARGIN)
+
+    def viewportEvent(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Leave:
+            self._hover_point = None
+        return super().viewportEvent(event)
 
     def scrollContentsBy(self, dx: int, dy: int) -> None:
         super().scrollContentsBy(dx, dy)
         self.minimap.update()
+        self._follow_title_editor()
 
     def wheelEvent(self, event: QWheelEvent) -> None:
         delta = event.angleDelta().y() or event.angleDelta().x()
@@ -458,6 +600,7 @@ class FlowView(QGraphicsView):
             self.verticalScrollBar().setValue(self.verticalScrollBar().value() - delta.y())
             event.accept()
             return
+        self._hover_point = event.position().toPoint()
         if event.buttons() == Qt.MouseButton.NoButton and not self._space_held:
             self._hover_cursor(self.mapToScene(event.position().toPoint()))
         super().mouseMoveEvent(event)
@@ -487,27 +630,58 @@ class FlowView(QGraphicsView):
         super().mouseReleaseEvent(_shift_as_ctrl(event))
 
     def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
-        node = self.flow_scene.node_at(self.mapToScene(event.position().toPoint()))
+        """On a node's header: rename it in place; elsewhere on a node: open it (`node_activated`)."""
+        point = self.mapToScene(event.position().toPoint())
+        node = self.flow_scene.node_at(point)
         if node is not None:
-            self.node_activated.emit(node.node_id)
+            if node.mapFromScene(point).y() <= HEADER_HEIGHT:
+                self.start_rename(node.node_id)
+            else:
+                self.node_activated.emit(node.node_id)
             event.accept()
             return
         super().mouseDoubleClickEvent(event)
 
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        """A node's menu (cut, copy, duplicate here, rename, delete, fit) or the empty canvas's (paste here,
+        add node, fit, auto-layout); it acts where the click was."""
         point = self.mapToScene(event.pos())
         node = self.flow_scene.node_at(point)
-        if node is None:
-            self.open_quick_add(point)
-            event.accept()
-            return
-        if not node.isSelected():
-            self.flow_scene.select_nodes([node.node_id])
         menu = QMenu(self)
-        for name in ("copy", "duplicate", "delete", "fit"):
-            menu.addAction(self.actions_by_name[name])
-        menu.exec(event.globalPos())
+        menu.setObjectName("canvasMenu")
+        if node is None:
+            paste = self._menu_entry(menu, "paste", lambda: self.paste(point), "Paste here")
+            paste.setEnabled(self.clipboard_fragment() is not None)
+            self._menu_entry(menu, "quick_add", lambda: self.open_quick_add(point))
+            menu.addSeparator()
+            self._menu_entry(menu, "fit", self.fit_selection_or_all, "Fit")
+            self._menu_entry(menu, "auto_layout", self.document.auto_layout)
+        else:
+            if not node.isSelected():
+                self.flow_scene.select_nodes([node.node_id])
+            self._menu_entry(menu, "cut", self.cut_selection)
+            self._menu_entry(menu, "copy", self.copy_selection)
+            self._menu_entry(menu, "duplicate", lambda: self.duplicate_selection(point), "Duplicate here")
+            self._menu_entry(menu, "rename", lambda: self.start_rename(node.node_id), "Rename…")
+            self._menu_entry(menu, "delete", self.delete_selection)
+            menu.addSeparator()
+            self._menu_entry(menu, "fit", self.fit_selection_or_all, "Fit selection")
+        if self.context_menu is not None:
+            self.context_menu.deleteLater()
+        self.context_menu = menu
+        menu.popup(event.globalPos())
         event.accept()
+
+    def _menu_entry(self, menu: QMenu, name: str, handler: Callable[[], object], text: str = "") -> QAction:
+        # The key shows after a tab, as on any menu entry, without binding it a second time.
+        action = self.actions_by_name[name]
+        keys = action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
+        label = text or action.text()
+        entry = menu.addAction(f"{label}\t{keys}" if keys else label)
+        entry.setObjectName(f"menu_{name}")
+        entry.setToolTip(action.toolTip())
+        entry.triggered.connect(lambda _checked=False: handler())
+        return entry
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         if event.mimeData().hasFormat(NODE_TYPE_MIME):
@@ -527,6 +701,7 @@ class FlowView(QGraphicsView):
             super().dropEvent(event)
             return
         type_name = bytes(data.data(NODE_TYPE_MIME).data()).decode("utf-8")
+        self._hover_point = event.position().toPoint()
         self.add_node_at(type_name, self.mapToScene(event.position().toPoint()))
         event.acceptProposedAction()
         self.setFocus()

@@ -210,6 +210,8 @@ class NodeType:
     park_reasons: tuple[str, ...] = ()
     idempotent: bool | Callable[[dict[str, Any]], bool] = True
     summary_keys: tuple[str, ...] = field(default=())
+    description: str = ""
+    """One sentence saying what the node does (the palette's tooltip)."""
 
     def output_ports(self, config: dict[str, Any]) -> tuple[str, ...]:
         """Output port names for a node with this config."""
@@ -231,33 +233,50 @@ class NodeType:
 CATALOG: dict[str, NodeType] = {
     spec.type: spec
     for spec in (
-        NodeType("trigger.manual", "trigger", "Manual trigger", "Triggers", ManualTriggerConfig, _fixed("out")),
+        NodeType("trigger.manual", "trigger", "Manual trigger", "Triggers", ManualTriggerConfig, _fixed("out"),
+                 description="Starts a run when you press Run or call the API with inputs."),
         NodeType("trigger.schedule", "trigger", "Schedule", "Triggers", ScheduleTriggerConfig, _fixed("out"),
-                 summary_keys=("cron", "every")),
-        NodeType("trigger.webhook", "trigger", "Webhook", "Triggers", WebhookTriggerConfig, _fixed("out")),
+                 summary_keys=("cron", "every"),
+                 description="Starts a run on a cron schedule or at a fixed interval."),
+        NodeType("trigger.webhook", "trigger", "Webhook", "Triggers", WebhookTriggerConfig, _fixed("out"),
+                 description="Starts a run when an HTTP request arrives at the flow's webhook URL."),
         NodeType("trigger.event", "trigger", "Engine event", "Triggers", EventTriggerConfig, _fixed("out"),
-                 summary_keys=("event_type",)),
+                 summary_keys=("event_type",),
+                 description="Starts a run when the engine reports an event, such as another run failing."),
         NodeType("queue", "listen", "Queue (delay)", "Waiting", QueueConfig, _fixed("default"),
-                 park_reasons=("queue_delay",), summary_keys=("delay",)),
+                 park_reasons=("queue_delay",), summary_keys=("delay",),
+                 description="Parks the run for a delay without holding a worker, then continues."),
         NodeType("approval", "listen", "Approval", "Waiting", ApprovalConfig, _fixed("approved", "rejected"),
-                 park_reasons=("approval",), summary_keys=("timeout",)),
+                 park_reasons=("approval",), summary_keys=("timeout",),
+                 description="Parks the run until a person approves or rejects it, or the timeout passes."),
         NodeType("budget.reserve", "listen", "Budget reserve", "Money & AI", BudgetReserveConfig, _fixed("out"),
-                 summary_keys=("amount", "for")),
+                 summary_keys=("amount", "for"),
+                 description="Holds money from a budget for the model call it names, so spending cannot overrun "
+                             "the budget."),
         NodeType("ai.model", "listen", "AI model", "Money & AI", ModelConfig, _fixed("out"),
                  park_reasons=("pool_capacity", "provider_response", "overspend_approval"),
-                 summary_keys=("model",)),
-        NodeType("router", "router", "Router", "Logic", RouterConfig, _router_ports),
-        NodeType("join", "join", "Join", "Logic", JoinConfig, _fixed("out"), summary_keys=("mode",)),
+                 summary_keys=("model",),
+                 description="Sends a prompt to a language model and stores its answer in the run's state."),
+        NodeType("router", "router", "Router", "Logic", RouterConfig, _router_ports,
+                 description="Sends the run down the first branch whose condition is true, else down default."),
+        NodeType("join", "join", "Join", "Logic", JoinConfig, _fixed("out"), summary_keys=("mode",),
+                 description="Waits for all (or the first) of the branches leading into it and merges their values."),
         NodeType("foreach", "forEach", "For each", "Logic", ForeachConfig, _fixed("item", "done"),
-                 summary_keys=("concurrency",)),
-        NodeType("set", "listen", "Set values", "Data", SetConfig, _fixed("out")),
+                 summary_keys=("concurrency",),
+                 description="Runs the item branch once for each element of a list, then continues on done."),
+        NodeType("set", "listen", "Set values", "Data", SetConfig, _fixed("out"),
+                 description="Writes values (templates over inputs and state) into the run's state."),
         NodeType("http.request", "listen", "HTTP request", "Data", HttpRequestConfig, _fixed("out"),
-                 idempotent=_http_idempotent, summary_keys=("method", "url")),
+                 idempotent=_http_idempotent, summary_keys=("method", "url"),
+                 description="Calls a URL over HTTP and stores the response in the run's state."),
         NodeType("script", "listen", "Script", "Data", ScriptConfig, _fixed("out"), idempotent=False,
-                 summary_keys=("language", "timeout")),
+                 summary_keys=("language", "timeout"),
+                 description="Runs a short Python or shell script in its own process and stores what it prints."),
         NodeType("flow.call", "listen", "Call flow", "Flows", FlowCallConfig, _fixed("out"),
-                 park_reasons=("child_run",), summary_keys=("flow", "version")),
-        NodeType("terminal", "terminal", "End", "Logic", TerminalConfig, _fixed()),
+                 park_reasons=("child_run",), summary_keys=("flow", "version"),
+                 description="Starts a run of another published flow and waits for its result."),
+        NodeType("terminal", "terminal", "End", "Logic", TerminalConfig, _fixed(),
+                 description="Ends the run here; its output template, if set, becomes the run's result."),
     )
 }
 

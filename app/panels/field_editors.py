@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QFocusEvent, QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -462,6 +462,8 @@ class TableEditor(FieldEditor):
         self.table.setMinimumHeight(90)
         self.table.setMaximumHeight(160)
         self.table.itemChanged.connect(self._item_changed)
+        self._committing_cell = False
+        self._pending_display: tuple[Any] | None = None
         buttons = QHBoxLayout()
         self.add_button = QPushButton("Add", box)
         self.remove_button = QPushButton("Remove", box)
@@ -490,6 +492,15 @@ class TableEditor(FieldEditor):
         return None
 
     def _display(self, value: Any) -> None:
+        if self.rows() == self.rows_of(value):
+            # The table shows this already (the model echoing the table's own edit).
+            self._check_all()
+            return
+        if self._committing_cell:
+            # Rebuilding inside a cell's commit would delete the editor Qt is still committing from.
+            self._pending_display = (value,)
+            QTimer.singleShot(0, self._display_pending)
+            return
         self.table.blockSignals(True)
         try:
             self.table.setRowCount(0)
@@ -543,7 +554,16 @@ class TableEditor(FieldEditor):
         self.commit()
 
     def _item_changed(self, _item: QTableWidgetItem) -> None:
-        self.commit()
+        self._committing_cell = True
+        try:
+            self.commit()
+        finally:
+            self._committing_cell = False
+
+    def _display_pending(self) -> None:
+        pending, self._pending_display = self._pending_display, None
+        if pending is not None:
+            self._display(pending[0])
 
     def _check_all(self) -> None:
         problems = []

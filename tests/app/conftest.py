@@ -16,6 +16,7 @@ from app.examples import example_bytes
 from app.settings import AppSettings, BudgetSetting
 from app.window import MainWindow, RunChoice
 from canvas.document import FlowDocument
+from engine.clock import Clock
 from engine.config import EngineConfig
 
 ENGINE_START_MS = 30_000
@@ -49,9 +50,12 @@ def no_engine_env(tmp_path: Path) -> Iterator[None]:
             os.environ[key] = value
 
 
-def make_bridge(tmp_path: Path, redis_url: str, key_prefix: str) -> EngineBridge:
+def make_bridge(tmp_path: Path, redis_url: str, key_prefix: str, clock: Clock | None = None) -> EngineBridge:
+    """The app's engine bridge on the machine's Redis; with `clock`, the engine runs in this process on that
+    clock (a worker child process would keep its own time)."""
     config = EngineConfig(data_dir=tmp_path / "data", redis_url=redis_url, key_prefix=key_prefix)
-    return EngineBridge(config, [BudgetSetting("default", 10.0, "month")], workers=1)
+    return EngineBridge(config, [BudgetSetting("default", 10.0, "month")], workers=1,
+                        out_of_process=clock is None, clock=clock)
 
 
 def wait_for_workers(qtbot, bridge: EngineBridge, starts: int = 1) -> None:
@@ -85,12 +89,14 @@ def open_engine_window(qtbot, tmp_path: Path, redis_url: str, key_prefix: str,
     it started is stopped at teardown (stopping twice is harmless).
 
     `serve_workers` also waits for the worker process to serve (`starts` times in the data folder's log);
-    `show=False` leaves the window hidden."""
+    `show=False` leaves the window hidden; `clock` runs the engine in this process on that clock (its workers
+    serve once it is running)."""
     bridges: list[EngineBridge] = []
 
-    def open_window(*, serve_workers: bool = True, starts: int = 1, show: bool = True) -> MainWindow:
+    def open_window(*, serve_workers: bool = True, starts: int = 1, show: bool = True,
+                    clock: Clock | None = None) -> MainWindow:
         app_settings.first_start_done = True
-        bridge = make_bridge(tmp_path, redis_url, key_prefix)
+        bridge = make_bridge(tmp_path, redis_url, key_prefix, clock)
         bridges.append(bridge)
         window = MainWindow(app_settings, bridge)
         qtbot.addWidget(window)
@@ -102,7 +108,7 @@ def open_engine_window(qtbot, tmp_path: Path, redis_url: str, key_prefix: str,
         bridge.start()
         qtbot.waitUntil(lambda: bridge.state in ("running", "failed"), timeout=ENGINE_START_MS)
         assert bridge.state == "running", bridge.unavailable_reason
-        if serve_workers:
+        if serve_workers and clock is None:
             wait_for_workers(qtbot, bridge, starts)
         return window
 

@@ -184,11 +184,22 @@ def test_keys_select_all_copy_paste_duplicate_delete(qtbot: QtBot, editor: FlowE
     view.flow_scene.select_nodes(["followup", "note"])
     QTest.keyClick(view, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
     assert "followup" in QGuiApplication.clipboard().text()
+    paste_at = QPoint(200, 520)
+    send_mouse(view.viewport(), QEvent.Type.MouseMove, paste_at, Qt.MouseButton.NoButton)
     QTest.keyClick(view, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)
     assert view.selected_node_ids() == ["followup_2", "note_2"]
-    assert node_of(document, "followup_2").position == (920, 260)
+    landed = view.mapToScene(paste_at)
+    assert node_of(document, "followup_2").position == (landed.x(), landed.y())  # the copies' top-left
+    QTest.keyClick(view, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier)  # the same spot again: a step aside
+    assert node_of(document, "followup_3").position == (landed.x() + 40, landed.y() + 40)
+    document.undo_stack.undo()
+    view.flow_scene.select_nodes(["followup_2", "note_2"])
+    duplicate_at = QPoint(900, 560)
+    send_mouse(view.viewport(), QEvent.Type.MouseMove, duplicate_at, Qt.MouseButton.NoButton)
     QTest.keyClick(view, Qt.Key.Key_D, Qt.KeyboardModifier.ControlModifier)
     assert view.selected_node_ids() == ["followup_3", "note_3"]
+    landed = view.mapToScene(duplicate_at)
+    assert node_of(document, "followup_3").position == (landed.x(), landed.y())
     assert ("followup_3", "note_3") in {(e.from_, e.to) for e in document.flow().edges}
     QTest.keyClick(view, Qt.Key.Key_Delete)
     assert document.node("followup_3") is None and document.node("note_3") is None
