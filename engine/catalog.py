@@ -92,6 +92,11 @@ class ApprovalConfig(NodeConfig):
     message: Template = ""
 
 
+class WaitCallbackConfig(NodeConfig):
+    timeout: Duration
+    output_key: str | None = None
+
+
 class BudgetReserveConfig(NodeConfig):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -231,6 +236,8 @@ CATALOG: dict[str, NodeType] = {
                  park_reasons=("queue_delay",), summary_keys=("delay",)),
         NodeType("approval", "listen", "Approval", "Waiting", ApprovalConfig, _fixed("approved", "rejected"),
                  park_reasons=("approval",), summary_keys=("timeout",)),
+        NodeType("wait.callback", "listen", "Wait for callback", "Waiting", WaitCallbackConfig,
+                 _fixed("received", "timed_out"), park_reasons=("callback",), summary_keys=("timeout",)),
         NodeType("budget.reserve", "listen", "Budget reserve", "Money & AI", BudgetReserveConfig, _fixed("out"),
                  summary_keys=("amount", "for")),
         NodeType("ai.model", "listen", "AI model", "Money & AI", ModelConfig, _fixed("out"),
@@ -278,6 +285,9 @@ def written_keys(type_name: str, node_id: str, config: dict[str, Any]) -> tuple[
         return (key if isinstance(key, str) and key else node_id,)
     if type_name == "approval":
         return (node_id,)
+    if type_name == "wait.callback":
+        key = config.get("output_key")
+        return (key if isinstance(key, str) and key else node_id,)
     return ()
 
 
