@@ -54,6 +54,11 @@ NODE_REFERENCES: dict[tuple[str, str], str] = {("budget.reserve", "for"): "ai.mo
 CHOICES_FROM_CATALOG: dict[tuple[str, str], tuple[str, ...]] = {("trigger.event", "event_type"): EVENT_TYPES}
 CODE_FIELDS: dict[tuple[str, str], str] = {("script", "code"): "language"}
 LABELS: dict[tuple[str, str], str] = {("script", "memory_mb"): "Memory (MB)", ("script", "env"): "Environment"}
+NODE_HINTS: dict[str, str] = {
+    "wait.callback": 'Send its resume URL from an earlier step: {{{{ callback_url("{node}") }}}}. The first POST '
+                     "of a JSON body there continues through received, with the body under the output key.",
+}
+"""A line under a node type's configuration saying how it is used (`{node}`: the node's id)."""
 DURATION_LIKE: set[tuple[str, str]] = {("trigger.schedule", "every")}
 
 

@@ -21,6 +21,7 @@ REASON_TEXT = {
     "provider_response": "provider answer",
     "overspend_approval": "overspend approval",
     "retry_backoff": "retry backoff",
+    "callback": "waiting for callback",
 }
 
 
