@@ -8,6 +8,8 @@ resume job at once; its park token makes the due waker's timeout job for the sam
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -59,6 +61,26 @@ def _unknown() -> CallbackOutcome:
                            "or made by another deployment); use the URL callback_url() gave the run")
 
 
+_WAITS: weakref.WeakKeyDictionary[sa.Engine, dict[tuple[str, int], tuple[str, ...]]] = weakref.WeakKeyDictionary()
+"""The wait.callback node ids of each published version, per store (versions never change once published)."""
+_WAITS_LOCK = threading.Lock()
+
+
+def _callback_nodes(sql: sa.Engine, flow_id: str, version: int) -> tuple[str, ...]:
+    with _WAITS_LOCK:
+        known = _WAITS.setdefault(sql, {}).get((flow_id, version))
+    if known is not None:
+        return known
+    try:
+        _published, flow = get_version(sql, flow_id, version)
+    except UnknownFlowVersion:
+        return ()
+    waits = tuple(node.id for node in flow.nodes if node.type == "wait.callback")
+    with _WAITS_LOCK:
+        _WAITS.setdefault(sql, {})[(flow_id, version)] = waits
+    return waits
+
+
 def _find(handles: EngineHandles, token: str) -> tuple[Any, str] | None:
     """The run row and node a token is for, or None when it is not one of ours."""
     if handles.box is None:
@@ -71,12 +93,7 @@ def _find(handles: EngineHandles, token: str) -> tuple[Any, str] | None:
                            .where(RUNS.c.id == run_id)).first()
     if run is None:
         return None
-    try:
-        _published, flow = get_version(handles.sql, run.flow_id, run.version)
-    except UnknownFlowVersion:
-        return None
-    waits = [node.id for node in flow.nodes if node.type == "wait.callback"]
-    node = token_node(handles.box, token, run_id, waits)
+    node = token_node(handles.box, token, run_id, _callback_nodes(handles.sql, run.flow_id, run.version))
     return (run, node) if node is not None else None
 
 
@@ -115,10 +132,10 @@ def resume_callback(handles: EngineHandles, token: str, raw_body: bytes,
     body, refused = _body(raw_body)
     if refused is not None:
         return CallbackOutcome(refused.status, refused.code, refused.message, run.id, node)
-    earlier = read_callback_claim(handles.client, handles.keys, run.id, node)
-    if earlier is not None:
-        return _taken(earlier, run.id, node)
     if run.status not in ACTIVE_RUN_STATUSES:
+        earlier = read_callback_claim(handles.client, handles.keys, run.id, node)
+        if earlier is not None:
+            return _taken(earlier, run.id, node)
         return CallbackOutcome(409, "run_not_waiting", f'run "{run.id}" is {run.status}; it no longer waits for '
                                f'node "{node}", so the callback changes nothing', run.id, node)
     claim = CallbackClaim("received", handles.clock.now(), body)
