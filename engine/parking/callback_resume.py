@@ -30,6 +30,10 @@ RUNS = cast(sa.Table, Run.__table__)
 MAX_CALLBACK_BODY_BYTES = 1 << 20
 """The HTTP API's body limit: a larger callback body is refused (`413 too_large`)."""
 ACTIVE_RUN_STATUSES = frozenset({"queued", "running", "waiting"})
+MAX_CONCURRENT_RESUMES = 16
+"""Callbacks handled at once per process; a burst beyond waits its turn instead of exhausting the Redis and
+SQL connection pools the rest of the engine shares (each allows about 100 and 20)."""
+_IN_FLIGHT = threading.BoundedSemaphore(MAX_CONCURRENT_RESUMES)
 
 CallbackCode = Literal["resumed", "too_large", "unknown_callback", "bad_json", "bad_body", "already_resumed",
                        "run_not_waiting"]
@@ -125,6 +129,11 @@ def resume_callback(handles: EngineHandles, token: str, raw_body: bytes,
     if len(raw_body) > max_body_bytes:
         return CallbackOutcome(413, "too_large", f"the callback body has {len(raw_body)} bytes; it may have at most "
                                f"{max_body_bytes}: send less, or a reference to the data")
+    with _IN_FLIGHT:
+        return _resume(handles, token, raw_body)
+
+
+def _resume(handles: EngineHandles, token: str, raw_body: bytes) -> CallbackOutcome:
     found = _find(handles, token)
     if found is None:
         return _unknown()
