@@ -29,18 +29,23 @@ class CallbackClaim:
         return self.outcome
 
 
+def encode_claim(claim: CallbackClaim) -> bytes:
+    return orjson.dumps({"outcome": claim.outcome, "at": claim.at, "body": claim.body})
+
+
+def decode_claim(raw: bytes) -> CallbackClaim:
+    data = orjson.loads(raw)
+    return CallbackClaim(data["outcome"], float(data["at"]), data.get("body"))
+
+
 def claim_callback(client: redis.Redis, keys: Keyspace, run_id: str, node: str, claim: CallbackClaim) -> bool:
     """True when `claim` won; False when something claimed the node first."""
-    raw = orjson.dumps({"outcome": claim.outcome, "at": claim.at, "body": claim.body})
-    return bool(client.set(keys.callback_claim(run_id, node), raw, nx=True, ex=CLAIM_TTL_SECONDS))
+    return bool(client.set(keys.callback_claim(run_id, node), encode_claim(claim), nx=True, ex=CLAIM_TTL_SECONDS))
 
 
 def read_callback_claim(client: redis.Redis, keys: Keyspace, run_id: str, node: str) -> CallbackClaim | None:
-    raw = client.get(keys.callback_claim(run_id, node))
-    if raw is None:
-        return None
-    data = orjson.loads(raw)
-    return CallbackClaim(data["outcome"], float(data["at"]), data.get("body"))
+    raw: bytes | None = client.get(keys.callback_claim(run_id, node))  # type: ignore[assignment]
+    return decode_claim(raw) if raw is not None else None
 
 
 def settle_on_resume(client: redis.Redis, keys: Keyspace, run_id: str, node: str, now: float) -> CallbackClaim:

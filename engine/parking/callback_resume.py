@@ -18,7 +18,13 @@ import sqlalchemy as sa
 
 from engine.config import input_limits
 from engine.json_bounds import json_problems
-from engine.parking.callback_claims import CallbackClaim, claim_callback, read_callback_claim
+from engine.parking.callback_claims import (
+    CLAIM_TTL_SECONDS,
+    CallbackClaim,
+    decode_claim,
+    encode_claim,
+    read_callback_claim,
+)
 from engine.parking.callback_links import token_node, token_run_id
 from engine.parking.limits import park_token
 from engine.publish import UnknownFlowVersion, get_version
@@ -148,24 +154,28 @@ def _resume(handles: EngineHandles, token: str, raw_body: bytes) -> CallbackOutc
         return CallbackOutcome(409, "run_not_waiting", f'run "{run.id}" is {run.status}; it no longer waits for '
                                f'node "{node}", so the callback changes nothing', run.id, node)
     claim = CallbackClaim("received", handles.clock.now(), body)
-    if not claim_callback(handles.client, handles.keys, run.id, node, claim):
-        winner = read_callback_claim(handles.client, handles.keys, run.id, node)
-        return _taken(winner or claim, run.id, node)
-    _resume_if_parked(handles, run.id, node)
+    # One round trip: the claim first, then what holds it now and the run's park (read after the claim is set,
+    # which the worker's check after writing a park relies on).
+    pipe = handles.client.pipeline(transaction=False)
+    pipe.set(handles.keys.callback_claim(run.id, node), encode_claim(claim), nx=True, ex=CLAIM_TTL_SECONDS)
+    pipe.get(handles.keys.callback_claim(run.id, node))
+    pipe.get(handles.keys.run_checkpoint(run.id))
+    won, held, checkpoint = pipe.execute()
+    if not won:
+        return _taken(decode_claim(held) if held is not None else claim, run.id, node)
+    if checkpoint is not None:
+        _resume_if_parked(handles, run.id, node, orjson.loads(checkpoint))
     return CallbackOutcome(200, "resumed", f'run "{run.id}" continues from node "{node}" through "received"',
                            run.id, node)
 
 
-def _resume_if_parked(handles: EngineHandles, run_id: str, node: str) -> None:
+def _resume_if_parked(handles: EngineHandles, run_id: str, node: str, checkpoint: dict[str, Any]) -> None:
     """Queue the resume of the run's park on `node`, if it is parked there.
 
     Otherwise the run meets the claim when its node runs, or, when it was sealing its park there just now,
     the worker finds the claim right after writing the park and queues the resume itself (`Worker`): the
-    claim is set before this read and the park written before that check, so one of the two sees the other."""
-    raw = handles.client.get(handles.keys.run_checkpoint(run_id))
-    if raw is None:
-        return
-    checkpoint: dict[str, Any] = orjson.loads(raw)
+    claim is set before this checkpoint was read and the park written before that check, so one of the two
+    sees the other."""
     if checkpoint.get("parked_node") != node:
         return
     pipe = handles.client.pipeline(transaction=False)
