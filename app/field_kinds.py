@@ -56,6 +56,11 @@ CHOICES_FROM_CATALOG: dict[tuple[str, str], tuple[str, ...]] = {("trigger.event"
 CODE_FIELDS: dict[tuple[str, str], str] = {("script", "code"): "language"}
 FLOW_REFERENCES: set[tuple[str, str]] = {("flow.call", "flow")}
 LABELS: dict[tuple[str, str], str] = {("script", "memory_mb"): "Memory (MB)", ("script", "env"): "Environment"}
+NODE_HINTS: dict[str, str] = {
+    "wait.callback": 'Send its resume URL from an earlier step: {{{{ callback_url("{node}") }}}}. The first POST '
+                     "of a JSON body there continues through received, with the body under the output key.",
+}
+"""A line under a node type's configuration saying how it is used (`{node}`: the node's id)."""
 DURATION_LIKE: set[tuple[str, str]] = {("trigger.schedule", "every")}
 
 

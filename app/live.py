@@ -23,6 +23,7 @@ REASON_TEXT = {
     "overspend_approval": "overspend approval",
     "retry_backoff": "retry backoff",
     "child_run": "child run",
+    "callback": "waiting for callback",
 }
 
 

@@ -45,6 +45,7 @@ STARTER_CONFIG: dict[str, dict[str, Any]] = {
     "trigger.event": {"event_type": "run.failed"},
     "queue": {"delay": "1h"},
     "approval": {"timeout": "24h", "approvers": "any", "message": ""},
+    "wait.callback": {"timeout": "24h", "output_key": "callback"},
     "ai.model": {"provider": "local", "model": "sim-small", "prompt": "", "output_key": "answer"},
     "router": {"branches": [{"port": "yes", "when": "{{ true }}"}]},
     "set": {"values": {"key": "value"}},

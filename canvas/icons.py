@@ -136,6 +136,22 @@ def _loop() -> tuple[QPainterPath, bool]:
     return path, False
 
 
+def _hook() -> tuple[QPainterPath, bool]:
+    """An arrow coming back into a box: a call that returns later."""
+    path = QPainterPath()
+    path.moveTo(9.5, 2.5)
+    path.lineTo(13.5, 2.5)
+    path.lineTo(13.5, 13.5)
+    path.lineTo(2.5, 13.5)
+    path.lineTo(2.5, 9.5)
+    path.moveTo(2.5, 2.5)
+    path.lineTo(8.5, 8.5)
+    path.moveTo(8.5, 4.5)
+    path.lineTo(8.5, 8.5)
+    path.lineTo(4.5, 8.5)
+    return path, False
+
+
 def _prompt() -> tuple[QPainterPath, bool]:
     path = QPainterPath()
     path.addRoundedRect(QRectF(1.5, 2.5, 13, 11), 1.5, 1.5)
@@ -206,6 +222,7 @@ _ICONS: dict[str, _PathMaker] = {
     "trigger.event": _broadcast,
     "queue": _hourglass,
     "approval": _check,
+    "wait.callback": _hook,
     "budget.reserve": _coin,
     "ai.model": _sparkle,
     "router": _fork,

@@ -51,6 +51,9 @@ def config_summary(node: Node) -> str:
         if isinstance(approvers, list):
             parts.append(f"{len(approvers)} approver" + ("s" if len(approvers) != 1 else ""))
         return " · ".join(parts)
+    if kind == "wait.callback":
+        parts = [_duration(config["timeout"])] if "timeout" in config else []
+        return " · ".join([*parts, f"into {config.get('output_key') or node.id}"])
     if kind == "budget.reserve":
         text = _money(config["amount"]) if "amount" in config else ""
         if config.get("for"):

@@ -92,6 +92,11 @@ class ApprovalConfig(NodeConfig):
     message: Template = ""
 
 
+class WaitCallbackConfig(NodeConfig):
+    timeout: Duration
+    output_key: str | None = None
+
+
 class BudgetReserveConfig(NodeConfig):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -249,6 +254,9 @@ CATALOG: dict[str, NodeType] = {
         NodeType("approval", "listen", "Approval", "Waiting", ApprovalConfig, _fixed("approved", "rejected"),
                  park_reasons=("approval",), summary_keys=("timeout",),
                  description="Parks the run until a person approves or rejects it, or the timeout passes."),
+        NodeType("wait.callback", "listen", "Wait for callback", "Waiting", WaitCallbackConfig,
+                 _fixed("received", "timed_out"), park_reasons=("callback",), summary_keys=("timeout",),
+                 description="Parks the run until an outside system POSTs to its callback URL, or its timeout."),
         NodeType("budget.reserve", "listen", "Budget reserve", "Money & AI", BudgetReserveConfig, _fixed("out"),
                  summary_keys=("amount", "for"),
                  description="Holds money from a budget for the model call it names, so spending cannot overrun "
@@ -309,6 +317,9 @@ def written_keys(type_name: str, node_id: str, config: dict[str, Any]) -> tuple[
         return (key if isinstance(key, str) and key else node_id,)
     if type_name == "approval":
         return (node_id,)
+    if type_name == "wait.callback":
+        key = config.get("output_key")
+        return (key if isinstance(key, str) and key else node_id,)
     return ()
 
 

@@ -59,6 +59,18 @@ class EngineConfig:
         return self.db_url or f"sqlite:///{self.data_dir / 'lockgate.db'}"
 
 
+PUBLIC_URL_ENV = "LOCKGATE_PUBLIC_URL"
+HTTP_URL_ENV = "LOCKGATE_HTTP_URL"
+DEFAULT_HTTP_URL = "http://127.0.0.1:8080"
+
+
+def public_url() -> str | None:
+    """`LOCKGATE_PUBLIC_URL`: where outside systems reach this engine's HTTP server (behind a proxy, say);
+    None when unset (the engine's own HTTP URL is the base then)."""
+    configured = (os.environ.get(PUBLIC_URL_ENV) or "").strip()
+    return configured.rstrip("/") or None
+
+
 DEFAULT_MAX_INPUT_DEPTH = 64
 DEFAULT_MAX_INPUT_BYTES = 1 << 20
 INPUT_DEPTH_CEILING = 128

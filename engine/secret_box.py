@@ -13,6 +13,7 @@ import base64
 import binascii
 import fcntl
 import hashlib
+import hmac
 import os
 import threading
 from collections.abc import Callable
@@ -72,6 +73,7 @@ class SecretBox:
         """`source` returns the key and a phrase saying where it came from (for error messages)."""
         self._source = source
         self._key: tuple[AESGCM, bytes, str] | None = None
+        self._derived: dict[str, bytes] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -86,6 +88,17 @@ class SecretBox:
                 key, where = self._source()
                 self._key = (AESGCM(key), key_id(key), where)
             return self._key
+
+    def derived_key(self, purpose: str) -> bytes:
+        """A 32-byte key for one `purpose` (an HMAC key, say), derived from the data key, which never leaves
+        the box; every process with the same data key derives the same one."""
+        with self._lock:
+            derived = self._derived.get(purpose)
+            if derived is None:
+                key, _where = self._source()
+                derived = self._derived[purpose] = hmac.new(key, b"lockgate derived key\0" + purpose.encode(),
+                                                            hashlib.sha256).digest()
+            return derived
 
     def seal(self, plaintext: bytes, context: bytes = b"") -> bytes:
         cipher, own_id, _where = self._loaded()

@@ -27,6 +27,17 @@ class _KeysFirstEnvironment(ImmutableSandboxedEnvironment):
 
 _env = _KeysFirstEnvironment(undefined=StrictUndefined, autoescape=False)
 
+CALLBACK_URL = "callback_url"
+"""The template function giving a `wait.callback` node's resume URL; a run's context supplies it
+(`RunContext.template_context`), bound to the run."""
+
+
+def _callback_url_outside_a_run(node: str) -> str:
+    raise TemplateProblem(f'callback_url("{node}") has a URL only inside a run (it is unique to the run and node)')
+
+
+_env.globals[CALLBACK_URL] = _callback_url_outside_a_run
+
 
 def _plain_json(value: Any) -> Any:
     # Run inputs are frozen (read-only mappings, tuples); `tojson` must still see them as JSON.
@@ -215,3 +226,35 @@ def template_input_refs(source: str) -> frozenset[str]:
 
 def _is_inputs(node: nodes.Node) -> bool:
     return isinstance(node, nodes.Name) and node.name == "inputs"
+
+
+class CallbackRefs(NamedTuple):
+    """The `callback_url(...)` calls of a template: node ids named by a constant, and whether any is not."""
+
+    nodes: frozenset[str]
+    dynamic: bool
+
+
+_NO_CALLBACKS = CallbackRefs(frozenset(), False)
+
+
+@lru_cache(maxsize=8192)
+def template_callback_refs(source: str) -> CallbackRefs:
+    """The node ids a template's `callback_url("<node>")` calls name; raises TemplateProblem."""
+    if CALLBACK_URL not in source or not is_template(source):
+        return _NO_CALLBACKS
+    try:
+        tree = _env.parse(source)
+    except TemplateSyntaxError as exc:
+        raise TemplateProblem(f"line {exc.lineno}: {(exc.message or 'syntax error').rstrip('.')}") from None
+    named: set[str] = set()
+    dynamic = False
+    for call in tree.find_all(nodes.Call):
+        if not (isinstance(call.node, nodes.Name) and call.node.name == CALLBACK_URL):
+            continue
+        first = call.args[0] if call.args else None
+        if isinstance(first, nodes.Const) and isinstance(first.value, str) and len(call.args) == 1:
+            named.add(first.value)
+        else:
+            dynamic = True
+    return CallbackRefs(frozenset(named), dynamic)

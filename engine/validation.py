@@ -23,7 +23,13 @@ from engine.flow import Edge, Flow, FlowLoadError, Node, flow_from_data, parse_d
 from engine.flow_graph import FlowGraph
 from engine.retry_plan import INLINE_RETRY_WAIT_LIMIT, retry_delay, total_backoff, wait_seconds
 from engine.script_rules import script_problems
-from engine.templates import TemplateProblem, template_input_refs, template_reads, template_state_refs
+from engine.templates import (
+    TemplateProblem,
+    template_callback_refs,
+    template_input_refs,
+    template_reads,
+    template_state_refs,
+)
 
 Severity = Literal["error", "warning"]
 
@@ -140,6 +146,7 @@ class _Checker:
             self._state_flow()
         self._unconnected_ports()
         self._unsafe_templates()
+        self._callback_urls()
         errors = [d for d in self.found if d.severity == "error"]
         return errors + [d for d in self.found if d.severity != "error"]
 
@@ -328,6 +335,18 @@ class _Checker:
                 self._schedule(node_id, config)
             elif spec.type == "budget.reserve":
                 self._reserve_target(node_id, config)
+            elif spec.type == "wait.callback":
+                self._callback_timeout(node_id, config, limit)
+
+    def _callback_timeout(self, node_id: str, config: dict[str, Any], limit: float) -> None:
+        try:
+            seconds = _duration_seconds(config.get("timeout"))
+        except DurationError:
+            return  # bad_duration or invalid_config already says so
+        if seconds > limit:
+            self.add("delay_too_long", node_id,
+                     f"node \"{node_id}\" (wait.callback): timeout {config.get('timeout')} is above the "
+                     f"{_fmt(limit)} limit (settings.max_delay); shorten it or split the wait")
 
     def _retry_waits(self, max_wait: float, cyclic: bool) -> None:
         """A retry's backoff is a park: all of a step's waits must fit in `max_wait`; inside a foreach, where a
@@ -436,7 +455,7 @@ class _Checker:
         return found
 
     def _finance_chain(self) -> None:
-        parking = [n for n, s in self.specs.items() if s.type in ("queue", "approval")]
+        parking = [n for n, s in self.specs.items() if s.type in ("queue", "approval", "wait.callback")]
         if not parking:
             return
         parking_mask = self.graph.mask(parking)
@@ -507,6 +526,28 @@ class _Checker:
                         f"node \"{node_id}\": {path} reaches for Python internals ({names}), which the sandbox "
                         "refuses at run time; read inputs, state and run values only",
                     )
+
+    def _callback_urls(self) -> None:
+        """`callback_url("x")` must name a `wait.callback` node of this flow."""
+        waits: list[str] | None = None
+        for node_id, spec in self.specs.items():
+            for path, source in template_fields(spec.type, self.nodes[node_id].config):
+                try:
+                    named = template_callback_refs(source).nodes
+                except TemplateProblem:
+                    continue  # bad_template already reported by the config check
+                for target in sorted(named):
+                    target_spec = self.specs.get(target)
+                    if target_spec is not None and target_spec.type == "wait.callback":
+                        continue
+                    if waits is None:
+                        waits = [n for n, s in self.specs.items() if s.type == "wait.callback"]
+                    what = "no such node" if target not in self.nodes else f"a {self.nodes[target].type}"
+                    hint = self._hint(target, waits) if target not in self.nodes else ""
+                    known = ", ".join(f"\"{w}\"" for w in waits[:5]) or "none in this flow"
+                    self.add("callback_unknown_node", node_id,
+                             f"node \"{node_id}\": {path} calls callback_url(\"{target}\") ({what}){hint}; "
+                             f"name a wait.callback node (wait.callback nodes: {known})")
 
     def _state_flow(self) -> None:
         # Writers of each key in topological order, so the nearest possible upstream writer is tried first.
@@ -757,7 +798,7 @@ class _Checker:
         """Mask of routers and approvals: nodes whose ports are exclusive choices."""
         if self._exclusive_mask is None:
             self._exclusive_mask = self.graph.mask(
-                n for n, s in self.specs.items() if s.kind == "router" or s.type == "approval"
+                n for n, s in self.specs.items() if s.kind == "router" or s.type in ("approval", "wait.callback")
             )
         return self._exclusive_mask
 

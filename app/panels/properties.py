@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.field_kinds import FieldSpec, config_fields
+from app.field_kinds import NODE_HINTS, FieldSpec, config_fields
 from app.panels.code_editor import CodeEditor
 from app.panels.field_editors import (
     DurationEditor,
@@ -188,6 +188,14 @@ class PropertiesPanel(QWidget):
                     label.setToolTip("Required" if field.required else f"Optional (default {field.default!r})")
                     form.addRow(label, editor)
             column.addWidget(config_box)
+        hint = NODE_HINTS.get(type_name)
+        if hint is not None:
+            hint_label = QLabel(hint.format(node=node_id))
+            hint_label.setObjectName("nodeHint")
+            hint_label.setWordWrap(True)
+            hint_label.setTextFormat(Qt.TextFormat.PlainText)
+            hint_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            column.addWidget(hint_label)
 
         column.addWidget(self._build_behaviour())
         column.addStretch(1)

@@ -1,4 +1,5 @@
-"""The engine's HTTP server: `/api/v1/...` (API key in `Authorization: Bearer`) and `/webhooks/<token>`.
+"""The engine's HTTP server: `/api/v1/...` (API key in `Authorization: Bearer`), `/webhooks/<token>` and
+`/callbacks/<token>` (`engine.parking.callback_resume`).
 
 Stdlib `ThreadingHTTPServer`: one thread per request, no extra dependency, nothing Qt. Start it from
 Python with `ApiServer(services, "127.0.0.1", 8080).start()` or `lockgate worker --http HOST:PORT`.
@@ -23,6 +24,7 @@ from engine.api.runs import start_run
 from engine.approvals.decide import decide_with_key
 from engine.approvals.keys import check_key
 from engine.approvals.pending import list_pending
+from engine.parking.callback_resume import resume_callback
 from engine.publish import list_versions
 from engine.store.models import RUN_STATUSES as RUN_STATUS_FILTERS
 from engine.triggers.webhooks import handle_webhook
@@ -127,6 +129,7 @@ ROUTES: list[tuple[str, re.Pattern[str], Route]] = [
     ("GET", re.compile(r"^/api/v1/flows/([A-Za-z0-9_.-]+)/versions$"), _flow_versions),
 ]
 WEBHOOK_PATH = re.compile(r"^/webhooks/([A-Za-z0-9_-]+)$")
+CALLBACK_PATH = re.compile(r"^/callbacks/([A-Za-z0-9_.-]+)$")
 
 
 def _authenticate(services: EngineServices, request: Request) -> None:
@@ -155,6 +158,12 @@ def dispatch(services: EngineServices, method: str, target: str, headers: dict[s
             answer = handle_webhook(services._api(), services.create_run, webhook.group(1), headers, body,
                                     services.latest_versions)
             return answer.status, answer.body
+        callback = CALLBACK_PATH.match(parts.path)
+        if callback is not None:
+            if method != "POST":
+                raise ApiError(405, "method_not_allowed", "callbacks take POST only")
+            outcome = resume_callback(services._api(), callback.group(1), body)
+            return outcome.status, outcome.to_data()
         allowed_methods = []
         for route_method, pattern, handler in ROUTES:
             match = pattern.match(parts.path)
@@ -230,6 +239,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # Connections waiting to be accepted: the stdlib's 5 resets the sixth of a burst (a thousand callbacks at once).
+    request_queue_size = 1024
     services: EngineServices
     watch: RunWatch
 
@@ -243,6 +254,7 @@ class ApiServer:
         self.server.watch = RunWatch()
         self.services = services
         services.batch_listeners.append(self.server.watch.on_batch)
+        services.callback_links.serve_at(self.url)
         self.thread: threading.Thread | None = None
 
     @property

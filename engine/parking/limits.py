@@ -1,6 +1,6 @@
 """How long a run may wait: `max_wait` from its first park, `suspended_step_timeout` per suspended step.
 
-A `queue` delay and an approval timeout are bounded by `max_delay` at publish, an overspend
+A `queue` delay, an approval timeout and a `wait.callback` timeout are bounded by `max_delay` at publish, an overspend
 approval by its own timeout, and a retry's backoff by `max_interval` and validation, so they are
 exempt from the suspended-step limit; every park is bounded by `max_wait` (72h from the first
 park, or for a run created in async mode from its acceptance: its time queued counts as waiting
@@ -20,7 +20,7 @@ from engine.flow import FlowSettings
 
 DEFAULT_MAX_WAIT = "72h"
 DEFAULT_SUSPENDED_STEP_TIMEOUT = "24h"
-OWN_TIMER_REASONS = frozenset({"queue_delay", "approval", "overspend_approval", RETRY_PARK_REASON})
+OWN_TIMER_REASONS = frozenset({"queue_delay", "approval", "overspend_approval", "callback", RETRY_PARK_REASON})
 """Park reasons whose due time is their own bounded timer, not a suspended step."""
 
 WakeKind = str

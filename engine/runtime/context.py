@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from engine.runtime.inputs import REDACTED
+from engine.templates import CALLBACK_URL
 
 
 def _freeze(value: Any) -> Any:
@@ -40,6 +42,9 @@ class RunContext:
     """Every input the flow declares: one not given (and with no default) reads as null, not undefined."""
     state: dict[str, Any] = field(default_factory=dict)
     errors: dict[str, Any] = field(default_factory=dict)
+    callback_url: Callable[[str], str] | None = None
+    """The run's `callback_url(node)` template function (`engine.parking.callback_links`); None: the
+    template's own, which says it has no URL outside a run."""
     inputs: Any = field(init=False)
     _secret_texts: tuple[str, ...] = field(init=False)
 
@@ -62,6 +67,8 @@ class RunContext:
     def template_context(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """Names a template may read."""
         names = {"inputs": self.inputs, "state": self.state, "errors": self.errors, "run": self.run_facts}
+        if self.callback_url is not None:
+            names[CALLBACK_URL] = self.callback_url
         if extra:
             names.update(extra)
         return names

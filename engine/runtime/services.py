@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from engine.clock import Clock, SystemClock
 from engine.config import EngineConfig
 from engine.flow import Flow
+from engine.parking.callback_links import CallbackLinks
 from engine.parking.rebuild import rebuild_due_set
 from engine.publish import PublishedVersion, publish
 from engine.runtime import create as create_module
@@ -72,6 +73,8 @@ class EngineServices:
         self.keys = Keyspace(config.key_prefix)
         self.box: SecretBox = box_for(config.data_dir)
         """Seals secret inputs and the run data of runs that have them; its key is read at first use."""
+        self.callback_links = CallbackLinks(self.box)
+        """Makes `wait.callback` resume URLs; an HTTP server started on these services tells it its URL."""
         self.redis: RedisHandle | None = None
         self.sql: sa.Engine | None = None
         self.handles: EngineHandles | None = None
@@ -126,7 +129,7 @@ class EngineServices:
             worker = Worker(self.redis.client(), self.keys, plans, self.clock, name,
                             on_lost_batch=functools.partial(self._redeliver, reclaimer), sleep=self.sleep,
                             block_ms=self.block_ms,
-                            box=self.box)
+                            box=self.box, links=self.callback_links)
             self.workers.append(worker)
             self._spawn(f"lockgate-worker-{index}", worker.run)
         if self.run_projector:

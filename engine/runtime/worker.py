@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from engine.clock import Clock
 from engine.events import EventStamper
 from engine.logs import run_context
+from engine.parking.callback_links import CallbackLinks
 from engine.parking.limits import park_token
 from engine.parking.resume import Admission, admit_resume, expire_parked, expire_queued, seal_park
 from engine.publish import get_version
@@ -89,6 +90,11 @@ class _Finished:
     emitter: RedisEmitter | None = None
     finish: Callable[[Any], None] | None = None
     fence: JobFence | None = None
+    wake_key: str | None = None
+    """A Redis key that, found set once the park is written, resumes the parked run at once (a callback
+    POSTed while the run was sealing its park on the node)."""
+    park: str | None = None
+    """The park token of the written park (set by `finish`)."""
 
 
 class Worker:
@@ -97,7 +103,7 @@ class Worker:
     def __init__(self, client: redis.Redis, keys: Keyspace, plans: PlanCache, clock: Clock, name: str, *,
                  on_lost_batch: Callable[[str], object] = lambda name: None,
                  sleep: Callable[[float], None] = time.sleep, block_ms: int = 500,
-                 box: SecretBox | None = None) -> None:
+                 box: SecretBox | None = None, links: CallbackLinks | None = None) -> None:
         self.client = client
         self.keys = keys
         self.plans = plans
@@ -115,6 +121,8 @@ class Worker:
         self.writer = FencedWriter(client, keys)
         self.box = box
         """Opens runs' secret inputs and seals the run data of their progress and checkpoints."""
+        self.links = links if links is not None else (CallbackLinks(box) if box is not None else None)
+        """Makes the `callback_url()` of the runs this worker executes."""
 
     def run(self, stop: threading.Event) -> None:
         ensure_group(self.client, self.keys.jobs, self.keys.jobs_group)
@@ -244,7 +252,25 @@ class Worker:
                 outcomes[outcome_index] = "fenced"
         for finished in finals:
             self.active.discard(finished.origin)
+        self._wake_claimed_parks(finished for index, _reply, finished in writes if outcomes[index] == "parked")
         return outcomes
+
+    def _wake_claimed_parks(self, parked: Iterable[_Finished]) -> None:
+        """Resume parks whose wake key was set before their park was written (its setter saw no park yet)."""
+        due = [(f, f.wake_key) for f in parked if f.wake_key is not None and f.park is not None]
+        if not due:
+            return
+        check = self.client.pipeline(transaction=False)
+        for _finished, wake_key in due:
+            check.exists(wake_key)
+        wake = self.client.pipeline(transaction=False)
+        for (finished, _key), found in zip(due, check.execute(), strict=True):
+            if found:
+                assert finished.park is not None
+                wake.zrem(self.keys.due, finished.run_id)
+                wake.xadd(self.keys.jobs, encode_job(resume_job(finished.run_id, finished.park)))
+        if wake.command_stack:
+            wake.execute()
 
     def _unrunnable(self, job: Job, message_id: bytes, delivery: Delivery, exc: Exception) -> _Finished:
         stamper = EventStamper(job.run_id, self.clock, attempt=delivery.attempt)
@@ -316,7 +342,8 @@ class Worker:
             if secret_raw:
                 inputs.update(open_secrets(self.box, job.run_id, secret_raw))
         ctx = RunContext(job.run_id, job.flow_id, job.version, job.trigger, inputs, secret_names(plan.flow),
-                         tuple(plan.flow.inputs))
+                         tuple(plan.flow.inputs),
+                         callback_url=self.links.for_run(job.run_id) if self.links is not None else None)
         restored_from = progress or checkpoint
         stamper = EventStamper(job.run_id, self.clock, attempt=delivery.attempt,
                                last_seq=restored_from["seq"] if restored_from else 0)
@@ -358,12 +385,17 @@ class Worker:
         parked = seal_park(self.client, self.keys, checkpoint, outcome.park, self.clock.now(), plan.flow.settings,
                            job.accepted_at, node=outcome.parked_node) if outcome.park is not None else None
 
+        wake_key = outcome.park.detail.get("callback_claim") if outcome.park is not None else None
+        finished = _Finished(job.run_id, outcome.status, delivery.origin, emitter,
+                             wake_key=str(wake_key) if wake_key else None)
+
         def finish(pipe: Any) -> None:
             if outcome.status == "parked":
                 assert outcome.parked_node is not None
                 sealed = executor.checkpoint(outcome.parked_node)
                 sealed["job"] = asdict(job)
                 sealed.update(parked or {})
+                finished.park = park_token(sealed)
                 pipe.set(self.keys.run_checkpoint(job.run_id), dump_snapshot(sealing, job.run_id, sealed, ctx.plain))
                 if parked is not None:  # in the same fenced write: a parked run never lacks its wake-up
                     pipe.zadd(self.keys.due, job.run_id, parked["wake_at"])
@@ -375,4 +407,5 @@ class Worker:
                 pipe.delete(self.keys.run_checkpoint(job.run_id), self.keys.run_secrets(job.run_id), cancel_key)
             self._release(pipe, job.run_id, delivery.origin, message_id)
 
-        return _Finished(job.run_id, outcome.status, delivery.origin, emitter, finish)
+        finished.finish = finish
+        return finished

@@ -171,6 +171,11 @@ class Keyspace:
         among concurrent attempts. Set by the approvals service."""
         return self._key("approval", approval_id, "decision")
 
+    def callback_claim(self, run_id: str, node: str) -> str:
+        """String (NX, TTL) holding what resumed a `wait.callback` node of a run: the first POST's JSON body,
+        or its timeout, so exactly one wins. Set by `engine.parking.callback_resume` and the node's body."""
+        return self._key("run", run_id, "wait_callback", node)
+
     # --- money and provider concurrency ----------------------------------------------------
 
     def budget(self, name: str) -> str:
