@@ -8,7 +8,7 @@ engine are plain `def`s, so FastAPI runs them on its thread pool, off the event 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
@@ -17,6 +17,7 @@ import orjson
 from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
@@ -81,6 +82,25 @@ def error_response(status: int, code: str, message: str, headers: dict[str, str]
                     media_type="application/json")
 
 
+class _OrjsonRequest(Request):
+    async def json(self) -> Any:
+        # orjson refuses NaN and nesting past 1024 levels with a JSONDecodeError, which FastAPI answers as
+        # `json_invalid`, where the standard library would accept NaN or overflow the stack.
+        if not hasattr(self, "_json"):
+            self._json = orjson.loads(await self.body())
+        return self._json
+
+
+class _OrjsonRoute(APIRoute):
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            return await handler(_OrjsonRequest(request.scope, request.receive))
+
+        return route
+
+
 bearer = HTTPBearer(auto_error=False, description="an API key from `lockgate keys create NAME`")
 
 
@@ -109,7 +129,7 @@ Key = Annotated[str, Depends(api_key)]
 
 
 def api_routes() -> APIRouter:
-    router = APIRouter(prefix="/api/v1", responses=_errors(400, 401, 422))
+    router = APIRouter(prefix="/api/v1", responses=_errors(400, 401, 422), route_class=_OrjsonRoute)
 
     @router.post("/runs", response_model=StartedRun, status_code=201, tags=["runs"],
                  responses={200: {"model": StartedRun, "description": "the idempotency key had created it"},
@@ -196,7 +216,7 @@ def api_routes() -> APIRouter:
 
 
 def webhook_routes() -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(route_class=_OrjsonRoute)
 
     @router.post("/webhooks/{token}", response_model=WebhookAccepted, status_code=202, tags=["webhooks"],
                  responses={200: {"model": WebhookAccepted, "description": "a repeated delivery: no second run"},

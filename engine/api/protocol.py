@@ -52,6 +52,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._reading = False
         self._head_done = False
         self._head_seen = 0
+        self._after_answer: bytes | None = None
         """Bytes received while the current request's headers were incomplete (the parser buffers a header's
         value whole, so its size is bounded here)."""
 
@@ -111,7 +112,20 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             status, code, message = self._refusal or (
                 400, "bad_request", f"not an HTTP/1.1 request this server can read ({exc}); send one request "
                 "line, headers with one Content-Length or Transfer-Encoding: chunked, and the body")
+            if self.cycle is not None and not self.cycle.response_complete and not self.cycle.more_body:
+                # Bytes after a whole request that is still being answered: that answer goes first.
+                self._after_answer = error_answer(status, code, message)
+                self.flow.pause_reading()
+                return
             self._refuse_now(status, code, message)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        refusal, self._after_answer = self._after_answer, None
+        if refusal is not None and not self.transport.is_closing():
+            self._unset_keepalive_if_required()
+            self.transport.write(refusal)
+            self.transport.close()
 
     def _refuse_now(self, status: int, code: str, message: str) -> None:
         if self.cycle is not None and not self.cycle.response_complete:
