@@ -146,7 +146,7 @@ def api_routes() -> APIRouter:
     def list_runs(engine: Engine, _key: Key, status: RunStatus | None = None,
                   flow_id: Annotated[str | None, Query(max_length=128)] = None,
                   limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
-                  cursor: Annotated[str | None, Query(max_length=512)] = None) -> Response:
+                  cursor: Annotated[str | None, Query(max_length=512, pattern=r"^[A-Za-z0-9_-]+$")] = None) -> Response:
         try:
             return json_answer(engine.list_runs(status=status, flow_id=flow_id, limit=limit, cursor=cursor))
         except BadCursor as exc:
