@@ -6,7 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from engine.store.models import FlowRecord, Hold
+from engine.store.models import FlowRecord, Hold, Run
 
 
 def list_flows(sql: sa.Engine) -> list[dict[str, Any]]:
@@ -29,3 +29,11 @@ def list_holds(sql: sa.Engine, limit: int) -> list[dict[str, Any]]:
              .order_by((Hold.state != "placed"), Hold.updated_at.desc()).limit(limit))
     with sql.connect() as conn:
         return [dict(row) for row in conn.execute(query).mappings()]
+
+
+def runs_by_trigger(sql: sa.Engine, flow_id: str) -> dict[str, int]:
+    """How many runs of `flow_id` each trigger node started."""
+    query = (sa.select(Run.trigger, sa.func.count()).where(Run.flow_id == flow_id, Run.trigger.is_not(None))
+             .group_by(Run.trigger))
+    with sql.connect() as conn:
+        return {str(trigger): int(total) for trigger, total in conn.execute(query)}
