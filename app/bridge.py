@@ -245,16 +245,10 @@ class EngineBridge(QObject):
         (placed ones first, then charged and released), as dicts of the `holds` table."""
 
         def read(services: Any) -> tuple[list[Any], list[dict[str, Any]]]:
-            import sqlalchemy as sa
-
-            from engine.store.models import Hold
+            from engine.store.reads import list_holds
 
             budgets = _ledger(services).budgets()
-            query = (sa.select(Hold.id, Hold.run_id, Hold.node_id, Hold.budget_name, Hold.amount_micros,
-                               Hold.charged_micros, Hold.state, Hold.expires_at)
-                     .order_by((Hold.state != "placed"), Hold.updated_at.desc()).limit(HOLDS_LISTED))
-            with services.sql.connect() as conn:
-                holds = [dict(row) for row in conn.execute(query).mappings()]
+            holds = list_holds(services.sql, HOLDS_LISTED)
             return budgets, holds
 
         self.request(read, on_done)
@@ -277,12 +271,9 @@ class EngineBridge(QObject):
         """The ids of every published flow (a set)."""
 
         def read(services: Any) -> set[str]:
-            import sqlalchemy as sa
+            from engine.store.reads import flow_ids
 
-            from engine.store.models import FlowRecord
-
-            with services.sql.connect() as conn:
-                return {str(row) for row in conn.execute(sa.select(FlowRecord.id)).scalars()}
+            return flow_ids(services.sql)
 
         self.request(read, on_done)
 

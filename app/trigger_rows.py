@@ -158,10 +158,8 @@ def webhook_refusals(counters: dict[str, int]) -> dict[str, int]:
 
 def read_trigger_status(services: Any, flow_id: str) -> TriggerStatus:
     """Read a flow's triggers from the engine (call on the engine thread)."""
-    import sqlalchemy as sa
-
     from engine.publish import UnknownFlowVersion, get_version
-    from engine.store.models import Run
+    from engine.store.reads import runs_by_trigger
     from engine.triggers.settings import SWITCHED_TYPES, counters, setting_of
 
     now = services.clock.now()
@@ -174,9 +172,6 @@ def read_trigger_status(services: Any, flow_id: str) -> TriggerStatus:
              if n.type.startswith("trigger.")]
     settings = {n.node_id: setting_of(client, keys, flow_id, n.node_id, n.type) for n in nodes
                 if n.type in SWITCHED_TYPES}
-    query = (sa.select(Run.trigger, sa.func.count()).where(Run.flow_id == flow_id, Run.trigger.is_not(None))
-             .group_by(Run.trigger))
-    with services.sql.connect() as conn:
-        fired = {str(trigger): int(total) for trigger, total in conn.execute(query)}
+    fired = runs_by_trigger(services.sql, flow_id)
     return TriggerStatus(flow_id, int(published.version), bool(flow.enabled), nodes, settings,
                          counters(client, keys), fired, now)

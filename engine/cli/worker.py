@@ -75,20 +75,24 @@ def worker_command(args: argparse.Namespace) -> int:
     api = None
     publisher: LogPublisher | None = None
     try:
-        services.start()
-        if services.redis is not None:
-            publisher = LogPublisher(services.redis.client(), services.keys.logs).start()
-            logging.getLogger().addHandler(publisher)
         if http_address is not None:
             from engine.api.server import ApiServer
 
             try:
-                api = ApiServer(services, *http_address).start()
+                # Bound before the engine starts: a taken port fails at once, and clients connecting while the
+                # engine starts wait in the listen backlog instead of being refused.
+                api = ApiServer(services, *http_address)
             except OSError as exc:
                 host, port = http_address
                 print(f"lockgate worker: cannot serve HTTP on {host}:{port} ({exc.strerror or exc}); "
                       "pick a free port with --http HOST:PORT", file=sys.stderr)
                 return 2
+        services.start()
+        if services.redis is not None:
+            publisher = LogPublisher(services.redis.client(), services.keys.logs).start()
+            logging.getLogger().addHandler(publisher)
+        if api is not None:
+            api.start()
             print(f"lockgate worker: HTTP API and webhooks on {api.url}", file=sys.stderr)
         where = config.redis_url or f"embedded Redis in {config.data_dir}"
         print(f"lockgate worker: {args.workers} worker(s) on {where}, SQL {config.sql_url}; Ctrl-C stops",

@@ -134,13 +134,17 @@ def get_run(sql: sa.Engine, run_id: str, *, with_steps: bool = True) -> dict[str
 
 
 def list_runs(sql: sa.Engine, *, flow_id: str | None = None, status: str | None = None,
-              limit: int = 50) -> list[dict[str, Any]]:
+              limit: int = 50, after: tuple[datetime, str] | None = None) -> list[dict[str, Any]]:
     """Newest runs first, each with `cost_micros` (charged so far), `tokens_in` / `tokens_out`, `errors`,
-    `current_node` and `waiting_on`."""
+    `current_node` and `waiting_on`; `after` (a run's `created_at` and id) starts past that run."""
     query = sa.select(RUNS).order_by(RUNS.c.created_at.desc(), RUNS.c.id).limit(limit)
     if flow_id:
         query = query.where(RUNS.c.flow_id == flow_id)
     if status:
         query = query.where(RUNS.c.status == status)
+    if after is not None:
+        created, run_id = after
+        query = query.where(sa.or_(RUNS.c.created_at < created,
+                                   sa.and_(RUNS.c.created_at == created, RUNS.c.id > run_id)))
     with sql.connect() as conn:
         return [_run_data(row) for row in conn.execute(query).mappings()]

@@ -44,8 +44,12 @@ def signature_of(body: bytes, token: str) -> str:
 
 
 def signature_ok(body: bytes, token: str, presented: str | None) -> bool:
-    return presented is not None and hmac.compare_digest(signature_of(body, token).encode(),
-                                                         presented.strip().encode())
+    """`presented` is `sha256=<hex>` of the body's HMAC (hex in either case; the digest is the same)."""
+    if presented is None:
+        return False
+    scheme, _, digest = presented.strip().partition("=")
+    expected = hmac.new(token.encode(), body, hashlib.sha256).hexdigest()
+    return scheme == "sha256" and hmac.compare_digest(expected.encode(), digest.lower().encode("utf-8", "replace"))
 
 
 def template_headers(headers: dict[str, str]) -> dict[str, str]:

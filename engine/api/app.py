@@ -1,0 +1,311 @@
+"""The ASGI application: `/api/v1/...` (API key in `Authorization: Bearer`), `/webhooks/<token>` and
+`/openapi.json`, on FastAPI over `EngineApi`.
+
+Every answer that is not a success is `{"error": {"code", "message"}}` (`Error`). Handlers that touch the
+engine are plain `def`s, so FastAPI runs them on its thread pool, off the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+import anyio.to_thread
+import orjson
+from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from fastapi.routing import APIRoute
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from engine.api.body_limit import BodyLimit
+from engine.api.errors import ApiError
+from engine.facade import BadCursor, EngineApi
+from engine.flow import FlowLoadError, flow_from_data, parse_document
+from engine.publish import PublishRefused
+from engine.read_models import (
+    MAX_LIST_LIMIT,
+    ApprovalList,
+    CallbackResumed,
+    CancelledRun,
+    Decision,
+    DecisionRequest,
+    Diagnostic,
+    Error,
+    ErrorDetail,
+    FlowList,
+    FlowVersions,
+    PublishedFlow,
+    PublishRefusal,
+    Run,
+    RunList,
+    RunStatus,
+    StartedRun,
+    StartRun,
+    WebhookAccepted,
+)
+
+log = logging.getLogger("lockgate.api")
+MAX_BODY_BYTES = 1 << 20
+THREADS = 200
+"""Blocking engine calls at once; a `POST /api/v1/runs` holds one for its whole `wait`."""
+API_TITLE = "Lockgate engine API"
+API_VERSION = "1"
+RUN_ID = r"^[A-Za-z0-9_-]{1,64}$"
+FLOW_ID = r"^[A-Za-z0-9_.-]{1,128}$"
+APPROVAL_ID = r"^[A-Za-z0-9_.:-]{1,64}$"
+TOKEN = r"^[A-Za-z0-9_-]{1,128}$"
+CALLBACK_TOKEN = r"^[A-Za-z0-9_.-]{1,200}$"
+"""`<run id>.<base64url HMAC>` (`engine.parking.callback_links`)."""
+STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "not_allowed", 404: "not_found",
+                405: "method_not_allowed", 408: "read_timeout", 413: "too_large", 414: "uri_too_long",
+                415: "unsupported_media_type", 422: "bad_request", 431: "headers_too_large"}
+REFUSAL_STATUS = {"unknown_approval": 404, "bad_decision": 422, "not_allowed": 403, "key_without_rights": 403,
+                  "malformed_key": 401, "unknown_key": 401, "revoked_key": 401}
+"""Refused decisions by reason; any other refusal is a conflict with the approval's state (409)."""
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {status: {"model": Error} for status in statuses}
+
+
+def json_answer(model: BaseModel, status: int = 200, headers: dict[str, str] | None = None, *,
+                exclude_unset: bool = False) -> Response:
+    return Response(model.model_dump_json(exclude_unset=exclude_unset), status, headers,
+                    media_type="application/json")
+
+
+def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps({"error": {"code": code, "message": message}}), status, headers,
+                    media_type="application/json")
+
+
+class _OrjsonRequest(Request):
+    async def json(self) -> Any:
+        # orjson refuses NaN and nesting past 1024 levels with a JSONDecodeError, which FastAPI answers as
+        # `json_invalid`, where the standard library would accept NaN or overflow the stack.
+        if not hasattr(self, "_json"):
+            self._json = orjson.loads(await self.body())
+        return self._json
+
+
+class _OrjsonRoute(APIRoute):
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            return await handler(_OrjsonRequest(request.scope, request.receive))
+
+        return route
+
+
+bearer = HTTPBearer(auto_error=False, description="an API key from `lockgate keys create NAME`")
+
+
+def engine_of(request: Request) -> EngineApi:
+    api: EngineApi = request.app.state.engine
+    return api
+
+
+Engine = Annotated[EngineApi, Depends(engine_of)]
+
+
+def api_key(engine: Engine,
+            credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> str:
+    if credentials is None or not credentials.credentials.strip():
+        raise ApiError(401, "missing_key", "send an API key as `Authorization: Bearer lgk_...`; create one with "
+                       "`lockgate keys create NAME`")
+    key = credentials.credentials.strip()
+    check = engine.check_key(key)
+    # Any valid key may use the API; the approvals:decide right is checked by the decision itself.
+    if check.refusal not in (None, "key_without_rights"):
+        raise ApiError(401, check.refusal or "bad_key", check.message)
+    return key
+
+
+Key = Annotated[str, Depends(api_key)]
+
+
+def api_routes() -> APIRouter:
+    router = APIRouter(prefix="/api/v1", responses=_errors(400, 401, 422), route_class=_OrjsonRoute)
+
+    @router.post("/runs", response_model=StartedRun, status_code=201, tags=["runs"],
+                 responses={200: {"model": StartedRun, "description": "the idempotency key had created it"},
+                            202: {"model": StartedRun, "description": "parked, or still running when `wait` ran out",
+                                  "headers": {"Retry-After": {"schema": {"type": "integer"}}}},
+                            **_errors(402, 404, 409)})
+    def start_run(body: StartRun, engine: Engine, _key: Key) -> Response:
+        status, started = engine.start_run(body)
+        headers = {"retry-after": str(started.retry_after_seconds)} \
+            if status == 202 and started.retry_after_seconds is not None else None
+        return json_answer(started, status, headers, exclude_unset=True)
+
+    @router.get("/runs", response_model=RunList, tags=["runs"])
+    def list_runs(engine: Engine, _key: Key, status: RunStatus | None = None,
+                  flow_id: Annotated[str | None, Query(max_length=128)] = None,
+                  limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
+                  cursor: Annotated[str | None, Query(max_length=512, pattern=r"^[A-Za-z0-9_-]+$")] = None) -> Response:
+        try:
+            return json_answer(engine.list_runs(status=status, flow_id=flow_id, limit=limit, cursor=cursor))
+        except BadCursor as exc:
+            raise ApiError(422, "bad_cursor", str(exc)) from None
+
+    @router.get("/runs/{run_id}", response_model=Run, tags=["runs"], responses=_errors(404))
+    def get_run(run_id: Annotated[str, Path(pattern=RUN_ID)], engine: Engine, _key: Key) -> Response:
+        run = engine.get_run(run_id)
+        if run is None:
+            raise ApiError(404, "unknown_run", f'run "{run_id}" does not exist; list runs with GET /api/v1/runs')
+        return json_answer(run)
+
+    @router.post("/runs/{run_id}/cancel", response_model=CancelledRun, tags=["runs"], responses=_errors(404))
+    def cancel_run(run_id: Annotated[str, Path(pattern=RUN_ID)], engine: Engine, _key: Key) -> Response:
+        try:
+            return json_answer(engine.cancel_run(run_id, "cancelled through the HTTP API"))
+        except LookupError as exc:
+            raise ApiError(404, "unknown_run", str(exc)) from None
+
+    @router.get("/flows", response_model=FlowList, tags=["flows"])
+    def list_flows(engine: Engine, _key: Key) -> Response:
+        return json_answer(engine.list_flows())
+
+    @router.post("/flows", response_model=PublishedFlow, status_code=201, tags=["flows"],
+                 responses={422: {"model": PublishRefusal, "description": "the flow has validation errors"}},
+                 openapi_extra={"requestBody": {"required": True, "description": "a flow document "
+                                "(flow-format.md)", "content": {"application/json": {"schema": {"type": "object"}}}}})
+    async def publish_flow(request: Request, engine: Engine, _key: Key) -> Response:
+        raw = await request.body()
+        try:
+            flow = flow_from_data(parse_document(raw))
+        except FlowLoadError as exc:
+            diagnostics = [Diagnostic(code="bad_document", severity="error", message=f"{path}: {message}")
+                           for path, message in exc.problems]
+            return json_answer(PublishRefusal(error=ErrorDetail(code="bad_document", message=str(exc)),
+                                              diagnostics=diagnostics), 422)
+        try:
+            published = await run_in_threadpool(engine.publish, flow)
+        except PublishRefused as exc:
+            diagnostics = [Diagnostic(code=d.code, severity=d.severity, node=d.node, message=d.message)
+                           for d in exc.diagnostics]
+            return json_answer(PublishRefusal(error=ErrorDetail(code="publish_refused", message=str(exc)),
+                                              diagnostics=diagnostics), 422)
+        return json_answer(published, 201)
+
+    @router.get("/flows/{flow_id}/versions", response_model=FlowVersions, tags=["flows"], responses=_errors(404))
+    def flow_versions(flow_id: Annotated[str, Path(pattern=FLOW_ID)], engine: Engine, _key: Key) -> Response:
+        versions = engine.flow_versions(flow_id)
+        if versions is None:
+            raise ApiError(404, "unknown_flow", f'flow "{flow_id}" is not published; publish it first')
+        return json_answer(versions)
+
+    @router.get("/approvals", response_model=ApprovalList, tags=["approvals"])
+    def list_approvals(engine: Engine, _key: Key) -> Response:
+        return json_answer(engine.pending_approvals())
+
+    @router.post("/approvals/{approval_id}/decision", response_model=Decision, tags=["approvals"],
+                 responses=_errors(403, 404, 409))
+    def decide(approval_id: Annotated[str, Path(pattern=APPROVAL_ID)], body: DecisionRequest, engine: Engine,
+               key: Key) -> Response:
+        decision = engine.decide_with_key(approval_id, body.decision, key, body.comment)
+        if decision.accepted:
+            return json_answer(decision)
+        raise ApiError(REFUSAL_STATUS.get(decision.reason or "", 409), decision.reason or "refused", decision.message)
+
+    return router
+
+
+def webhook_routes() -> APIRouter:
+    router = APIRouter(route_class=_OrjsonRoute)
+
+    @router.post("/webhooks/{token}", response_model=WebhookAccepted, status_code=202, tags=["webhooks"],
+                 responses={200: {"model": WebhookAccepted, "description": "a repeated delivery: no second run"},
+                            **_errors(400, 401, 402, 404, 409, 413, 422)},
+                 openapi_extra={"requestBody": {"required": False, "description": "a JSON object; keys naming "
+                                "the flow's inputs become them", "content": {"application/json": {
+                                    "schema": {"type": "object"}}}}})
+    async def webhook(token: Annotated[str, Path(pattern=TOKEN)], request: Request, engine: Engine,
+                      x_hub_signature_256: Annotated[str | None, Header(description="sha256=<hex HMAC-SHA256 of "
+                                                                        "the raw body, keyed by the token>")] = None,
+                      ) -> Response:
+        raw = await request.body()
+        answer = await run_in_threadpool(engine.webhook, token, dict(request.headers.items()), raw)
+        return Response(orjson.dumps(answer.body), answer.status, media_type="application/json")
+
+    @router.post("/callbacks/{token}", response_model=CallbackResumed, tags=["callbacks"],
+                 responses=_errors(400, 404, 409, 413, 422),
+                 openapi_extra={"requestBody": {"required": False, "description": "any JSON value: it goes under "
+                                "the node's output_key", "content": {"application/json": {"schema": {}}}}})
+    async def callback(token: Annotated[str, Path(pattern=CALLBACK_TOKEN)], request: Request,
+                       engine: Engine) -> Response:
+        raw = await request.body()
+        outcome = await run_in_threadpool(engine.resume_callback, token, raw)
+        return Response(orjson.dumps(outcome.to_data()), outcome.status, media_type="application/json")
+
+    return router
+
+
+def _validation_answer(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    if any(error.get("type") == "json_invalid" or tuple(error.get("loc", ())) == ("body",) for error in errors):
+        return error_response(400, "bad_json", "the request body is not a JSON object; send one")
+    problems = []
+    for error in errors[:10]:
+        where = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
+        problems.append(f"{where or 'body'}: {error.get('msg', 'invalid')}")
+    code = "bad_decision" if any("decision" in error.get("loc", ()) for error in errors) else "bad_request"
+    return error_response(422, code, "; ".join(problems))
+
+
+def _http_answer(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    status = exc.status_code
+    code = STATUS_CODES.get(status, "bad_request" if status < 500 else "internal")
+    if status == 404:
+        message = f"no route {request.method} {request.url.path}; see /openapi.json for the routes"
+    elif status == 405:
+        message = f"{request.url.path} does not take {request.method}; it takes {exc.headers.get('allow', '')}" \
+            if exc.headers else f"{request.url.path} does not take {request.method}"
+    elif status == 413:
+        message = f"bodies are limited to {MAX_BODY_BYTES} bytes; send less"
+    else:
+        message = str(exc.detail)
+    return error_response(status, code, message, dict(exc.headers) if exc.headers else None)
+
+
+def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return error_response(exc.status, exc.code, exc.message)
+
+
+def _internal(request: Request, exc: Exception) -> Response:
+    log.error("API %s %s failed", request.method, request.url.path, exc_info=exc)
+    return error_response(500, "internal", f"{type(exc).__name__}: {exc}; see the engine log")
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    anyio.to_thread.current_default_thread_limiter().total_tokens = THREADS
+    yield
+
+
+def build_app(engine: EngineApi | None, routers: Sequence[APIRouter] = ()) -> FastAPI:
+    """The application over `engine` (None: only for writing the OpenAPI document), with `routers` added."""
+    app = FastAPI(title=API_TITLE, version=API_VERSION, openapi_url="/openapi.json", docs_url=None,
+                  redoc_url=None, lifespan=_lifespan, strict_content_type=False,
+                  responses=_errors(404, 405, 408, 413, 414, 431))
+    app.state.engine = engine
+    app.include_router(api_routes())
+    app.include_router(webhook_routes())
+    for router in routers:
+        app.include_router(router)
+    app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(RequestValidationError, _validation_answer)
+    app.add_exception_handler(StarletteHTTPException, _http_answer)
+    app.add_exception_handler(Exception, _internal)
+    return app
