@@ -26,6 +26,7 @@ from engine.runtime.create import BudgetPreflight, CreatedRun, LatestVersions, n
 from engine.runtime.handles import EngineHandles
 from engine.runtime.jobs import encode_job, resume_job
 from engine.runtime.orphans import OrphanSweep
+from engine.runtime.process_registry import ProcessEntry
 from engine.runtime.projection import BatchResult
 from engine.runtime.projector import Projector
 from engine.runtime.reaper import Reaper
@@ -35,6 +36,7 @@ from engine.runtime.watchdog import Watchdog
 from engine.runtime.worker import PlanCache, Worker, ensure_group
 from engine.secret_box import SecretBox, box_for
 from engine.store.db import init_db, make_engine
+from engine.store.schema_check import require_current_schema
 from engine.transport.connection import RedisHandle, open_redis
 from engine.transport.due import DueItem, DueSet, DueWaker
 from engine.transport.keys import Keyspace
@@ -51,8 +53,15 @@ class EngineServices:
                  projector: bool = True, due_waker: bool = True, sleep: Callable[[float], None] = time.sleep,
                  budget_preflight: BudgetPreflight = no_budget_preflight, block_ms: int = 500,
                  heartbeat_seconds: float = HEARTBEAT_SECONDS, scheduler: bool = True,
-                 recovery: RecoveryThresholds | None = None, reaper: bool = True) -> None:
+                 recovery: RecoveryThresholds | None = None, reaper: bool = True, migrate: bool = True,
+                 role: str = "all") -> None:
         self.config = config
+        self.migrate = migrate
+        """Upgrade the schema at start (the default); False: refuse a schema that is not current
+        (`SchemaMismatch`), as workers on a shared database do."""
+        self.role = role
+        """What this process is in a process layout (`all`, `executor`, `projector`); `lockgate admin status`
+        shows it."""
         self.clock: Clock = clock or SystemClock()
         self.worker_count = workers
         self.run_projector = projector
@@ -85,6 +94,7 @@ class EngineServices:
         """`engine.triggers.runtime.TriggerRuntime` once started (schedules, event triggers)."""
         self.latest_versions = LatestVersions()
         self.consumers: ConsumerSlots | None = None
+        self.process_entry: ProcessEntry | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -95,8 +105,12 @@ class EngineServices:
         self.redis = open_redis(self.config)
         self.sql = make_engine(self.config.sql_url, pool_size=10, max_overflow=10) if not \
             self.config.sql_url.startswith("sqlite") else make_engine(self.config.sql_url)
-        init_db(self.sql)
+        if self.migrate:
+            init_db(self.sql)
+        else:
+            require_current_schema(self.sql, self.config.sql_url.split("://", 1)[0] + " database")
         client = self.redis.client()
+        self.process_entry = ProcessEntry(self.role, self.worker_count)
         self.handles = EngineHandles(client, self.keys, self.sql, self.clock, self.box)
         ensure_group(client, self.keys.jobs, self.keys.jobs_group)
         ensure_group(client, self.keys.events, self.keys.events_group)
@@ -135,6 +149,7 @@ class EngineServices:
             self._spawn("lockgate-orphans", lambda stop: reclaimer.every_tick(stop, orphans.tick, log, "orphan sweep"))
         if self.run_due_waker:
             self.waker = DueWaker(DueSet(self.redis.client(), self.keys), self._resume_due, self.clock).start()
+        self.process_entry.refresh(client, self.keys)
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -151,6 +166,12 @@ class EngineServices:
             except Exception:
                 log.warning("could not release this process's worker consumer names; they lapse on their own")
             self.consumers = None
+        if self.process_entry is not None and self.redis is not None:
+            try:
+                self.process_entry.forget(self.redis.client(), self.keys)
+            except Exception:
+                log.warning("could not remove this process from the process list; its entry lapses on its own")
+            self.process_entry = None
         if self.money is not None:
             self.money.stop(timeout)
             self.money = None
@@ -179,6 +200,8 @@ class EngineServices:
                 pipe = client.pipeline(transaction=False)
                 if self.consumers is not None:
                     self.consumers.refresh(pipe)
+                if self.process_entry is not None:
+                    self.process_entry.refresh(pipe, self.keys)
                 if active:
                     pipe.hset(self.keys.heartbeats, mapping={origin: self.clock.now() for origin in active})
                 for worker in self.workers:

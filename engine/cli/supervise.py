@@ -1,0 +1,78 @@
+"""`lockgate worker --processes N`: check the schema, start (or reuse) Redis, then supervise N executor processes
+and one projector process until SIGINT/SIGTERM (`engine.runtime.supervisor`)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+log = logging.getLogger("lockgate.supervisor")
+
+CHILD_COMMAND = (sys.executable, "-m", "app")
+
+
+def supervise_command(args: argparse.Namespace) -> int:
+    from engine.cli.worker import auto_migrate, parse_http_address
+    from engine.config import EngineConfig
+    from engine.runtime.supervisor import Supervisor, default_executor_processes, layout
+    from engine.store.db import init_db, make_engine
+    from engine.store.schema_check import SchemaMismatch, require_current_schema
+    from engine.transport.connection import open_redis
+
+    if args.role != "all":
+        print("lockgate worker: --processes starts its own executor and projector processes; "
+              "leave out --role", file=sys.stderr)
+        return 2
+    if args.http:
+        try:
+            parse_http_address(args.http)
+        except ValueError as exc:
+            print(f"lockgate: {exc}", file=sys.stderr)
+            return 2
+    config = EngineConfig.from_env()
+    executors = args.processes or default_executor_processes()
+    threads = max(1, args.workers)
+    sql = make_engine(config.sql_url)
+    try:
+        if auto_migrate(config):
+            init_db(sql)
+        else:
+            require_current_schema(sql, config.sql_url.split("://", 1)[0] + " database")
+    except SchemaMismatch as exc:
+        print(f"lockgate worker: {exc}", file=sys.stderr)
+        return 3
+    finally:
+        sql.dispose()
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # One Redis for all children: the configured one, or the data folder's embedded server, owned here so it
+    # lives exactly as long as the supervisor.
+    redis = open_redis(config)
+    env = {**os.environ, "LOCKGATE_REDIS_URL": redis.url, "LOCKGATE_DATA_DIR": str(config.data_dir),
+           "LOCKGATE_KEY_PREFIX": config.key_prefix}
+    specs = layout(executors, threads, CHILD_COMMAND, http=args.http)  # the log level reaches them by LOCKGATE_LOG_LEVEL
+    supervisor = Supervisor(specs, env)
+    try:
+        supervisor.start()
+        print(f"lockgate worker: supervising {executors} executor process(es) of {threads} worker thread(s) and "
+              f"one projector process (pids {', '.join(map(str, supervisor.pids().values()))}) on {redis.url}, "
+              f"SQL {config.sql_url}; Ctrl-C stops", file=sys.stderr)
+        log.info("supervising %d executor process(es) of %d thread(s) and one projector", executors, threads)
+        supervisor.run(stop)
+        print("lockgate worker: stopping", file=sys.stderr)
+    finally:
+        supervisor.stop()
+        redis.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print("lockgate worker: stopped", file=sys.stderr)
+    return 0
