@@ -59,7 +59,8 @@ def supervise_command(args: argparse.Namespace) -> int:
     redis = open_redis(config)
     env = {**os.environ, "LOCKGATE_REDIS_URL": redis.url, "LOCKGATE_DATA_DIR": str(config.data_dir),
            "LOCKGATE_KEY_PREFIX": config.key_prefix}
-    specs = layout(executors, threads, CHILD_COMMAND, http=args.http)  # the log level reaches them by LOCKGATE_LOG_LEVEL
+    # The log level reaches the children by LOCKGATE_LOG_LEVEL.
+    specs = layout(executors, threads, CHILD_COMMAND, http=args.http)
     supervisor = Supervisor(specs, env)
     try:
         supervisor.start()

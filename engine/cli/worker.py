@@ -89,10 +89,10 @@ def worker_command(args: argparse.Namespace) -> int:
 
         return supervise_command(args)
     from engine.config import EngineConfig
-    from engine.store.schema_check import SchemaMismatch
     from engine.log_channel import LogPublisher
     from engine.logs import configured
     from engine.runtime.services import EngineServices
+    from engine.store.schema_check import SchemaMismatch
 
     config = EngineConfig.from_env()
     try:
