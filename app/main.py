@@ -24,6 +24,7 @@ COMMAND_MODULES: list[str] = [
     "engine.cli.keys",
     "engine.cli.approvals",
     "engine.cli.triggers",
+    "engine.cli.admin",
 ]
 
 
