@@ -157,11 +157,21 @@ def port_is_free(host: str, port: int) -> bool:
     return True
 
 
+def app_executor_processes() -> int:
+    """Executor processes of the app's engine child: one per core but the one the window needs, at least one."""
+    return max(1, (os.cpu_count() or 1) - 1)
+
+
 class EngineProcess:
-    def __init__(self, config: EngineConfig, redis_url: str, workers: int, http_url: str | None = None) -> None:
+    """`lockgate worker --processes N`: a supervisor of N executor processes and one projector process."""
+
+    def __init__(self, config: EngineConfig, redis_url: str, workers: int, http_url: str | None = None,
+                 processes: int | None = None) -> None:
         self.config = config
         self.redis_url = redis_url
         self.workers = workers
+        """Worker threads per executor process."""
+        self.processes = processes if processes is not None else app_executor_processes()
         self.http_url = http_url
         """The HTTP API and webhooks URL the child serves; None when it serves none."""
         self.process: subprocess.Popen[bytes] | None = None
@@ -183,7 +193,8 @@ class EngineProcess:
     def start(self) -> EngineProcess:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            command = [sys.executable, "-m", "app", "worker", "--workers", str(self.workers)]
+            command = [sys.executable, "-m", "app", "worker", "--processes", str(self.processes),
+                       "--workers", str(self.workers)]
             if self.http_url is not None:
                 host, port = http_address(self.http_url)
                 command += ["--http", f"{host}:{port}"]

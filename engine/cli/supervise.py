@@ -17,11 +17,9 @@ CHILD_COMMAND = (sys.executable, "-m", "app")
 
 
 def supervise_command(args: argparse.Namespace) -> int:
-    from engine.cli.worker import auto_migrate, parse_http_address
+    from engine.cli.worker import parse_http_address
     from engine.config import EngineConfig
     from engine.runtime.supervisor import Supervisor, default_executor_processes, layout
-    from engine.store.db import init_db, make_engine
-    from engine.store.schema_check import SchemaMismatch, require_current_schema
     from engine.transport.connection import open_redis
 
     if args.role != "all":
@@ -37,17 +35,9 @@ def supervise_command(args: argparse.Namespace) -> int:
     config = EngineConfig.from_env()
     executors = args.processes or default_executor_processes()
     threads = max(1, args.workers)
-    sql = make_engine(config.sql_url)
-    try:
-        if auto_migrate(config):
-            init_db(sql)
-        else:
-            require_current_schema(sql, config.sql_url.split("://", 1)[0] + " database")
-    except SchemaMismatch as exc:
-        print(f"lockgate worker: {exc}", file=sys.stderr)
-        return 3
-    finally:
-        sql.dispose()
+    # The children check the schema (and upgrade the data folder's own SQLite file) themselves; one that refuses
+    # it exits with code 3 and its message, and the supervisor stops with that code. SQLAlchemy and Alembic stay
+    # out of this process, which only waits.
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -65,15 +55,18 @@ def supervise_command(args: argparse.Namespace) -> int:
     try:
         supervisor.start()
         print(f"lockgate worker: supervising {executors} executor process(es) of {threads} worker thread(s) and "
-              f"one projector process (pids {', '.join(map(str, supervisor.pids().values()))}) on {redis.url}, "
-              f"SQL {config.sql_url}; Ctrl-C stops", file=sys.stderr)
+              f"one projector process (pids {', '.join(map(str, supervisor.pids().values()))}) on {redis.url}; "
+              f"SQL {config.sql_url}; stop them with Ctrl-C or SIGTERM", file=sys.stderr)
         log.info("supervising %d executor process(es) of %d thread(s) and one projector", executors, threads)
-        supervisor.run(stop)
-        print("lockgate worker: stopping", file=sys.stderr)
+        refused = supervisor.run(stop)
     finally:
         supervisor.stop()
         redis.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    if refused:
+        print(f"lockgate worker: a child refused to start (exit code {refused}, its message above); stopped",
+              file=sys.stderr)
+        return refused
     print("lockgate worker: stopped", file=sys.stderr)
     return 0

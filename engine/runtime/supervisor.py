@@ -31,6 +31,9 @@ MAX_BACKOFF_SECONDS = 30.0
 STABLE_SECONDS = 30.0
 """A child that stayed up this long restarts at once after its next death (its backoff is reset)."""
 POLL_SECONDS = 0.1
+REFUSED_CODES = frozenset({2, 3})
+"""Exit codes of a child that refused to start (usage error, schema not current): starting it again cannot
+help, so the supervisor stops everything and exits with that code."""
 
 _PR_SET_PDEATHSIG = 1
 
@@ -82,6 +85,8 @@ class Supervisor:
         self.first_backoff = first_backoff
         self.drain_seconds = drain_seconds
         self._stopping = threading.Event()
+        self.refused: int | None = None
+        """The exit code of a child that refused to start, once one did."""
 
     def pids(self) -> dict[str, int]:
         """Name -> pid of each child running now."""
@@ -93,13 +98,15 @@ class Supervisor:
             self._spawn(child)
         return self
 
-    def run(self, stop: threading.Event) -> None:
-        """Watch the children until `stop` is set, then stop them (drain, then kill)."""
+    def run(self, stop: threading.Event) -> int:
+        """Watch the children until `stop` is set or one refuses to start, then stop them (drain, then kill).
+        Returns 0, or the refusing child's exit code."""
         try:
-            while not stop.wait(POLL_SECONDS):
+            while not stop.wait(POLL_SECONDS) and self.refused is None:
                 self.tick(time.monotonic())
         finally:
             self.stop()
+        return self.refused or 0
 
     def tick(self, now: float) -> None:
         """Notice children that died and start the ones whose backoff is over."""
@@ -110,6 +117,11 @@ class Supervisor:
             if process is not None and (code := process.poll()) is not None:
                 child.process = None
                 child.exits.append(code)
+                if code in REFUSED_CODES:
+                    log.error("%s (pid %d) refused to start (exit code %d); stopping", child.spec.name,
+                              process.pid, code)
+                    self.refused = code
+                    return
                 if now - child.started_at >= STABLE_SECONDS:
                     child.backoff = self.first_backoff
                 child.restart_at = now + child.backoff

@@ -62,8 +62,11 @@ def wait_for_workers(qtbot, bridge: EngineBridge, starts: int = 1) -> None:
     assert bridge.engine_process is not None
     log = bridge.engine_process.log_path
 
-    def served() -> bool:
-        return log.exists() and log.read_text(errors="replace").count("Ctrl-C stops") >= starts
+    executors = bridge.engine_process.processes
+
+    def served() -> bool:  # every executor process of the child (a supervisor) has said it serves
+        return log.exists() and log.read_text(errors="replace").count("role executor; Ctrl-C stops") >= \
+            starts * executors
 
     qtbot.waitUntil(served, timeout=ENGINE_START_MS)
 
