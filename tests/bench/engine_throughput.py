@@ -98,11 +98,14 @@ def bench(db: str, runs: int, workers: int, submitters: int) -> dict[str, Any]:
     statuses: dict[str, str] = {}
     events = [0]
     done = threading.Event()
+    warm_ids: set[str] = set()
 
     def on_batch(result: BatchResult) -> None:
         now = time.perf_counter()
         events[0] += result.applied
         for run_id, status in result.terminal_runs:
+            if run_id in warm_ids:  # the warm-up run's listener call may come after wait_for_run saw it end
+                continue
             finished[run_id] = now
             statuses[run_id] = status
         if len(finished) >= runs:
@@ -113,6 +116,7 @@ def bench(db: str, runs: int, workers: int, submitters: int) -> dict[str, Any]:
         services.batch_listeners.append(on_batch)
         services.publish_flow(flow_from_data(FLOW))
         warm = services.create_run("bench5", {"n": 0})
+        warm_ids.add(warm.run_id)
         services.wait_for_run(warm.run_id, timeout=30)
         done.clear()
         finished.clear()
