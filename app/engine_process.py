@@ -157,11 +157,26 @@ def port_is_free(host: str, port: int) -> bool:
     return True
 
 
+def app_executor_processes() -> int:
+    """Executor processes of the app's engine child: one per core but the one the window needs. 0 on a machine
+    of 2 cores or fewer: there the child is one process, as the single core left for the engine would be shared
+    by a supervisor, an executor and a projector at three times the start-up time and memory."""
+    cores = os.cpu_count() or 1
+    return cores - 1 if cores > 2 else 0
+
+
 class EngineProcess:
-    def __init__(self, config: EngineConfig, redis_url: str, workers: int, http_url: str | None = None) -> None:
+    """The engine child: `lockgate worker`, a supervisor of executor processes and a projector process where the
+    machine has the cores for them (`app_executor_processes`)."""
+
+    def __init__(self, config: EngineConfig, redis_url: str, workers: int, http_url: str | None = None,
+                 processes: int | None = None) -> None:
         self.config = config
         self.redis_url = redis_url
         self.workers = workers
+        """Worker threads per executor process."""
+        self.processes = processes if processes is not None else app_executor_processes()
+        """Executor processes under a supervisor child (`--processes`); 0: one child running every part."""
         self.http_url = http_url
         """The HTTP API and webhooks URL the child serves; None when it serves none."""
         self.process: subprocess.Popen[bytes] | None = None
@@ -184,6 +199,8 @@ class EngineProcess:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             command = [sys.executable, "-m", "app", "worker", "--workers", str(self.workers)]
+            if self.processes:
+                command += ["--processes", str(self.processes)]
             if self.http_url is not None:
                 host, port = http_address(self.http_url)
                 command += ["--http", f"{host}:{port}"]

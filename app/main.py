@@ -26,6 +26,7 @@ COMMAND_MODULES: list[str] = [
     "engine.cli.triggers",
     "engine.cli.diff",
     "engine.cli.flows",
+    "engine.cli.admin",
 ]
 
 

@@ -1,5 +1,14 @@
-"""`lockgate worker [--workers N] [--http HOST:PORT] [--log-level LEVEL]`: the engine services headless until
-SIGINT/SIGTERM, then a clean stop. Its warnings and errors also go out on the keyspace's `logs` channel."""
+"""`lockgate worker [--workers N] [--processes N] [--role ROLE] [--http HOST:PORT] [--log-level LEVEL]`: the engine
+services headless until SIGINT/SIGTERM, then a clean stop. Its warnings and errors also go out on the keyspace's
+`logs` channel.
+
+Without `--processes` everything runs in this one process (`--role all`). With `--processes N` this process
+supervises N executor processes and one projector process (`engine.runtime.supervisor`); `--role` is how the
+supervisor starts each of them.
+
+On a shared database (LOCKGATE_DB_URL) a worker does not upgrade the schema itself: it refuses one that is not
+current and names `lockgate admin migrate`. The data folder's own SQLite file is upgraded at start, as before
+(LOCKGATE_AUTO_MIGRATE=1 does that for a shared database too, e.g. for a throwaway test database)."""
 
 from __future__ import annotations
 
@@ -11,6 +20,7 @@ import threading
 from typing import Any
 
 SWITCH_INTERVAL_SECONDS = 0.001
+ROLES = ("all", "executor", "projector")
 log = logging.getLogger("lockgate.worker")
 
 
@@ -35,7 +45,14 @@ def register(subparsers: Any) -> None:
         "worker", help="run the engine headless (workers, projector, due waker) until interrupted",
         description="Run the engine services on the data folder's embedded Redis and SQLite, or on "
         "LOCKGATE_REDIS_URL and LOCKGATE_DB_URL, until SIGINT or SIGTERM.")
-    parser.add_argument("--workers", type=int, default=4, help="worker threads (default 4)")
+    parser.add_argument("--workers", type=int, default=4,
+                        help="worker threads (default 4); with --processes, per executor process")
+    parser.add_argument("--processes", type=int, default=None, metavar="N",
+                        help="supervise N executor processes and one projector process (0: one executor per core); "
+                             "default: everything in this one process")
+    parser.add_argument("--role", choices=ROLES, default="all",
+                        help="what this process runs: all (default), executor (workers only) or projector "
+                             "(projector, due waker, scheduler, reaper, watchdog)")
     parser.add_argument("--http", metavar="HOST:PORT", default=None,
                         help="also serve the HTTP API and webhooks there, e.g. 127.0.0.1:8080 (default: off)")
     # Also accepted before the command (`lockgate --log-level debug worker`); given here, it wins.
@@ -50,11 +67,32 @@ def parse_http_address(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def auto_migrate(config: Any) -> bool:
+    """Whether this worker upgrades the schema itself: on the data folder's SQLite file, or when asked."""
+    import os
+
+    return config.db_url is None or os.environ.get("LOCKGATE_AUTO_MIGRATE") == "1"
+
+
+def role_options(role: str, workers: int) -> dict[str, Any]:
+    """EngineServices options of one process role."""
+    if role == "executor":
+        return {"workers": workers, "projector": False, "due_waker": False, "scheduler": False, "reaper": False}
+    if role == "projector":
+        return {"workers": 0}
+    return {"workers": workers}
+
+
 def worker_command(args: argparse.Namespace) -> int:
+    if args.processes is not None:
+        from engine.cli.supervise import supervise_command
+
+        return supervise_command(args)
     from engine.config import EngineConfig
     from engine.log_channel import LogPublisher
     from engine.logs import configured
     from engine.runtime.services import EngineServices
+    from engine.store.schema_check import SchemaMismatch
 
     config = EngineConfig.from_env()
     try:
@@ -71,7 +109,8 @@ def worker_command(args: argparse.Namespace) -> int:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    services = EngineServices(config, workers=max(1, args.workers))
+    options = role_options(args.role, max(1, args.workers))
+    services = EngineServices(config, migrate=auto_migrate(config), role=args.role, **options)
     api = None
     publisher: LogPublisher | None = None
     try:
@@ -87,7 +126,11 @@ def worker_command(args: argparse.Namespace) -> int:
                 print(f"lockgate worker: cannot serve HTTP on {host}:{port} ({exc.strerror or exc}); "
                       "pick a free port with --http HOST:PORT", file=sys.stderr)
                 return 2
-        services.start()
+        try:
+            services.start()
+        except SchemaMismatch as exc:
+            print(f"lockgate worker: {exc}", file=sys.stderr)
+            return 3
         if services.redis is not None:
             publisher = LogPublisher(services.redis.client(), services.keys.logs).start()
             logging.getLogger().addHandler(publisher)
@@ -95,12 +138,12 @@ def worker_command(args: argparse.Namespace) -> int:
             api.start()
             print(f"lockgate worker: HTTP API and webhooks on {api.url}", file=sys.stderr)
         where = config.redis_url or f"embedded Redis in {config.data_dir}"
-        print(f"lockgate worker: {args.workers} worker(s) on {where}, SQL {config.sql_url}; Ctrl-C stops",
-              file=sys.stderr)
+        print(f"lockgate worker: {options['workers']} worker(s) on {where}, SQL {config.sql_url}, role {args.role}; "
+              "Ctrl-C stops", file=sys.stderr)
         setup = configured()
         if setup is not None and setup.file is not None:
             print(f"lockgate worker: log in {setup.file}", file=sys.stderr)
-        log.info("%d worker(s) on %s, SQL %s", args.workers, where, config.sql_url)
+        log.info("%d worker(s) on %s, SQL %s, role %s", options["workers"], where, config.sql_url, args.role)
         while not stop.wait(0.5):
             pass
         print("lockgate worker: stopping", file=sys.stderr)

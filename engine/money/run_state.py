@@ -89,13 +89,27 @@ class RunMoneyState:
 
     def placed_hold_ids(self, run_id: str) -> dict[str, str]:
         """hold id -> node of every hold this run ever placed (the ledger says which are still placed)."""
-        raw = self._redis.hgetall(self.key(run_id))
-        holds: dict[str, str] = {}
-        for name, value in raw.items():
-            text = name.decode() if isinstance(name, bytes) else str(name)
-            if text.startswith("placed:"):
-                holds[text[len("placed:"):]] = value.decode() if isinstance(value, bytes) else str(value)
-        return holds
+        return _placed(self._redis.hgetall(self.key(run_id)))
+
+    def placed_hold_ids_of(self, run_ids: list[str]) -> dict[str, dict[str, str]]:
+        """`placed_hold_ids` of several runs in one round trip."""
+        pipe = self._redis.pipeline(transaction=False)
+        for run_id in run_ids:
+            pipe.hgetall(self.key(run_id))
+        return {run_id: _placed(raw) for run_id, raw in zip(run_ids, pipe.execute(), strict=True)}
+
+    def forget_all(self, run_ids: list[str]) -> None:
+        if run_ids:
+            self._redis.delete(*(self.key(run_id) for run_id in run_ids))
 
     def forget(self, run_id: str) -> None:
         self._redis.delete(self.key(run_id))
+
+
+def _placed(raw: dict[Any, Any]) -> dict[str, str]:
+    holds: dict[str, str] = {}
+    for name, value in raw.items():
+        text = name.decode() if isinstance(name, bytes) else str(name)
+        if text.startswith("placed:"):
+            holds[text[len("placed:"):]] = value.decode() if isinstance(value, bytes) else str(value)
+    return holds

@@ -115,8 +115,12 @@ class FencedWriter:
     def write(self, fence: JobFence, recorder: CommandRecorder, pipe: Any = None) -> Any:
         """1 when written, 0 when fenced off; with `pipe`, the call is queued there and its reply comes
         with the pipeline's results."""
-        return self._script(keys=[self.keys.job_attempt(fence.origin)], args=[fence.attempt, *recorder.argv()],
-                            client=pipe)
+        key, args = self.keys.job_attempt(fence.origin), [fence.attempt, *recorder.argv()]
+        if pipe is None:
+            return self._script(keys=[key], args=args)
+        # EVAL, not the Script object: a pipeline holding a Script first asks the server whether it knows the
+        # script (SCRIPT EXISTS), one more round trip per batch; EVAL sends the body and cannot miss the cache.
+        return pipe.eval(_FENCED_WRITE, 1, key, *args)
 
 
 class FencedEmitter(RedisEmitter):

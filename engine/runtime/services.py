@@ -27,6 +27,7 @@ from engine.runtime.create import BudgetPreflight, CreatedRun, LatestVersions, n
 from engine.runtime.handles import EngineHandles
 from engine.runtime.jobs import encode_job, resume_job
 from engine.runtime.orphans import OrphanSweep
+from engine.runtime.process_registry import ProcessEntry
 from engine.runtime.projection import BatchResult
 from engine.runtime.projector import Projector
 from engine.runtime.reaper import Reaper
@@ -36,6 +37,7 @@ from engine.runtime.watchdog import Watchdog
 from engine.runtime.worker import PlanCache, Worker, ensure_group
 from engine.secret_box import SecretBox, box_for
 from engine.store.db import init_db, make_engine
+from engine.store.schema_check import require_current_schema
 from engine.transport.connection import RedisHandle, open_redis
 from engine.transport.due import DueItem, DueSet, DueWaker
 from engine.transport.keys import Keyspace
@@ -53,8 +55,14 @@ class EngineServices:
                  budget_preflight: BudgetPreflight = no_budget_preflight, block_ms: int = 500,
                  heartbeat_seconds: float = HEARTBEAT_SECONDS, scheduler: bool = True,
                  recovery: RecoveryThresholds | None = None, reaper: bool = True,
-                 max_call_depth: int | None = None) -> None:
+                 max_call_depth: int | None = None, migrate: bool = True, role: str = "all") -> None:
         self.config = config
+        self.migrate = migrate
+        """Upgrade the schema at start (the default); False: refuse a schema that is not current
+        (`SchemaMismatch`), as workers on a shared database do."""
+        self.role = role
+        """What this process is in a process layout (`all`, `executor`, `projector`); `lockgate admin status`
+        shows it."""
         self.clock: Clock = clock or SystemClock()
         self.worker_count = workers
         self.run_projector = projector
@@ -93,6 +101,7 @@ class EngineServices:
         self.calls: Any = None
         """`engine.calls.runtime.CallRuntime` once started (flow.call child runs)."""
         self.consumers: ConsumerSlots | None = None
+        self.process_entry: ProcessEntry | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -103,8 +112,12 @@ class EngineServices:
         self.redis = open_redis(self.config)
         self.sql = make_engine(self.config.sql_url, pool_size=10, max_overflow=10) if not \
             self.config.sql_url.startswith("sqlite") else make_engine(self.config.sql_url)
-        init_db(self.sql)
+        if self.migrate:
+            init_db(self.sql)
+        else:
+            require_current_schema(self.sql, self.config.sql_url.split("://", 1)[0] + " database")
         client = self.redis.client()
+        self.process_entry = ProcessEntry(self.role, self.worker_count)
         self.handles = EngineHandles(client, self.keys, self.sql, self.clock, self.box)
         ensure_group(client, self.keys.jobs, self.keys.jobs_group)
         ensure_group(client, self.keys.events, self.keys.events_group)
@@ -146,6 +159,7 @@ class EngineServices:
             self._spawn("lockgate-orphans", lambda stop: reclaimer.every_tick(stop, orphans.tick, log, "orphan sweep"))
         if self.run_due_waker:
             self.waker = DueWaker(DueSet(self.redis.client(), self.keys), self._resume_due, self.clock).start()
+        self.process_entry.refresh(client, self.keys)
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -165,6 +179,12 @@ class EngineServices:
         if self.calls is not None:
             self.calls.stop()
             self.calls = None
+        if self.process_entry is not None and self.redis is not None:
+            try:
+                self.process_entry.forget(self.redis.client(), self.keys)
+            except Exception:
+                log.warning("could not remove this process from the process list; its entry lapses on its own")
+            self.process_entry = None
         if self.money is not None:
             self.money.stop(timeout)
             self.money = None
@@ -193,6 +213,8 @@ class EngineServices:
                 pipe = client.pipeline(transaction=False)
                 if self.consumers is not None:
                     self.consumers.refresh(pipe)
+                if self.process_entry is not None:
+                    self.process_entry.refresh(pipe, self.keys)
                 if active:
                     pipe.hset(self.keys.heartbeats, mapping={origin: self.clock.now() for origin in active})
                 for worker in self.workers:

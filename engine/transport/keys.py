@@ -95,6 +95,21 @@ class Keyspace:
         host takes a dead predecessor's name and reclaims its pending jobs at once."""
         return self._key("workers", "slot", host, str(index))
 
+    def process_entry(self, host: str, pid: int) -> str:
+        """String with TTL: JSON {host, pid, role, workers, started_at, seen_at} of one engine process, refreshed
+        with each heartbeat (`engine.runtime.process_registry`); `lockgate admin status` lists them."""
+        return self._key("processes", host, str(pid))
+
+    @property
+    def process_entries(self) -> str:
+        """SCAN pattern matching every `process_entry` key."""
+        return self._key("processes", "*")
+
+    @property
+    def consumer_slots(self) -> str:
+        """SCAN pattern matching every `consumer_slot` key."""
+        return self._key("workers", "slot", "*")
+
     def run_cancel(self, run_id: str) -> str:
         """String flag with TTL: cancel requested for a running run. Set by the cancel API; read by
         workers at each step boundary."""

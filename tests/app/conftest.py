@@ -66,8 +66,11 @@ def wait_for_workers(qtbot, bridge: EngineBridge, starts: int = 1) -> None:
     assert bridge.engine_process is not None
     log = bridge.engine_process.log_path
 
-    def served() -> bool:
-        return log.exists() and log.read_text(errors="replace").count("Ctrl-C stops") >= starts
+    executors = bridge.engine_process.processes
+    line, count = ("role executor; Ctrl-C stops", starts * executors) if executors else ("Ctrl-C stops", starts)
+
+    def served() -> bool:  # the child, or every executor process under it (a supervisor), has said it serves
+        return log.exists() and log.read_text(errors="replace").count(line) >= count
 
     qtbot.waitUntil(served, timeout=ENGINE_START_MS)
 

@@ -4,14 +4,24 @@ Flow: manual trigger -> set -> router -> set -> terminal. Embedded Redis (Valkey
 AOF everysec) with SQLite, and the same flow on PostgreSQL beside it when one answers.
 Prints JSON: runs/s, events/s, p50/p99 latency from create_run() to the run's terminal state in
 the DB, peak RSS. Usage: python tests/bench/engine_throughput.py [--runs 3000] [--workers 2] [--db sqlite,postgres]
+[--processes N]
+
+With `--processes N` the engine is `lockgate worker --processes N --workers W` (N executor processes of W
+threads and one projector process under a supervisor) and this process only submits: a run's end is the
+moment its terminal change arrives on the live channel, which the projector publishes after the commit.
+Engine CPU then sums this process's CPU (create_run) and that of the supervisor's process tree (Redis
+excluded, as in the one-process mode); RSS is the peak of the tree's total, sampled every 0.2 s.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -24,6 +34,7 @@ from engine.config import EngineConfig
 from engine.flow import flow_from_data
 from engine.runtime.projection import BatchResult
 from engine.runtime.services import EngineServices
+from engine.runtime.transitions import TERMINAL
 
 PG_ADMIN_URL = "postgresql+psycopg://root@127.0.0.1:5432/test"
 
@@ -87,11 +98,14 @@ def bench(db: str, runs: int, workers: int, submitters: int) -> dict[str, Any]:
     statuses: dict[str, str] = {}
     events = [0]
     done = threading.Event()
+    warm_ids: set[str] = set()
 
     def on_batch(result: BatchResult) -> None:
         now = time.perf_counter()
         events[0] += result.applied
         for run_id, status in result.terminal_runs:
+            if run_id in warm_ids:  # the warm-up run's listener call may come after wait_for_run saw it end
+                continue
             finished[run_id] = now
             statuses[run_id] = status
         if len(finished) >= runs:
@@ -102,6 +116,7 @@ def bench(db: str, runs: int, workers: int, submitters: int) -> dict[str, Any]:
         services.batch_listeners.append(on_batch)
         services.publish_flow(flow_from_data(FLOW))
         warm = services.create_run("bench5", {"n": 0})
+        warm_ids.add(warm.run_id)
         services.wait_for_run(warm.run_id, timeout=30)
         done.clear()
         finished.clear()
@@ -149,18 +164,188 @@ def bench(db: str, runs: int, workers: int, submitters: int) -> dict[str, Any]:
             drop()
 
 
+def _tree(root: int) -> list[int]:
+    """`root` and every process descended from it."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parents[int(entry)] = int(Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2].split()[1])
+            except OSError:
+                continue
+    found, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, parent in parents.items() if parent in frontier]
+        found.extend(frontier)
+    return found
+
+
+def _cpu_seconds(pids: list[int]) -> dict[int, float]:
+    ticks = os.sysconf("SC_CLK_TCK")
+    seen: dict[int, float] = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        seen[pid] = (int(fields[11]) + int(fields[12])) / ticks
+    return seen
+
+
+def _rss_mb(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
+def bench_processes(db: str, runs: int, workers: int, processes: int, submitters: int) -> dict[str, Any]:
+    folder = Path(tempfile.mkdtemp(prefix="lockgate-bench-"))
+    drop = None
+    db_url = None
+    if db == "postgres":
+        found = _pg_database()
+        if found is None:
+            return {"db": db, "skipped": "no PostgreSQL answers at 127.0.0.1:5432"}
+        db_url, drop = found
+    config = EngineConfig(data_dir=folder, db_url=db_url, key_prefix="bench")
+    client = EngineServices(config, workers=0, projector=False, due_waker=False, scheduler=False, reaper=False)
+    supervisor: subprocess.Popen[bytes] | None = None
+    finished: dict[str, float] = {}
+    statuses: dict[str, str] = {}
+    events = [0]
+    done = threading.Event()
+    try:
+        client.start()
+        assert client.redis is not None
+        env = {**os.environ, "LOCKGATE_DATA_DIR": str(folder), "LOCKGATE_REDIS_URL": client.redis.url,
+               "LOCKGATE_KEY_PREFIX": "bench", "LOCKGATE_DB_URL": db_url or "", "LOCKGATE_AUTO_MIGRATE": "1"}
+        supervisor = subprocess.Popen([sys.executable, "-m", "app", "worker", "--processes", str(processes),
+                                       "--workers", str(workers)], env=env, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pubsub = client.redis.client().pubsub(ignore_subscribe_messages=True)
+        pubsub.subscribe(client.keys.live)
+
+        def listen() -> None:
+            while not listening.is_set():
+                message = pubsub.get_message(timeout=0.2)
+                if message is None:
+                    continue
+                now = time.perf_counter()
+                change = json.loads(message["data"])
+                events[0] += 1
+                if change["status"] in TERMINAL and change["run_id"] not in finished:
+                    finished[change["run_id"]] = now
+                    statuses[change["run_id"]] = change["status"]
+                    if expected[0] and len(finished) >= expected[0]:
+                        done.set()
+
+        expected = [1]
+        listening = threading.Event()
+        listener = threading.Thread(target=listen, daemon=True)
+        listener.start()
+        client.publish_flow(flow_from_data(FLOW))
+        warm = [client.create_run("bench5", {"n": n}).run_id for n in range(8)]  # every executor's first run
+        expected[0] = len(warm)
+        if not done.wait(120):
+            raise TimeoutError("the warm-up runs did not finish; is `lockgate worker --processes` starting?")
+        tree = _tree(supervisor.pid)  # Redis is this process's child, not the supervisor's
+        done.clear()
+        finished.clear()
+        statuses.clear()
+        events[0] = 0
+        expected[0] = runs
+        created: dict[str, float] = {}
+        peak_rss = [_rss_mb(tree)]
+        sampling = threading.Event()
+
+        def sample() -> None:
+            while not sampling.wait(0.2):
+                peak_rss[0] = max(peak_rss[0], _rss_mb(tree))
+
+        threading.Thread(target=sample, daemon=True).start()
+
+        def submit(numbers: range) -> None:
+            for n in numbers:
+                at = time.perf_counter()
+                created[client.create_run("bench5", {"n": n}).run_id] = at
+
+        cpu_tree_began = _cpu_seconds(tree)
+        began = time.perf_counter()
+        cpu_began = time.process_time()
+        threads = [threading.Thread(target=submit, args=(range(i, runs, submitters),)) for i in range(submitters)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        submitted = time.perf_counter()
+        cpu_submit = time.process_time() - cpu_began
+        if not done.wait(timeout=max(60.0, runs / 20)):
+            raise TimeoutError(f"only {len(finished)} of {runs} runs finished")
+        cpu_tree_ended = _cpu_seconds(tree)
+        sampling.set()
+        listening.set()
+        ended = max(finished[run_id] for run_id in created)
+        cpu_tree = sum(cpu_tree_ended[pid] - cpu_tree_began.get(pid, 0.0) for pid in cpu_tree_ended)
+        latencies = [(finished[run_id] - created[run_id]) * 1000 for run_id in created]
+        elapsed = ended - began
+        ok = sum(1 for run_id in created if statuses.get(run_id) == "succeeded")
+        return {
+            "db": db,
+            "runs": runs,
+            "processes": processes,
+            "workers_per_process": workers,
+            "submitter_threads": submitters,
+            "succeeded": ok,
+            "seconds": round(elapsed, 3),
+            "runs_per_s": round(runs / elapsed, 1),
+            "events_per_s": round(events[0] / elapsed, 1),
+            "submit_per_s": round(runs / (submitted - began), 1),
+            "engine_cpu_ms_per_run": round((cpu_tree + cpu_submit) * 1000 / runs, 3),
+            "cpu_ms_per_run": {"create_run": round(cpu_submit * 1000 / runs, 3),
+                               "executors_and_projector": round(cpu_tree * 1000 / runs, 3)},
+            "engine_rss_mb": {"processes": len(tree), "peak_total": round(peak_rss[0], 1)},
+            "latency_ms": {"p50": round(_percentile(latencies, 0.5), 1), "p99": round(_percentile(latencies, 0.99), 1),
+                           "mean": round(statistics.fmean(latencies), 1), "max": round(max(latencies), 1)},
+        }
+    finally:
+        done.set()
+        if supervisor is not None:
+            supervisor.send_signal(signal.SIGTERM)
+            try:
+                supervisor.wait(15)
+            except subprocess.TimeoutExpired:
+                supervisor.kill()
+                supervisor.wait()
+        client.stop()
+        if drop is not None:
+            drop()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--submitters", type=int, default=1, help="threads calling create_run() (default 1)")
     parser.add_argument("--db", default="sqlite,postgres", help="comma-separated: sqlite, postgres")
+    parser.add_argument("--processes", type=int, default=None,
+                        help="run the engine as `lockgate worker --processes N` (--workers threads each) and only "
+                             "submit from here; default: every engine thread in this process")
     parser.add_argument("--switch-interval", type=float, default=None,
                         help="sys.setswitchinterval for this process (Python's default is 0.005 s)")
     args = parser.parse_args(argv)
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
-    results = [bench(db.strip(), args.runs, args.workers, args.submitters) for db in args.db.split(",") if db.strip()]
+    names = [db.strip() for db in args.db.split(",") if db.strip()]
+    if args.processes is not None:
+        results = [bench_processes(db, args.runs, args.workers, args.processes, args.submitters) for db in names]
+    else:
+        results = [bench(db, args.runs, args.workers, args.submitters) for db in names]
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"benchmark": "engine_throughput", "flow_nodes": 5, "switch_interval": sys.getswitchinterval(),
                       "results": results,

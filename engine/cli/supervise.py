@@ -1,0 +1,72 @@
+"""`lockgate worker --processes N`: check the schema, start (or reuse) Redis, then supervise N executor processes
+and one projector process until SIGINT/SIGTERM (`engine.runtime.supervisor`)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+log = logging.getLogger("lockgate.supervisor")
+
+CHILD_COMMAND = (sys.executable, "-m", "app")
+
+
+def supervise_command(args: argparse.Namespace) -> int:
+    from engine.cli.worker import parse_http_address
+    from engine.config import EngineConfig
+    from engine.runtime.supervisor import Supervisor, default_executor_processes, layout
+    from engine.transport.connection import open_redis
+
+    if args.role != "all":
+        print("lockgate worker: --processes starts its own executor and projector processes; "
+              "leave out --role", file=sys.stderr)
+        return 2
+    if args.http:
+        try:
+            parse_http_address(args.http)
+        except ValueError as exc:
+            print(f"lockgate: {exc}", file=sys.stderr)
+            return 2
+    config = EngineConfig.from_env()
+    executors = args.processes or default_executor_processes()
+    threads = max(1, args.workers)
+    # The children check the schema (and upgrade the data folder's own SQLite file) themselves; one that refuses
+    # it exits with code 3 and its message, and the supervisor stops with that code. SQLAlchemy and Alembic stay
+    # out of this process, which only waits.
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # One Redis for all children: the configured one, or the data folder's embedded server, owned here so it
+    # lives exactly as long as the supervisor.
+    redis = open_redis(config)
+    env = {**os.environ, "LOCKGATE_REDIS_URL": redis.url, "LOCKGATE_DATA_DIR": str(config.data_dir),
+           "LOCKGATE_KEY_PREFIX": config.key_prefix}
+    # The log level reaches the children by LOCKGATE_LOG_LEVEL.
+    specs = layout(executors, threads, CHILD_COMMAND, http=args.http)
+    supervisor = Supervisor(specs, env)
+    try:
+        supervisor.start()
+        print(f"lockgate worker: supervising {executors} executor process(es) of {threads} worker thread(s) and "
+              f"one projector process (pids {', '.join(map(str, supervisor.pids().values()))}) on {redis.url}; "
+              f"SQL {config.sql_url}; stop them with Ctrl-C or SIGTERM", file=sys.stderr)
+        log.info("supervising %d executor process(es) of %d thread(s) and one projector", executors, threads)
+        refused = supervisor.run(stop)
+    finally:
+        supervisor.stop()
+        redis.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if refused:
+        print(f"lockgate worker: a child refused to start (exit code {refused}, its message above); stopped",
+              file=sys.stderr)
+        return refused
+    print("lockgate worker: stopped", file=sys.stderr)
+    return 0
