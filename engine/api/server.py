@@ -240,7 +240,7 @@ class ApiServer:
     def __init__(self, services: EngineServices, host: str = "127.0.0.1", port: int = 0) -> None:
         self.server = _Server((host, port), _Handler)
         self.server.services = services
-        self.server.watch = RunWatch()
+        self.server.watch = RunWatch(services._api().client, services.keys.live)
         self.services = services
         services.batch_listeners.append(self.server.watch.on_batch)
         self.thread: threading.Thread | None = None
@@ -261,6 +261,7 @@ class ApiServer:
             self.services.batch_listeners.remove(self.server.watch.on_batch)
         self.server.shutdown()
         self.server.server_close()
+        self.server.watch.close()
         if self.thread is not None:
             self.thread.join(5)
 
