@@ -296,3 +296,21 @@ def test_a_hundred_concurrent_clients_each_see_every_change_of_their_run_and_mem
     growth = peak[0] - baseline
     assert growth < 256 * 1024 * 1024, f"resident memory grew {growth / 1e6:.1f} MB"
     print(f"100 SSE clients: resident memory grew {growth / 1e6:.1f} MB at most")
+
+
+def test_snapshot_and_resume_read_the_store_on_any_database(any_db_api: Api) -> None:
+    api = any_db_api
+    api.publish(HELLO)
+    run_id = api.services.create_run("hello", {"name": "Ada"}).run_id
+    api.services.wait_for_run(run_id, timeout=GUARD)
+
+    async def read(headers: dict[str, str]) -> list[SseEvent]:
+        async with httpx.AsyncClient(base_url=sse.url, timeout=GUARD) as client:
+            return await collect(client, f"/api/v1/runs/{run_id}/events", headers)
+
+    with serve_live(api.services) as sse:
+        [snapshot] = asyncio.run(read(api.headers()))
+        resumed = asyncio.run(read({**api.headers(), "Last-Event-ID": "1"}))
+    assert snapshot.kind == "snapshot" and snapshot.data["status"] == "succeeded"
+    assert snapshot.id == _stored(api, run_id)[-1][0]
+    _assert_every_change_after(api, resumed, 1, run_id)
