@@ -8,7 +8,7 @@ engine are plain `def`s, so FastAPI runs them on its thread pool, off the event 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
@@ -291,14 +291,19 @@ def _internal(request: Request, exc: Exception) -> Response:
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     anyio.to_thread.current_default_thread_limiter().total_tokens = THREADS
     yield
+    for close in app.state.closers:
+        await close()
 
 
-def build_app(engine: EngineApi | None, routers: Sequence[APIRouter] = ()) -> FastAPI:
-    """The application over `engine` (None: only for writing the OpenAPI document), with `routers` added."""
+def build_app(engine: EngineApi | None, routers: Sequence[APIRouter] = (),
+              closers: Sequence[Callable[[], Awaitable[None]]] = ()) -> FastAPI:
+    """The application over `engine` (None: only for writing the OpenAPI document), with `routers` added;
+    `closers` run when the server shuts down."""
     app = FastAPI(title=API_TITLE, version=API_VERSION, openapi_url="/openapi.json", docs_url=None,
                   redoc_url=None, lifespan=_lifespan, strict_content_type=False,
                   responses=_errors(404, 405, 408, 413, 414, 431))
     app.state.engine = engine
+    app.state.closers = list(closers)
     app.include_router(api_routes())
     app.include_router(webhook_routes())
     for router in routers:

@@ -1,30 +1,62 @@
-"""Wakes requests waiting on a run the moment this process's projector applies a change to it.
+"""Wakes requests waiting on a run the moment a change to it is applied.
 
-Without a projector in this process (another process holds the lease), waiters fall back to polling
-the store every `POLL_SECONDS`.
+Given a Redis client and the projector's live channel (`Keyspace.live`), a watch subscribes once (a thread of
+its own) and wakes the waiters of each published change's run, whichever process holds the projector lease;
+`watching()` returns only once the channel is subscribed, so a change applied after the waiter's first read of
+the store always wakes it. This process's projector also wakes them directly (`on_batch`). A watch without a
+channel, or whose subscription is lost, falls back to polling the store every `POLL_SECONDS`.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
+
+import orjson
+import redis
 
 from engine.runtime.projection import BatchResult
 
+log = logging.getLogger("lockgate.api.watch")
+
 POLL_SECONDS = 0.05
+SUBSCRIBE_SECONDS = 2.0
+"""How long `watching()` waits for the live channel's subscription before falling back to polling."""
+RECONNECT_SECONDS = 0.5
 
 
 class RunWatch:
-    def __init__(self) -> None:
+    def __init__(self, client: redis.Redis | None = None, channel: str | None = None) -> None:
         self._waiters: dict[str, list[threading.Event]] = {}
         self._lock = threading.Lock()
+        self._client = client
+        self._channel = channel
+        self._live = threading.Event()
+        """Set while the live channel is subscribed."""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def poll_seconds(self) -> float | None:
+        """How long a waiter may sleep between reads of the store: None (until woken) while the live channel is
+        subscribed, else `POLL_SECONDS`."""
+        return None if self._live.is_set() else POLL_SECONDS
+
+    @property
+    def waiting(self) -> int:
+        """Requests waiting now."""
+        with self._lock:
+            return sum(len(events) for events in self._waiters.values())
 
     @contextmanager
     def watching(self, run_id: str) -> Iterator[threading.Event]:
         event = threading.Event()
         with self._lock:
             self._waiters.setdefault(run_id, []).append(event)
+        self._subscribed()
         try:
             yield event
         finally:
@@ -38,7 +70,65 @@ class RunWatch:
     def on_batch(self, result: BatchResult) -> None:
         if not self._waiters:
             return
+        self._wake({change.run_id for change in result.changes})
+
+    def close(self) -> None:
+        """Stop listening to the live channel (waiters fall back to polling)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        self._live.clear()
+
+    def _wake(self, run_ids: set[str] | None) -> None:
+        """Wake the waiters of `run_ids` (None: every waiter)."""
         with self._lock:
-            woken = [event for change in result.changes for event in self._waiters.get(change.run_id, ())]
+            if run_ids is None:
+                woken = [event for events in self._waiters.values() for event in events]
+            else:
+                woken = [event for run_id in run_ids for event in self._waiters.get(run_id, ())]
         for event in woken:
             event.set()
+
+    def _subscribed(self) -> None:
+        if self._client is None or self._channel is None or self._stop.is_set():
+            return
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._listen, name="lockgate-run-watch", daemon=True)
+                self._thread.start()
+        self._live.wait(SUBSCRIBE_SECONDS)
+
+    def _listen(self) -> None:
+        assert self._client is not None and self._channel is not None
+        while not self._stop.is_set():
+            pubsub = self._client.pubsub()
+            try:
+                pubsub.subscribe(self._channel)
+                while pubsub.get_message(timeout=1.0) is None:  # the subscription's confirmation
+                    if self._stop.is_set():
+                        return
+                self._live.set()
+                self._wake(None)  # changes published while not subscribed are gone: everyone reads again
+                while not self._stop.is_set():
+                    message: Any = pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5)
+                    if message is None or message.get("type") != "message":
+                        continue
+                    try:
+                        run_id = orjson.loads(message["data"])["run_id"]
+                    except (orjson.JSONDecodeError, KeyError, TypeError):
+                        continue
+                    if isinstance(run_id, str) and run_id in self._waiters:
+                        self._wake({run_id})
+            except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+                if self._stop.is_set():
+                    return
+                log.warning("run watch: live channel lost (%s); polling the store until it is back", exc)
+                self._live.clear()
+                self._wake(None)
+                self._stop.wait(RECONNECT_SECONDS)
+            finally:
+                self._live.clear()
+                try:
+                    pubsub.close()
+                except redis.RedisError:
+                    pass

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.api.callbacks import CallbackSender, register_callback
 from engine.api.errors import ApiError
-from engine.api.run_watch import POLL_SECONDS, RunWatch
+from engine.api.run_watch import RunWatch
 from engine.publish import UnknownFlowVersion
 from engine.runtime.create import RunRefused
 from engine.runtime.inputs import InputError
@@ -110,7 +110,8 @@ def retry_after(waiting_on: dict[str, Any] | None, now: float) -> int:
 def answer_for(services: EngineServices, run_id: str, wait: float, *, duplicate: bool = False,
                watch: RunWatch | None = None) -> tuple[int, dict[str, Any]]:
     deadline = time.monotonic() + wait
-    with (watch or RunWatch()).watching(run_id) as changed:
+    watcher = watch or RunWatch()
+    with watcher.watching(run_id) as changed:
         while True:
             changed.clear()
             run = services.get_run(run_id, with_steps=False) or {"id": run_id, "status": "queued"}
@@ -127,4 +128,5 @@ def answer_for(services: EngineServices, run_id: str, wait: float, *, duplicate:
             if left <= 0:
                 return 202, {"run_id": run_id, "status": status, "duplicate": duplicate,
                              "retry_after_seconds": RETRY_WHILE_RUNNING_SECONDS}
-            changed.wait(min(left, POLL_SECONDS))
+            poll = watcher.poll_seconds
+            changed.wait(left if poll is None else min(left, poll))

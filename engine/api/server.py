@@ -19,6 +19,8 @@ import uvicorn
 from fastapi import APIRouter
 
 from engine.api.app import MAX_BODY_BYTES, build_app
+from engine.api.live_routes import live_feed_for, live_router
+from engine.api.run_watch import RunWatch
 from engine.facade import EngineApi
 
 if TYPE_CHECKING:
@@ -60,8 +62,11 @@ class ApiServer:
                  limits: ServerLimits | None = None, routers: Sequence[APIRouter] = ()) -> None:
         self.services = services
         self.limits = limits or ServerLimits()
-        self.engine = EngineApi(services)
-        self.app = build_app(self.engine, routers)
+        self.watch = RunWatch(services._api().client, services.keys.live)
+        self.engine = EngineApi(services, self.watch)
+        self.feed = live_feed_for(services)
+        self.app = build_app(self.engine, [live_router(services._api().sql, self.feed), *routers],
+                             closers=[self.feed.aclose])
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.socket = socket.socket(family, socket.SOCK_STREAM)
         try:
@@ -105,6 +110,7 @@ class ApiServer:
         if self.thread is not None:
             self.thread.join(10)
         self.socket.close()
+        self.watch.close()
 
     def __enter__(self) -> ApiServer:
         return self.start()

@@ -24,8 +24,9 @@ class EventBase(BaseModel):
     schema_version: Literal[1] = SCHEMA_VERSION
     event_id: str = Field(min_length=1)
     run_id: str = Field(min_length=1)
-    seq: int = Field(ge=0, description="per-run sequence; events from outside a worker take the next after the "
-                     "last applied one")
+    seq: int = Field(ge=0, description="the producer's own count of the run's events (a worker's continues from "
+                     "the run's checkpoint; events from outside a worker count on from the last applied one); the "
+                     "stored, gap-free per-run sequence is numbered by the projector in apply order")
     ts: float
     attempt: int = Field(default=1, ge=0, description="job delivery that produced the event (fencing)")
 

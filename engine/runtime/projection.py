@@ -5,6 +5,11 @@ Applying an event twice, or a whole batch again, changes nothing: event ids alre
 sum over its step rows, each of which holds its own call's tokens. Events the state machine
 refuses and events that fail to parse are captured as dead letters (and recorded as handled so a
 redelivery does not capture them twice).
+
+The stored per-run sequence is numbered here: each applied event takes `runs.last_seq + 1` in the
+transaction that records its id, so a run's sequence is 1..n in apply order, unique (a constraint on
+`applied_events (run_id, seq)` refuses a second writer's batch) and gap-free (a redelivered event is a
+duplicate and takes nothing; a batch that does not commit numbers nothing).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
+import orjson
 import sqlalchemy as sa
 
 from engine.approvals.projection import APPROVAL_EVENT_TYPES, apply_approval_events
@@ -35,7 +41,7 @@ _STEP_MUTABLE = ("node_type", "status", "attempts", "input", "output", "ports", 
                  "duration_ms", "tokens_in", "tokens_out", "started_at", "finished_at")
 _STEP_FINAL = frozenset({"succeeded", "failed", "skipped"})
 _RUN_LOADED = (RUNS.c.id, RUNS.c.flow_id, RUNS.c.version, *(RUNS.c[name] for name in _RUN_MUTABLE))
-_APPLIED_COLUMNS = ("event_id", "run_id", "seq", "event_type", "applied_at")
+_APPLIED_COLUMNS = ("event_id", "run_id", "seq", "event_type", "applied_at", "change")
 
 
 @dataclass
@@ -65,6 +71,8 @@ class BatchResult:
     duplicates: int = 0
     dead: int = 0
     changes: list[LiveChange] = field(default_factory=list)
+    published: list[bytes] = field(default_factory=list)
+    """Each change's JSON for the live channel, in the order of `changes` (the same text `applied_events` keeps)."""
     terminal_runs: list[tuple[str, str]] = field(default_factory=list)
     """(run id, final status) of runs that ended in this batch."""
 
@@ -114,27 +122,33 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
         money_events: list[Event] = []
         approval_events: list[Event] = []
         for message_id, event in fresh:
+            # A dead letter is recorded as handled too (so a redelivery does not capture it twice) but takes
+            # no place in its run's sequence.
+            applied_row: dict[str, Any] = {"event_id": event.event_id, "run_id": event.run_id, "seq": None,
+                                           "event_type": event.type, "applied_at": now, "change": None}
+            applied_rows.append(applied_row)
             try:
                 change = _apply(work, event)
             except (IllegalTransition, LookupError) as exc:
                 dead_rows.append({"source": source, "message_id": message_id, "payload": encode_event(event),
                                   "error": str(exc), "created_at": now})
+                continue
             except Exception as exc:  # a poison event must be captured, never retried forever
                 dead_rows.append({"source": source, "message_id": message_id, "payload": encode_event(event),
                                   "error": f"{event.type} could not be applied: {type(exc).__name__}: {exc}",
                                   "created_at": now})
-            else:
-                result.applied += 1
-                if event.type in MONEY_EVENT_TYPES:
-                    money_events.append(event)
-                if event.type in APPROVAL_EVENT_TYPES:
-                    approval_events.append(event)
-                if change is not None:
-                    result.changes.append(change)
-                    if change.event in ("run_succeeded", "run_failed", "run_cancelled", "run_interrupted"):
-                        result.terminal_runs.append((change.run_id, change.status))
-            applied_rows.append({"event_id": event.event_id, "run_id": event.run_id, "seq": event.seq,
-                                 "event_type": event.type, "applied_at": now})
+                continue
+            result.applied += 1
+            if event.type in MONEY_EVENT_TYPES:
+                money_events.append(event)
+            if event.type in APPROVAL_EVENT_TYPES:
+                approval_events.append(event)
+            published = orjson.dumps(change.to_data())
+            applied_row.update(seq=change.seq, change=published.decode())
+            result.changes.append(change)
+            result.published.append(published)
+            if change.event in ("run_succeeded", "run_failed", "run_cancelled", "run_interrupted"):
+                result.terminal_runs.append((change.run_id, change.status))
         _write(conn, work, applied_rows, dead_rows)
         if money_events:
             apply_money_events(conn, money_events)
@@ -166,7 +180,8 @@ def _insert_applied(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
     stamp = to_db(applied_at) if to_db is not None else applied_at
     sql = (f"INSERT INTO {APPLIED.name} ({', '.join(_APPLIED_COLUMNS)}) "
            f"VALUES ({', '.join([mark] * len(_APPLIED_COLUMNS))})")
-    conn.exec_driver_sql(sql, [(r["event_id"], r["run_id"], r["seq"], r["event_type"], stamp) for r in rows])
+    conn.exec_driver_sql(sql, [(r["event_id"], r["run_id"], r["seq"], r["event_type"], stamp, r["change"])
+                               for r in rows])
 
 
 _STEP_INSERTED = ("run_id", "step", "node_id", *_STEP_MUTABLE)
@@ -248,14 +263,16 @@ def _step(work: _Work, run_id: str, step: str, node: str) -> dict[str, Any]:
     return row
 
 
-def _apply(work: _Work, event: Event) -> LiveChange | None:
+def _apply(work: _Work, event: Event) -> LiveChange:
+    """Apply one event to the loaded rows; the run's next place in its stored sequence becomes the change's
+    `seq` (the producer's own count in `event.seq` is never stored: a decision and the worker resuming after
+    it count independently)."""
     run = work.runs.get(event.run_id)
     if run is None:
         raise LookupError(f'run "{event.run_id}": {event.type} names a run the store does not have')
     target = check_transition(event.run_id, run["status"], event.type)
     at = utc_from_epoch(event.ts)
     work.dirty_runs.add(event.run_id)
-    run["last_seq"] = max(run["last_seq"] or 0, event.seq)
     run["updated_at"] = at
     node: str | None = event.__dict__.get("node")  # getattr on a pydantic model raising is slow
     step_key: str | None = None
@@ -332,7 +349,9 @@ def _apply(work: _Work, event: Event) -> LiveChange | None:
         case _:
             # approvals and holds: accepted into the run's sequence here; their tables are applied after _write
             pass
+    # Taken last, once nothing can refuse the event any more: a dead letter takes no place.
+    run["last_seq"] = seq = (run["last_seq"] or 0) + 1
     return LiveChange(run_id=event.run_id, flow_id=run["flow_id"], version=run["version"], status=run["status"],
-                      seq=event.seq, event=event.type, node=node, step=step_key, step_status=step_status,
+                      seq=seq, event=event.type, node=node, step=step_key, step_status=step_status,
                       waiting_on=run["waiting_on"],
                       reason=event.__dict__.get("reason") if event.type == "hold_released" else None)

@@ -14,7 +14,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 import redis
 import sqlalchemy as sa
 
@@ -178,8 +177,8 @@ class Projector:
                 pipe.xadd(self.keys.events_journal, {EVENT_FIELD: raw}, maxlen=self.journal, approximate=True)
         pipe.xack(self.keys.events, self.keys.events_group, *ids)
         pipe.xdel(self.keys.events, *ids)
-        for change in result.changes:
-            pipe.publish(self.keys.live, orjson.dumps(change.to_data()))
+        for published in result.published:
+            pipe.publish(self.keys.live, published)
         pipe.execute()
         if self.on_batch is not None:
             self.on_batch(result)

@@ -7,6 +7,7 @@ a list or a run fail.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
@@ -14,10 +15,13 @@ import orjson
 import sqlalchemy as sa
 
 from engine.json_bounds import json_problems
-from engine.store.models import Run, Step
+from engine.runtime.projection import LiveChange
+from engine.store.db import READ_ONLY_OPTION
+from engine.store.models import AppliedEvent, Run, Step
 
 RUNS = cast(sa.Table, Run.__table__)
 STEPS = cast(sa.Table, Step.__table__)
+APPLIED = cast(sa.Table, AppliedEvent.__table__)
 ANSWER_NESTING = 8
 """Levels an answer wraps a stored value in (`{"runs": [{"inputs": {...}}]}`, steps deeper): a value shown
 must encode with this many levels to spare."""
@@ -111,26 +115,60 @@ def _step_data(row: Any) -> dict[str, Any]:
     }
 
 
+def _read_run(conn: sa.Connection, run_id: str, with_steps: bool) -> tuple[dict[str, Any], int] | None:
+    row = conn.execute(sa.select(RUNS).where(RUNS.c.id == run_id)).mappings().first()
+    if row is None:
+        return None
+    data = _run_data(row)
+    data["state"] = shown(row["state"])
+    data["child_run_ids"] = list(conn.execute(sa.select(RUNS.c.id).where(RUNS.c.parent_run_id == run_id)
+                                              .order_by(RUNS.c.created_at, RUNS.c.id)).scalars())
+    if with_steps:
+        steps = conn.execute(sa.select(STEPS).where(STEPS.c.run_id == run_id)
+                             .order_by(STEPS.c.started_at.is_(None), STEPS.c.started_at, STEPS.c.id)).mappings()
+        data["steps"] = [_step_data(step) for step in steps]
+        counts: dict[str, int] = {}
+        for step in data["steps"]:
+            counts[step["status"]] = counts.get(step["status"], 0) + 1
+        data["step_counts"] = counts
+    return data, int(row["last_seq"] or 0)
+
+
 def get_run(sql: sa.Engine, run_id: str, *, with_steps: bool = True) -> dict[str, Any] | None:
     """A run with its steps (ordered by start, each with `started_at` / `finished_at`) and step counts, its
     `parent_run_id` and `child_run_ids` (flow.call), or None."""
     with sql.connect() as conn:
-        row = conn.execute(sa.select(RUNS).where(RUNS.c.id == run_id)).mappings().first()
-        if row is None:
-            return None
-        data = _run_data(row)
-        data["state"] = shown(row["state"])
-        data["child_run_ids"] = list(conn.execute(sa.select(RUNS.c.id).where(RUNS.c.parent_run_id == run_id)
-                                                  .order_by(RUNS.c.created_at, RUNS.c.id)).scalars())
-        if with_steps:
-            steps = conn.execute(sa.select(STEPS).where(STEPS.c.run_id == run_id)
-                                 .order_by(STEPS.c.started_at.is_(None), STEPS.c.started_at, STEPS.c.id)).mappings()
-            data["steps"] = [_step_data(step) for step in steps]
-            counts: dict[str, int] = {}
-            for step in data["steps"]:
-                counts[step["status"]] = counts.get(step["status"], 0) + 1
-            data["step_counts"] = counts
-    return data
+        found = _read_run(conn, run_id, with_steps)
+    return found[0] if found is not None else None
+
+
+@dataclass(frozen=True)
+class RunAt:
+    """A run as `get_run` gives it, and the place in its stored sequence that answer reflects."""
+
+    run: dict[str, Any]
+    seq: int
+
+
+def get_run_at(sql: sa.Engine, run_id: str) -> RunAt | None:
+    """`get_run` with the run's last applied sequence, read in one read-only transaction (never blocking the
+    projector), so the answer holds every change up to `seq` and none after it."""
+    with sql.connect() as conn:
+        conn = conn.execution_options(**{READ_ONLY_OPTION: True})
+        with conn.begin():
+            found = _read_run(conn, run_id, True)
+    return RunAt(*found) if found is not None else None
+
+
+def changes_after(sql: sa.Engine, run_id: str, after_seq: int, *, limit: int = 1000) -> list[LiveChange]:
+    """The run's applied changes after sequence `after_seq`, in order, each as the live channel published it."""
+    query = (sa.select(APPLIED.c.change).where(APPLIED.c.run_id == run_id, APPLIED.c.seq > after_seq)
+             .order_by(APPLIED.c.seq).limit(limit))
+    with sql.connect() as conn:
+        conn = conn.execution_options(**{READ_ONLY_OPTION: True})
+        with conn.begin():
+            stored = conn.execute(query).scalars().all()
+    return [LiveChange(**orjson.loads(text)) for text in stored if text is not None]
 
 
 def list_runs(sql: sa.Engine, *, flow_id: str | None = None, status: str | None = None,

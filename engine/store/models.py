@@ -149,16 +149,22 @@ class Step(Base):
 
 
 class AppliedEvent(Base):
-    """Ids of events the projector applied: applying one again changes nothing."""
+    """Ids of events the projector applied: applying one again changes nothing. Each applied event holds its
+    place in its run's sequence and the live change it made, so a live reader can catch up from here."""
 
     __tablename__ = "applied_events"
-    __table_args__ = (sa.Index("ix_applied_events_run_id", "run_id"),)
+    __table_args__ = (sa.UniqueConstraint("run_id", "seq"),)
 
     event_id: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
     run_id: Mapped[str] = mapped_column(sa.String(64))
-    seq: Mapped[int] = mapped_column(sa.Integer)
+    seq: Mapped[int | None] = mapped_column(sa.Integer)
+    """The run's stored sequence, 1..n in the order the projector applied its events, assigned by the projector
+    (never the producer's count); None for an event captured as a dead letter, which takes no place."""
     event_type: Mapped[str] = mapped_column(sa.String(64))
     applied_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    change: Mapped[str | None] = mapped_column(sa.Text)
+    """The live change the event made, as JSON text exactly as published on `Keyspace.live`; None for a dead
+    letter."""
 
 
 class DeadLetter(Base):

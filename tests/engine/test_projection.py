@@ -189,9 +189,10 @@ def test_applied_events_written_raw_read_back_like_orm_rows(sql: sa.Engine) -> N
 
     now = datetime.now(UTC)
     with sql.begin() as conn:
-        _insert_applied(conn, [{"event_id": "raw", "run_id": "r", "seq": 1, "event_type": "x", "applied_at": now}])
-        conn.execute(sa.insert(AppliedEvent), [{"event_id": "orm", "run_id": "r", "seq": 1, "event_type": "x",
-                                                "applied_at": now}])
+        _insert_applied(conn, [{"event_id": "raw", "run_id": "r", "seq": 1, "event_type": "x", "applied_at": now,
+                                "change": '{"seq": 1}'}])
+        conn.execute(sa.insert(AppliedEvent), [{"event_id": "orm", "run_id": "r", "seq": 2, "event_type": "x",
+                                                "applied_at": now, "change": '{"seq": 2}'}])
     with sql.connect() as conn:
         typed = dict(conn.execute(sa.select(AppliedEvent.event_id, AppliedEvent.applied_at)).all())
         stored: dict[Any, Any] = dict(conn.exec_driver_sql("SELECT event_id, applied_at FROM applied_events").all())

@@ -15,7 +15,7 @@ from engine.config import EngineConfig
 from engine.store.db import init_db, make_engine, open_store, schema_revision
 from engine.store.models import Base
 
-HEAD = "0003_flow_call"
+HEAD = "0004_flow_call"
 
 
 def test_models_and_migrations_agree(store: sa.Engine) -> None:
@@ -96,4 +96,39 @@ def test_runs_stored_before_tokens_upgrade_with_zero_tokens_and_no_errors(db_url
     with engine.connect() as connection:
         row = connection.execute(sa.text("SELECT tokens_in, tokens_out, errors, cost_micros FROM runs")).one()
     assert tuple(row) == (0, 0, None, 7)
+    engine.dispose()
+
+
+def test_sequences_stored_before_0003_are_renumbered_per_run_and_last_seq_follows(db_url: str) -> None:
+    from alembic import command
+
+    from engine.store.db import _alembic_config
+
+    engine = make_engine(db_url)
+    with engine.begin() as connection:
+        command.upgrade(_alembic_config(connection), "0002")
+    with engine.begin() as connection:
+        connection.execute(sa.text("INSERT INTO flows (id, name, latest_version, enabled, created_at, updated_at) "
+                                   "VALUES ('f', 'f', 1, true, '2026-01-01', '2026-01-01')"))
+        connection.execute(sa.text("INSERT INTO flow_versions (flow_id, version, content_hash, document, "
+                                   "published_at) VALUES ('f', 1, 'h', '{}', '2026-01-01')"))
+        for run_id, last_seq in (("r-a", 3), ("r-b", 1)):
+            connection.execute(sa.text("INSERT INTO runs (id, flow_id, version, status, inputs, state, cost_micros, "
+                                       "last_seq, created_at, updated_at) VALUES (:id, 'f', 1, 'succeeded', '{}', "
+                                       "'{}', 0, :last, '2026-01-01', '2026-01-01')"), {"id": run_id, "last": last_seq})
+        # r-a: approval_decided and run_resumed both stored as 2 (the producers' counts collided)
+        stored_before = [("e1", "r-a", 1, "2026-01-01 00:00:01"), ("e2", "r-a", 2, "2026-01-01 00:00:02"),
+                         ("e3", "r-a", 2, "2026-01-01 00:00:03"), ("e4", "r-a", 3, "2026-01-01 00:00:04"),
+                         ("e5", "r-b", 1, "2026-01-01 00:00:01")]
+        for event_id, run_id, seq, at in stored_before:
+            connection.execute(sa.text("INSERT INTO applied_events (event_id, run_id, seq, event_type, applied_at) "
+                                       "VALUES (:e, :r, :s, 'x', :at)"),
+                               {"e": event_id, "r": run_id, "s": seq, "at": at})
+    init_db(engine)
+    assert schema_revision(engine) == HEAD
+    with engine.connect() as connection:
+        stored = connection.execute(sa.text("SELECT event_id, seq FROM applied_events ORDER BY event_id")).all()
+        last: dict[str, int] = dict(connection.execute(sa.text("SELECT id, last_seq FROM runs")).all())
+    assert [tuple(row) for row in stored] == [("e1", 1), ("e2", 2), ("e3", 3), ("e4", 4), ("e5", 1)]
+    assert last == {"r-a": 4, "r-b": 1}
     engine.dispose()

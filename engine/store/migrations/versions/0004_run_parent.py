@@ -1,7 +1,7 @@
 """a run's parent run (flow.call) and its call depth
 
-Revision ID: 0003_flow_call
-Revises: 0002
+Revision ID: 0004_flow_call
+Revises: 0003
 Create Date: 2026-12-01
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = '0003_flow_call'
-down_revision: str | None = '0002'
+revision: str = '0004_flow_call'
+down_revision: str | None = '0003'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
