@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import sqlalchemy as sa
-from fastapi import APIRouter, Depends, Header, Request
+from fastapi import APIRouter, Depends, Header, Path, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
@@ -27,6 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from engine.api.errors import ApiError
 from engine.api.live_feed import OVERFLOW, RESYNC, LiveFeed, LiveReader, LiveUnavailable
 from engine.approvals.keys import check_key
+from engine.read_models import Error
 from engine.runtime.projection import LiveChange
 from engine.runtime.queries import RunAt, changes_after, get_run_at
 from engine.runtime.transitions import TERMINAL
@@ -41,8 +42,9 @@ SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 SSE_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"description": "a Server-Sent Events stream",
           "content": {"text/event-stream": {"schema": {"type": "string"}}}},
-    401: {"description": "no or bad API key"},
-    404: {"description": "unknown run"},
+    401: {"description": "no or bad API key", "model": Error},
+    404: {"description": "unknown run", "model": Error},
+    422: {"description": "a malformed run id, Last-Event-ID or filter", "model": Error},
 }
 
 
@@ -208,10 +210,12 @@ def live_router(sql: sa.Engine, feed: LiveFeed, settings: LiveSettings | None = 
 
     @router.get("/api/v1/runs/{run_id}/events", response_class=StreamingResponse, responses=SSE_RESPONSES,
                 summary="A run's changes as Server-Sent Events")
-    async def run_events(run_id: str, last_event_id: Annotated[str | None, Header()] = None) -> StreamingResponse:
+    async def run_events(run_id: Annotated[str, Path(pattern=RUN_ID.pattern, max_length=64)],
+                         last_event_id: Annotated[str, Header(pattern=r"^[0-9]{1,18}$")] = "",
+                         ) -> StreamingResponse:
         if RUN_ID.match(run_id) is None:
             raise ApiError(404, "unknown_run", f'run "{run_id}" does not exist; list runs with GET /api/v1/runs')
-        after = _last_event_id(last_event_id)
+        after = _last_event_id(last_event_id or None)
         reader = await _open(feed, run_id=run_id)  # subscribed before the store is read: nothing falls between
         try:
             start = await run_in_threadpool(get_run_at, sql, run_id)

@@ -1,5 +1,5 @@
-"""Test side of the SSE routes: the live router in a small FastAPI app served by uvicorn on 127.0.0.1 (a free
-port, its own thread), and a reader of `text/event-stream` answers."""
+"""Test side of the SSE routes: the engine's application with a live router on test settings, served by uvicorn
+on 127.0.0.1 (a free port, its own thread), and a reader of `text/event-stream` answers."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import orjson
 import uvicorn
-from fastapi import FastAPI
 
-from engine.api.errors import ApiError
+from engine.api.app import build_app
 from engine.api.live_feed import LiveFeed
-from engine.api.live_routes import LiveSettings, api_error_response, live_feed_for, live_router
+from engine.api.live_routes import LiveSettings, live_feed_for, live_router
+from engine.facade import EngineApi
 from engine.runtime.services import EngineServices
 
 
@@ -43,14 +43,8 @@ def serve_live(services: EngineServices, settings: LiveSettings | None = None,
     assert services.sql is not None
     feed = live_feed_for(services, queue_size=queue_size)
 
-    @contextlib.asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        yield
-        await feed.aclose()
-
-    app = FastAPI(lifespan=lifespan)
-    app.add_exception_handler(ApiError, api_error_response)
-    app.include_router(live_router(services.sql, feed, settings))
+    # The engine's own application (error shapes, body limit), with live routes on the test's settings.
+    app = build_app(EngineApi(services), [live_router(services.sql, feed, settings)], closers=[feed.aclose])
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, name="test-uvicorn", daemon=True)
     thread.start()

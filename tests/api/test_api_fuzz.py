@@ -47,7 +47,10 @@ def test_no_generated_request_gets_a_5xx_or_an_answer_off_the_document(api: Api)
             assert answer.status_code < 500, answer.text
             checked[operation.label] = checked.get(operation.label, 0) + 1
 
-        call()
+        try:
+            call()
+        except Exception as exc:
+            raise AssertionError(f"{operation.label} {mode}: {exc}") from exc
 
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
