@@ -60,13 +60,10 @@ class ApiServer:
 
     def __init__(self, services: EngineServices, host: str = "127.0.0.1", port: int = 0, *,
                  limits: ServerLimits | None = None, routers: Sequence[APIRouter] = ()) -> None:
+        """Binds at once (the services may still be starting: clients wait in the backlog until `start()`)."""
         self.services = services
         self.limits = limits or ServerLimits()
-        self.watch = RunWatch(services._api().client, services.keys.live)
-        self.engine = EngineApi(services, self.watch)
-        self.feed = live_feed_for(services)
-        self.app = build_app(self.engine, [live_router(services._api().sql, self.feed), *routers],
-                             closers=[self.feed.aclose])
+        self.routers = list(routers)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.socket = socket.socket(family, socket.SOCK_STREAM)
         try:
@@ -76,12 +73,23 @@ class ApiServer:
         except OSError:
             self.socket.close()
             raise
-        config = uvicorn.Config(self.app, http=_protocol(self.limits), ws="none", lifespan="on",
+        self.watch: RunWatch | None = None
+        self.engine: EngineApi | None = None
+        self.server: uvicorn.Server | None = None
+        self.thread: threading.Thread | None = None
+
+    def _serve_app(self) -> uvicorn.Server:
+        """The application on the started services: the API, webhooks, callbacks and the live routes."""
+        handles = self.services._api()
+        self.watch = RunWatch(handles.client, self.services.keys.live)
+        self.engine = EngineApi(self.services, self.watch)
+        feed = live_feed_for(self.services)
+        app = build_app(self.engine, [live_router(handles.sql, feed), *self.routers], closers=[feed.aclose])
+        config = uvicorn.Config(app, http=_protocol(self.limits), ws="none", lifespan="on",
                                 backlog=self.limits.backlog, timeout_keep_alive=self.limits.keep_alive_timeout,
                                 h11_max_incomplete_event_size=self.limits.max_url_bytes + self.limits.max_header_bytes,
                                 log_config=None, access_log=False, server_header=False, timeout_graceful_shutdown=5)
-        self.server = uvicorn.Server(config)
-        self.thread: threading.Thread | None = None
+        return uvicorn.Server(config)
 
     @property
     def url(self) -> str:
@@ -89,28 +97,32 @@ class ApiServer:
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     def start(self) -> ApiServer:
-        self.services.batch_listeners.append(self.engine.watch.on_batch)
+        server = self.server = self._serve_app()
+        assert self.watch is not None
+        self.services.batch_listeners.append(self.watch.on_batch)
         self.services.callback_links.serve_at(self.url)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]},
+        self.thread = threading.Thread(target=server.run, kwargs={"sockets": [self.socket]},
                                        name="lockgate-http", daemon=True)
         self.thread.start()
         ready = threading.Event()
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while not self.server.started and self.thread.is_alive() and time.monotonic() < deadline:
+        while not server.started and self.thread.is_alive() and time.monotonic() < deadline:
             ready.wait(0.01)
-        if not self.server.started:
+        if not server.started:
             self.stop()
             raise RuntimeError("the HTTP server did not start; see the log")
         return self
 
     def stop(self) -> None:
-        if self.engine.watch.on_batch in self.services.batch_listeners:
-            self.services.batch_listeners.remove(self.engine.watch.on_batch)
-        self.server.should_exit = True
+        if self.watch is not None and self.watch.on_batch in self.services.batch_listeners:
+            self.services.batch_listeners.remove(self.watch.on_batch)
+        if self.server is not None:
+            self.server.should_exit = True
         if self.thread is not None:
             self.thread.join(10)
         self.socket.close()
-        self.watch.close()
+        if self.watch is not None:
+            self.watch.close()
 
     def __enter__(self) -> ApiServer:
         return self.start()

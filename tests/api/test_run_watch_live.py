@@ -46,7 +46,8 @@ def test_a_waiting_request_is_woken_by_a_projector_in_another_process(tmp_path: 
 
         caller = threading.Thread(target=post)
         caller.start()
-        watch = server.server.watch
+        watch = server.watch
+        assert watch is not None
         # Subscribed: the request sleeps until woken.
         wait_until(lambda: watch.waiting == 1 and watch.poll_seconds is None, what="the request to wait on its run")
         waiting_reads = len(reads)
