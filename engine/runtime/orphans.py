@@ -5,8 +5,8 @@ later) leaves a queued run no worker will ever take. A job message lives on the 
 until the worker that ran it acknowledges and deletes it, whether it waits for a consumer or is pending with
 one, so a queued run none of whose messages are on the stream, older than the grace period, has no job —
 unless Redis shows it already started (a checkpoint or a due entry: it parked while the projector had not yet
-applied its start). An orphan gets a `run_failed` event (`orphaned_run`), so the projector stays the only
-writer of run state.
+applied its start) or an event of it waits for the projector (a projector failing over applies its end later).
+An orphan gets a `run_failed` event (`orphaned_run`), so the projector stays the only writer of run state.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 import redis
 import sqlalchemy as sa
 
@@ -32,6 +33,10 @@ ORPHAN_GRACE_SECONDS = 60.0
 SWEEP_BATCH = 200
 """Queued runs looked at per pass, oldest first."""
 _STREAM_PAGE = 1000
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class OrphanSweep:
@@ -61,6 +66,9 @@ class OrphanSweep:
         with_jobs = self._runs_with_jobs()
         orphans = [run_id for run_id in candidates if run_id not in with_jobs]
         orphans = [run_id for run_id in orphans if not self._started(run_id)]
+        if orphans:
+            unapplied = self._runs_with_unapplied_events()
+            orphans = [run_id for run_id in orphans if run_id not in unapplied]
         if not orphans:
             return []
         pipe = self.client.pipeline(transaction=False)
@@ -85,6 +93,34 @@ class OrphanSweep:
         pipe.zscore(self.keys.due, run_id)
         has_checkpoint, due_at = pipe.execute()
         return bool(has_checkpoint) or due_at is not None
+
+    def _runs_with_unapplied_events(self) -> set[str]:
+        """Runs named by an event the projector has not applied yet (pending in its group, or not yet read): their
+        row may say queued only because no projector has caught up (one failing over, one cut off its database)."""
+        found: set[str] = set()
+        groups: Any = self.client.xinfo_groups(self.keys.events)
+        group = next((g for g in groups if _text(g.get("name")) == self.keys.events_group), None)
+        if group is None:
+            return found
+        start = "(" + _text(group.get("last-delivered-id") or "0-0")
+        summary: Any = self.client.xpending(self.keys.events, self.keys.events_group)
+        if summary and summary.get("pending"):
+            start = _text(summary.get("min"))
+        while True:
+            entries: Any = self.client.xrange(self.keys.events, min=start, count=_STREAM_PAGE)
+            for _message_id, fields in entries:
+                raw = fields.get(EVENT_FIELD)
+                if raw is None:
+                    continue
+                try:
+                    run_id = orjson.loads(raw).get("run_id")
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(run_id, str):
+                    found.add(run_id)
+            if len(entries) < _STREAM_PAGE:
+                return found
+            start = "(" + _text(entries[-1][0])
 
     def _runs_with_jobs(self) -> set[str]:
         """Run ids named by a message on the jobs stream (waiting for a consumer, or pending with one)."""

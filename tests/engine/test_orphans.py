@@ -10,7 +10,9 @@ from typing import Any, cast
 import sqlalchemy as sa
 
 from engine.clock import ManualClock
+from engine.events import ExternalStamper, encode_event
 from engine.flow import flow_from_data
+from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.jobs import decode_job
 from engine.runtime.orphans import ORPHAN_GRACE_SECONDS, OrphanSweep
 from engine.runtime.services import EngineServices
@@ -109,5 +111,33 @@ def test_a_run_redis_shows_parked_is_no_orphan_while_sql_still_says_queued(tmp_p
         assert sweep.tick() == []  # the due entry alone says it will wake
         handles.client.zrem(handles.keys.due, parked)
         assert sweep.tick() == [parked]  # neither: an orphan after all
+    finally:
+        services.stop()
+
+
+def test_a_run_whose_events_wait_for_the_projector_is_no_orphan(tmp_path: Path, redis_url: str, sqlite_url: str,
+                                                                key_prefix: str) -> None:
+    """A projector failing over (or cut off its database) applies nothing for a while: runs that ran to their end
+    still say queued in SQL, their job long deleted. Their unapplied events say they are alive."""
+    clock = ManualClock()
+    services, _ = start_engine(tmp_path, redis_url, sqlite_url, key_prefix, clock=clock, workers=0, reaper=False,
+                               projector=False)
+    try:
+        handles = services.handles
+        assert handles is not None
+        services.publish_flow(flow_from_data(FLOW))
+        ended = _row_without_job(services, clock)
+        # The run's end, on the events stream and not yet applied by any projector.
+        event = ExternalStamper(ended, clock, 0).run_failed("ended elsewhere", "step_failed")
+        handles.client.xadd(handles.keys.events, {EVENT_FIELD: encode_event(event)})
+        clock.advance(ORPHAN_GRACE_SECONDS + 1)
+        sweep = OrphanSweep(handles.client, handles.keys, handles.sql, clock)
+        assert sweep.tick() == []
+        # Once a projector has read and acknowledged the stream, the row is trusted again.
+        read: Any = handles.client.xreadgroup(handles.keys.events_group, "projector", {handles.keys.events: ">"})
+        for _stream, entries in read:
+            for message_id, _fields in entries:
+                handles.client.xack(handles.keys.events, handles.keys.events_group, message_id)
+        assert sweep.tick() == [ended]
     finally:
         services.stop()

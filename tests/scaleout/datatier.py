@@ -134,7 +134,11 @@ class DataTier:
         with open(self.pg_dir / "data" / "pg_hba.conf", "a") as hba:
             hba.write(f"host all all {self.address.rsplit('.', 1)[0]}.0/24 trust\n")
         options = (f"-c listen_addresses={self.address} -c port={PG_PORT} -c unix_socket_directories={self.pg_dir} "
-                   "-c max_connections=200 -c fsync=off -c synchronous_commit=off")
+                   "-c max_connections=200 -c fsync=off -c synchronous_commit=off "
+                   # A host cut off mid-transaction keeps its row locks until the server drops its session: a
+                   # standby projector would wait behind them (docs/deployment.md, PostgreSQL).
+                   "-c idle_in_transaction_session_timeout=5s -c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 "
+                   "-c tcp_keepalives_count=2")
         argv = self._postgres_argv("pg_ctl", "-D", str(self.pg_dir / "data"), "-l", str(self.pg_dir / "server.log"),
                                    "-o", options, "-w", "-t", "60", "start")
         subprocess.run(self.network.exec_argv(self.network.data, argv), check=True, capture_output=True,
