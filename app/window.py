@@ -178,7 +178,7 @@ class MainWindow(QMainWindow):
             "Log": self._dock("Log", self.log, bottom),
             "Changes": self._dock("Changes", self.changes, right),
         }
-        self.tabifyDockWidget(self.docks["Properties"], self.docks["Changes"])
+        self.docks["Changes"].hide()  # shown by Compare with version…
         self.docks["Properties"].raise_()
         self.comparisons = Comparisons(self.tabs, self.changes, self.docks["Changes"])
         for name in ("Runs", "Triggers", "Approvals", "Holds & budgets", "Log"):

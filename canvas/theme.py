@@ -161,7 +161,7 @@ DARK = CanvasTheme(
         "Money & AI": QColor("#c3b0ff"),
         "Logic": QColor("#6cbcff"),
         "Data": QColor("#3bc9db"),
-        "Flows": QColor("#f783ac"),
+        "Flows": QColor("#faa2c1"),
     },
 )
 
