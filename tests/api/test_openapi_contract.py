@@ -7,7 +7,8 @@ from engine.api.contract import as_text, committed, generated
 from tests.api.conftest import Api
 
 NAMED = {"StartRun", "StartedRun", "Run", "RunSummary", "RunList", "Step", "Approval", "ApprovalList",
-         "DecisionRequest", "Decision", "FlowVersion", "FlowVersions", "FlowList", "Error", "WebhookAccepted", "CallbackResumed"}
+         "DecisionRequest", "Decision", "FlowVersion", "FlowVersions", "FlowList", "Error", "WebhookAccepted",
+         "CallbackResumed"}
 
 
 def test_the_committed_document_is_what_the_models_generate() -> None:
