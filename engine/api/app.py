@@ -131,8 +131,17 @@ def api_key(engine: Engine,
 Key = Annotated[str, Depends(api_key)]
 
 
+def single_valued_query(request: Request) -> None:
+    """No route takes a list in its query: `?flow_id=a&flow_id=b` is refused, not read as its last value."""
+    for name in request.query_params:
+        given = len(request.query_params.getlist(name))
+        if given > 1:
+            raise ApiError(422, "bad_request", f"query parameter {name!r} is given {given} times; give it once")
+
+
 def api_routes() -> APIRouter:
-    router = APIRouter(prefix="/api/v1", responses=_errors(400, 401, 422), route_class=_OrjsonRoute)
+    router = APIRouter(prefix="/api/v1", responses=_errors(400, 401, 422), route_class=_OrjsonRoute,
+                       dependencies=[Depends(single_valued_query)])
 
     @router.post("/runs", response_model=StartedRun, status_code=201, tags=["runs"],
                  responses={200: {"model": StartedRun, "description": "the idempotency key had created it"},

@@ -39,7 +39,9 @@ def test_no_generated_request_gets_a_5xx_or_an_answer_off_the_document(api: Api)
         excluded = [positive_data_acceptance] if operation.label in SEMANTIC_422 else []
 
         @given(case=operation.as_strategy(generation_mode=mode))
-        @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None,
+        # Derandomized: the suite sees the same examples every run (a new finding comes from changing the code,
+        # not from the seed); run with --hypothesis-seed to explore others.
+        @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, derandomize=True,
                   suppress_health_check=list(HealthCheck))
         def call(case: Any) -> None:
             answer = case.call_and_validate(base_url=api.server.url, headers=headers, timeout=30,

@@ -51,3 +51,10 @@ def test_the_cursor_pages_through_every_run_once(api: Api) -> None:
     assert [run["id"] for run in everything["runs"]] == seen and everything["next_cursor"] is None
     bad = api.http.get("/api/v1/runs", params={"cursor": "bm9wZQ"}, headers=api.headers())
     assert (bad.status_code, bad.json()["error"]["code"]) == (422, "bad_cursor")
+
+
+def test_a_query_parameter_given_twice_is_refused(api: Api) -> None:
+    answer = api.http.get("/api/v1/runs", params=[("flow_id", "a"), ("flow_id", "b")], headers=api.headers())
+    assert answer.status_code == 422
+    assert answer.json()["error"] == {"code": "bad_request",
+                                      "message": "query parameter 'flow_id' is given 2 times; give it once"}
