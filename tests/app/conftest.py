@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from app.bridge import EngineBridge
 from app.examples import example_bytes
+from app.gui import create_application, create_main_window
 from app.settings import AppSettings, BudgetSetting
 from app.window import MainWindow, RunChoice
 from canvas.document import FlowDocument
@@ -48,6 +49,18 @@ def no_engine_env(tmp_path: Path) -> Iterator[None]:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture
+def window(qtbot, app_settings: AppSettings, no_engine_env: None) -> MainWindow:
+    """The main window without an engine (tests that need one use `engine_window`), shown and exposed."""
+    app_settings.first_start_done = True
+    made = create_main_window(create_application(), app_settings, start_engine=False)
+    qtbot.addWidget(made)
+    made.show()
+    qtbot.waitExposed(made)
+    made.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
+    return made
 
 
 def make_bridge(tmp_path: Path, redis_url: str, key_prefix: str, clock: Clock | None = None) -> EngineBridge:

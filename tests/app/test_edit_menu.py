@@ -6,30 +6,16 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QMenu, QMessageBox
+from PySide6.QtWidgets import QMenu
 
-from app.gui import create_application, create_main_window
-from app.settings import AppSettings
 from app.window import MainWindow
 
 EDIT_ENTRIES = ["Undo", "Redo", "Cut", "Copy", "Paste", "Duplicate", "Delete", "Rename node", "Select all",
                 "Auto-layout"]
 
 _CLICKS = itertools.count()
-
-
-@pytest.fixture
-def window(qtbot, app_settings: AppSettings, no_engine_env: None) -> MainWindow:
-    app_settings.first_start_done = True
-    made = create_main_window(create_application(), app_settings, start_engine=False)
-    qtbot.addWidget(made)
-    made.show()
-    qtbot.waitExposed(made)
-    made.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
-    return made
 
 
 def _choose(qtbot, window: MainWindow, entry: str) -> None:

@@ -6,30 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QLineEdit, QMessageBox
+from PySide6.QtWidgets import QApplication, QLineEdit
 
-from app.gui import create_application, create_main_window
 from app.panels.field_editors import TemplateEditor
 from app.panels.flow_panel import FlowPanel
 from app.panels.inputs_editor import InputCard
 from app.run_dialog import RunInputsDialog
-from app.settings import AppSettings
 from app.window import MainWindow
 from canvas.document import FlowDocument
 from engine.flow import load_flow
-
-
-@pytest.fixture
-def window(qtbot, app_settings: AppSettings, no_engine_env: None) -> MainWindow:
-    app_settings.first_start_done = True
-    made = create_main_window(create_application(), app_settings, start_engine=False)
-    qtbot.addWidget(made)
-    made.show()
-    qtbot.waitExposed(made)
-    made.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
-    return made
 
 
 def type_into(qtbot, line: QLineEdit, text: str) -> None:

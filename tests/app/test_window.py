@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QApplication, QMessageBox, QTableWidget
 
@@ -20,17 +19,6 @@ from tests.app.cells import cell
 
 DOCKS = ("Palette", "Properties", "Problems", "Runs", "Triggers", "Approvals", "Holds & budgets", "Log", "Changes")
 ACTIONS = ("new", "open", "save", "save_as", "undo", "redo", "validate", "publish", "run", "live")
-
-
-@pytest.fixture
-def window(qtbot, app_settings: AppSettings, no_engine_env: None) -> MainWindow:
-    app_settings.first_start_done = True
-    made = create_main_window(create_application(), app_settings, start_engine=False)
-    qtbot.addWidget(made)
-    made.show()
-    qtbot.waitExposed(made)
-    made.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard
-    return made
 
 
 def test_window_has_every_dock_and_action(window: MainWindow) -> None:
