@@ -24,6 +24,17 @@ SIMULATOR_LOG_NAME = "provider-sim.log"
 SIMULATOR_HOST = "127.0.0.1"
 SIMULATOR_PORT = 8765
 """The simulator's port when it is free (the engine's default `local` provider, with no providers.json, expects it)."""
+SIMULATOR_PORT_VARIABLE = "LOCKGATE_SIMULATOR_PORT"
+
+
+def preferred_simulator_port() -> int:
+    """`LOCKGATE_SIMULATOR_PORT` when set (an app beside another one's simulator), else `SIMULATOR_PORT`."""
+    text = os.environ.get(SIMULATOR_PORT_VARIABLE, "").strip()
+    if not text:
+        return SIMULATOR_PORT
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise ValueError(f"{SIMULATOR_PORT_VARIABLE} {text!r} is not a port number (1-65535)")
+    return int(text)
 
 
 _PR_SET_PDEATHSIG = 1
@@ -85,9 +96,9 @@ class SimulatorProcess:
     into the `local` entry of providers.json (so the engine, in any process, calls it there).
     """
 
-    def __init__(self, data_dir: Path, preferred_port: int = SIMULATOR_PORT) -> None:
+    def __init__(self, data_dir: Path, preferred_port: int | None = None) -> None:
         self.data_dir = data_dir
-        self.preferred_port = preferred_port
+        self.preferred_port = preferred_simulator_port() if preferred_port is None else preferred_port
         self.process: subprocess.Popen[bytes] | None = None
         self.reused = False
         self.url = ""

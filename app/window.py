@@ -38,7 +38,7 @@ from app.bridge import EngineBridge
 from app.budget_check import budget_check
 from app.compare import Comparisons
 from app.engine_controller import EngineController
-from app.engine_process import SIMULATOR_HOST, SIMULATOR_PORT
+from app.engine_process import SIMULATOR_HOST, preferred_simulator_port
 from app.examples import FIRST_START_EXAMPLE, FIRST_START_HINT, example_flow, example_names
 from app.flow_tabs import FlowTabs
 from app.log_feed import LogFeed
@@ -390,7 +390,7 @@ class MainWindow(QMainWindow):
         simulator = self.bridge.simulator if self.bridge is not None else None
         if simulator is not None and simulator.url:
             return simulator.url.removesuffix("/v1")
-        return f"http://{SIMULATOR_HOST}:{SIMULATOR_PORT}"
+        return f"http://{SIMULATOR_HOST}:{preferred_simulator_port()}"
 
     def save(self) -> bool:
         document = self.document

@@ -25,6 +25,18 @@ EXAMPLES = SHARED / "examples" if (SHARED / "examples").is_dir() else ROOT / "re
 pytest_plugins = ["tests.fixtures"]
 
 
+@pytest.fixture(autouse=True)
+def own_app_ports(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ports of this test alone for what the app's engine starts (its HTTP server, the provider simulator).
+
+    With the app's fixed defaults, tests running side by side would reuse or stop each other's simulator and
+    race for the HTTP port; tests of those defaults delete the variables."""
+    from app.engine_process import SIMULATOR_HOST, SIMULATOR_PORT_VARIABLE, free_port
+
+    monkeypatch.setenv(SIMULATOR_PORT_VARIABLE, str(free_port(SIMULATOR_HOST)))
+    monkeypatch.setenv("LOCKGATE_HTTP_URL", f"http://127.0.0.1:{free_port(SIMULATOR_HOST)}")
+
+
 def _release_qt_objects() -> None:
     """Delete every widget and collect Qt wrappers while the QApplication and the interpreter are whole.
 
@@ -61,6 +73,15 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
         QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
         gc.collect()
+        # What survives is alive: kept out of later collections, which then look only at newer objects
+        # instead of walking the whole heap of every module the suite imported.
+        gc.freeze()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.hookimpl(trylast=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from app.engine_process import SIMULATOR_HOST, SIMULATOR_PORT
+from app.engine_process import SIMULATOR_HOST, SIMULATOR_PORT, SIMULATOR_PORT_VARIABLE
 from app.examples import FIRST_START_EXAMPLE, example_bytes
 from app.window import MainWindow
 from engine.flow import load_flow_text
@@ -15,7 +15,8 @@ from engine.providers.simulator import DEMO_REFUNDS_PATH
 TICKET = {"id": 42, "body": "I was charged twice, please refund me"}
 
 
-def test_the_opened_example_calls_the_apps_own_simulator(qtbot, app_settings, no_engine_env) -> None:
+def test_the_opened_example_calls_the_apps_own_simulator(qtbot, app_settings, no_engine_env, monkeypatch) -> None:
+    monkeypatch.delenv(SIMULATOR_PORT_VARIABLE)
     shipped = load_flow_text(example_bytes(FIRST_START_EXAMPLE)).node("refund")
     assert shipped is not None and shipped.config["url"] == "http://127.0.0.1:9/refunds"  # the spec's, untouched
     window = MainWindow(app_settings, None)

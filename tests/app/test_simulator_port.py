@@ -13,7 +13,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.engine_process import SIMULATOR_HOST, SIMULATOR_PORT, SimulatorProcess, is_our_simulator
+from app.engine_process import (
+    SIMULATOR_HOST,
+    SIMULATOR_PORT,
+    SIMULATOR_PORT_VARIABLE,
+    SimulatorProcess,
+    is_our_simulator,
+    preferred_simulator_port,
+)
 from app.provider_file import SIMULATOR_MANAGER
 from engine.providers.config import simulator_provider
 from engine.providers.registry import PROVIDERS_FILE, providers_in, save_providers
@@ -107,3 +114,15 @@ def test_a_local_provider_of_the_users_is_left_alone(tmp_path: Path, foreign_por
     simulator = SimulatorProcess(tmp_path, preferred_port=foreign_port).start()
     assert not simulator.wanted and simulator.process is None
     assert (tmp_path / PROVIDERS_FILE).read_bytes() == before
+
+
+def test_the_preferred_port_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SIMULATOR_PORT_VARIABLE)
+    assert preferred_simulator_port() == SIMULATOR_PORT == 8765
+    monkeypatch.setenv(SIMULATOR_PORT_VARIABLE, "18765")
+    assert preferred_simulator_port() == 18765
+    assert SimulatorProcess(Path("unused")).preferred_port == 18765
+    for bad in ("0", "65536", "port", "-1"):
+        monkeypatch.setenv(SIMULATOR_PORT_VARIABLE, bad)
+        with pytest.raises(ValueError, match=SIMULATOR_PORT_VARIABLE):
+            preferred_simulator_port()

@@ -96,6 +96,8 @@ def test_parent_waits_on_child_and_a_cancelled_child_fails_the_step(any_db_engin
     assert parent["waiting_on"] == {"node": "call", "reason": "child_run", "due_at": None, "child_run_id": child_id}
     assert parent["current_node"] == "call"
     assert any_db_engine.step(parent, "call")["status"] == "suspended"
+    # The parent parks once the child exists; the child reaches its own park (the 1 h delay) on its own time.
+    any_db_engine.services.wait_for_run(child_id, statuses=frozenset({"waiting"}))
     assert any_db_engine.services.cancel_run(child_id) == "cancelled"
     ended = any_db_engine.services.wait_for_run(parent_id)
     assert ended["status"] == "failed"
