@@ -19,12 +19,15 @@ EXIT_REFUSED = 1
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "publish", help="validate flow files and publish each as its flow's next version",
+        "publish",
+        help="validate flow files and publish each as its flow's next version",
         description="Validate each *.flow.json FILE as Publish does and store it as its flow's next version "
-        "(the same content again is the same version). Exit 1 when any file is refused.")
+        "(the same content again is the same version). Exit 1 when any file is refused.",
+    )
     parser.add_argument("files", nargs="+", metavar="FILE", help="flow file(s) to publish")
-    parser.add_argument("--json", action="store_true",
-                        help="print a PublishedFlow or PublishRefusal per file, one JSON object a line")
+    parser.add_argument(
+        "--json", action="store_true", help="print a PublishedFlow or PublishRefusal per file, one JSON object a line"
+    )
     parser.set_defaults(handler=publish_command)
 
 
@@ -43,7 +46,8 @@ def publish_command(args: argparse.Namespace) -> int:
                     problem = f"{path}: cannot be read ({exc.strerror or exc}); check the path"
                     answer: PublishedFlow | PublishRefusal = PublishRefusal(
                         error=ErrorDetail(code="unreadable_file", message=problem),
-                        diagnostics=[Diagnostic(code="unreadable_file", severity="error", message=problem)])
+                        diagnostics=[Diagnostic(code="unreadable_file", severity="error", message=problem)],
+                    )
                 else:
                     answer = api.publish_document(content)
                 if isinstance(answer, PublishRefusal):

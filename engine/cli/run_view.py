@@ -36,12 +36,14 @@ def header_lines(run: RunSummary) -> list[str]:
         lines.append(f"result: {text(run.result)}")
     if run.error:
         lines.append(f"error: {text(run.error)}")
-    lines.append(f"cost: {format_usd(run.cost_micros or 0)}, tokens: {run.tokens_in or 0:,} in, "
-                 f"{run.tokens_out or 0:,} out")
+    lines.append(
+        f"cost: {format_usd(run.cost_micros or 0)}, tokens: {run.tokens_in or 0:,} in, {run.tokens_out or 0:,} out"
+    )
     if isinstance(run.errors, dict):
         for step, failure in run.errors.items():
-            kind, message = ((failure.get("type"), failure.get("message")) if isinstance(failure, dict)
-                             else ("", failure))
+            kind, message = (
+                (failure.get("type"), failure.get("message")) if isinstance(failure, dict) else ("", failure)
+            )
             lines.append(f"went on past {step}: {kind}: {message}")
     if run.parent_run_id:
         lines.append(f"called by run {run.parent_run_id}")
@@ -52,9 +54,20 @@ def header_lines(run: RunSummary) -> list[str]:
 
 
 def step_rows(run: Run) -> list[tuple[str | int | float | None, ...]]:
-    return [(s.step, s.node, s.type, s.status, s.attempts,
-             None if s.duration_ms is None else round(s.duration_ms, 1), s.tokens_in, s.tokens_out,
-             None if s.error is None else text(s.error)) for s in run.steps]
+    return [
+        (
+            s.step,
+            s.node,
+            s.type,
+            s.status,
+            s.attempts,
+            None if s.duration_ms is None else round(s.duration_ms, 1),
+            s.tokens_in,
+            s.tokens_out,
+            None if s.error is None else text(s.error),
+        )
+        for s in run.steps
+    ]
 
 
 def state_line(run: RunSummary) -> str:

@@ -56,8 +56,9 @@ def register(subparsers: Any) -> None:
 
 
 def unknown_run(command: str, run_id: str) -> int:
-    print(f"lockgate runs {command}: run {run_id!r} does not exist; list runs with `lockgate runs list`",
-          file=sys.stderr)
+    print(
+        f"lockgate runs {command}: run {run_id!r} does not exist; list runs with `lockgate runs list`", file=sys.stderr
+    )
     return EXIT_UNKNOWN
 
 
@@ -81,8 +82,13 @@ def list_command(args: argparse.Namespace) -> int:
     if not runs.runs:
         note("no runs" + (" match" if args.status or args.flow else " yet; start one with `lockgate run FILE`"))
         return EXIT_OK
-    print_table(LIST_COLUMNS, [(run.id, run.status, run.flow_id, run.version, run.current_node, waiting_label(run),
-                                run.created_at) for run in runs.runs])
+    print_table(
+        LIST_COLUMNS,
+        [
+            (run.id, run.status, run.flow_id, run.version, run.current_node, waiting_label(run), run.created_at)
+            for run in runs.runs
+        ],
+    )
     return EXIT_OK
 
 

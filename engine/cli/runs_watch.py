@@ -99,8 +99,15 @@ def _show_live(runs: Iterator[Run]) -> Run | None:
     return last
 
 
-STATUS_STYLE = {"succeeded": "green", "failed": "red", "cancelled": "yellow", "interrupted": "red",
-                "waiting": "cyan", "running": "blue", "queued": "dim"}
+STATUS_STYLE = {
+    "succeeded": "green",
+    "failed": "red",
+    "cancelled": "yellow",
+    "interrupted": "red",
+    "waiting": "cyan",
+    "running": "blue",
+    "queued": "dim",
+}
 
 
 def _view(run: Run) -> RenderableType:

@@ -18,12 +18,15 @@ def register(subparsers: Any) -> None:
     from engine.cli.worker import add_log_level
 
     parser = subparsers.add_parser(
-        "serve", help="run the engine and its HTTP API until interrupted",
+        "serve",
+        help="run the engine and its HTTP API until interrupted",
         description="Run the engine services and serve the HTTP API (docs/api.md) on HOST:PORT until SIGINT or "
-        "SIGTERM. The address it serves on is printed to stderr (useful with --port 0).")
+        "SIGTERM. The address it serves on is printed to stderr (useful with --port 0).",
+    )
     parser.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
-                        help=f"port to listen on (default {DEFAULT_PORT}; 0: any free port)")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT}; 0: any free port)"
+    )
     parser.add_argument("--workers", type=int, default=4, help="worker threads (default 4)")
     add_log_level(parser, argparse.SUPPRESS)
     parser.set_defaults(handler=serve_command, role="all")

@@ -30,8 +30,16 @@ def engine_api(command: str) -> Iterator[EngineApi]:
     from engine.store.schema_check import SchemaMismatch
 
     config = EngineConfig.from_env()
-    services = EngineServices(config, workers=0, projector=False, due_waker=False, scheduler=False, reaper=False,
-                              migrate=auto_migrate(config), role=CLIENT_ROLE)
+    services = EngineServices(
+        config,
+        workers=0,
+        projector=False,
+        due_waker=False,
+        scheduler=False,
+        reaper=False,
+        migrate=auto_migrate(config),
+        role=CLIENT_ROLE,
+    )
     try:
         services.start()
     except SchemaMismatch as exc:

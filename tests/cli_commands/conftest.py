@@ -29,13 +29,21 @@ OPENAPI = json.loads((ROOT / "engine" / "api" / "openapi.json").read_text(encodi
 START_GUARD_SECONDS = 60.0
 APPROVER = "ops-bot"
 TRIGGER = {"id": "start", "type": "trigger.manual"}
-GATE = make_flow("gate", [
-    TRIGGER, {"id": "ask", "type": "approval", "config": {"timeout": "1h", "approvers": [APPROVER],
-                                                           "message": "Ship {{ inputs.tag }}?"}},
-    {"id": "go", "type": "terminal", "config": {"output": "{{ 'shipped ' ~ inputs.tag }}"}},
-    {"id": "stop", "type": "terminal", "config": {"output": "{{ 'stopped' }}"}}],
+GATE = make_flow(
+    "gate",
+    [
+        TRIGGER,
+        {
+            "id": "ask",
+            "type": "approval",
+            "config": {"timeout": "1h", "approvers": [APPROVER], "message": "Ship {{ inputs.tag }}?"},
+        },
+        {"id": "go", "type": "terminal", "config": {"output": "{{ 'shipped ' ~ inputs.tag }}"}},
+        {"id": "stop", "type": "terminal", "config": {"output": "{{ 'stopped' }}"}},
+    ],
     [("start", "ask"), ("ask", "approved", "go"), ("ask", "rejected", "stop")],
-    inputs={"tag": {"type": "string", "required": True}})
+    inputs={"tag": {"type": "string", "required": True}},
+)
 
 
 def assert_schema(data: Any, name: str) -> None:
@@ -95,8 +103,9 @@ def serve(folder: Path, redis_url: str, key_prefix: str, **extra: str) -> Served
     env = cli_env(folder, redis_url, key_prefix, LOCKGATE_API_KEY="", **extra)
     errors = folder / "serve.err"
     with errors.open("wb") as err:
-        process = subprocess.Popen([*LOCKGATE, "serve", "--port", "0", "--workers", "2"], env=env,
-                                   stdout=subprocess.DEVNULL, stderr=err)
+        process = subprocess.Popen(
+            [*LOCKGATE, "serve", "--port", "0", "--workers", "2"], env=env, stdout=subprocess.DEVNULL, stderr=err
+        )
     deadline = time.monotonic() + START_GUARD_SECONDS
     marker = "lockgate serve: HTTP API and webhooks on "
     while True:
@@ -152,8 +161,9 @@ def write_flow(folder: Path, doc: dict[str, Any]) -> Path:
 
 
 def watch(served: Served, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([*LOCKGATE, "runs", "watch", *args], env=served.env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [*LOCKGATE, "runs", "watch", *args], env=served.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def next_line(process: subprocess.Popen[str]) -> str:
@@ -161,5 +171,3 @@ def next_line(process: subprocess.Popen[str]) -> str:
     line = process.stdout.readline()
     assert line, f"runs watch ended early: {process.wait(30)} {process.stderr.read() if process.stderr else ''}"
     return line.rstrip("\n")
-
-

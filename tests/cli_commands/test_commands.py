@@ -36,10 +36,22 @@ def served(tmp_path_factory: pytest.TempPathFactory, redis_url: str, module_pref
 
 
 def test_publish_each_file_then_list_flows(served: Served, tmp_path: Path) -> None:
-    good = write_flow(tmp_path, make_flow("greeter", [{"id": "start", "type": "trigger.manual"},
-                                                      {"id": "end", "type": "terminal"}], [("start", "end")]))
-    bad = write_flow(tmp_path, make_flow("broken", [{"id": "start", "type": "trigger.manual"},
-                                                    {"id": "end", "type": "terminal"}], [("start", "nowhere")]))
+    good = write_flow(
+        tmp_path,
+        make_flow(
+            "greeter",
+            [{"id": "start", "type": "trigger.manual"}, {"id": "end", "type": "terminal"}],
+            [("start", "end")],
+        ),
+    )
+    bad = write_flow(
+        tmp_path,
+        make_flow(
+            "broken",
+            [{"id": "start", "type": "trigger.manual"}, {"id": "end", "type": "terminal"}],
+            [("start", "nowhere")],
+        ),
+    )
     missing = tmp_path / "missing.flow.json"
     done = served.lockgate("publish", str(good), str(bad), str(missing))
     assert done.returncode == 1
@@ -133,8 +145,9 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 def _at_a_terminal(served: Served, *args: str) -> tuple[int, str]:
     """`lockgate *args` with stdout on a pseudo-terminal: its exit code and what the terminal received."""
     master, slave = pty.openpty()
-    process = subprocess.Popen([*LOCKGATE, *args], env={**served.env, "COLUMNS": "160", "TERM": "xterm"},
-                               stdout=slave, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [*LOCKGATE, *args], env={**served.env, "COLUMNS": "160", "TERM": "xterm"}, stdout=slave, stderr=subprocess.PIPE
+    )
     os.close(slave)
     received = b""
     while True:

@@ -14,10 +14,16 @@ from tests.cli_commands.conftest import GATE, Served, assert_schema, next_line, 
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, redis_url: str, module_prefix: str,
-           module_pg_url: str) -> Iterator[Served]:
-    engine = serve(tmp_path_factory.mktemp("serve"), redis_url, module_prefix, LOCKGATE_DB_URL=module_pg_url,
-                   LOCKGATE_AUTO_MIGRATE="1")
+def served(
+    tmp_path_factory: pytest.TempPathFactory, redis_url: str, module_prefix: str, module_pg_url: str
+) -> Iterator[Served]:
+    engine = serve(
+        tmp_path_factory.mktemp("serve"),
+        redis_url,
+        module_prefix,
+        LOCKGATE_DB_URL=module_pg_url,
+        LOCKGATE_AUTO_MIGRATE="1",
+    )
     try:
         yield engine
     finally:
@@ -45,5 +51,9 @@ def test_publish_list_show_and_watch_on_postgres(served: Served, tmp_path: Path)
     shown = served.lockgate("runs", "show", run_id, "--json")
     run = json.loads(shown.stdout)
     assert_schema(run, "Run")
-    assert (run["status"], run["result"], run["current_node"], run["waiting_on"]) == ("succeeded", "stopped",
-                                                                                       "stop", None)
+    assert (run["status"], run["result"], run["current_node"], run["waiting_on"]) == (
+        "succeeded",
+        "stopped",
+        "stop",
+        None,
+    )
