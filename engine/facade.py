@@ -92,10 +92,9 @@ class EngineApi:
     @classmethod
     def on_live_channel(cls, services: EngineServices) -> EngineApi:
         """A facade whose waits wake on the projector's live channel, whichever process projects (`close()` it)."""
-        handle = services.redis
-        if handle is None:
-            raise RuntimeError("the engine services are not started; call EngineServices.start() first")
-        return cls(services, RunWatch(handle.client(), services.keys.live))
+        api = cls(services)
+        api.watch = RunWatch(api._handles.client, services.keys.live)
+        return api
 
     def close(self) -> None:
         """Stop listening to the live channel."""
@@ -103,7 +102,10 @@ class EngineApi:
 
     @property
     def _handles(self) -> EngineHandles:
-        return self.services._api()
+        handles = self.services.handles
+        if handles is None:
+            raise RuntimeError("the engine services are not started; call EngineServices.start() first")
+        return handles
 
     @property
     def _sql(self) -> sa.Engine:
