@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import os
@@ -122,10 +123,14 @@ def test_watch_json_and_cancel(served: Served) -> None:
     run_id = served.start_run("gate", {"tag": "v3"})["run_id"]
     served.wait_status(run_id, "waiting")
     follower = watch(served, run_id, "--json")
+    stopped = watch(served, run_id)
     try:
         first = json.loads(next_line(follower))
         assert_schema(first, "Run")
         assert first["status"] == "waiting" and first["current_node"] == "ask"
+        assert next_line(stopped).startswith(f"{run_id}\twaiting\t")
+        stopped.send_signal(signal.SIGTERM)  # a watcher stopped early: the run goes on
+        assert stopped.wait(30) == 130 and "interrupted; the run goes on" in (stopped.stderr or io.StringIO()).read()
         cancelled = served.lockgate("runs", "cancel", run_id, "--json")
         assert cancelled.returncode == 0, cancelled.stderr
         assert_schema(json.loads(cancelled.stdout), "CancelledRun")
@@ -133,6 +138,7 @@ def test_watch_json_and_cancel(served: Served) -> None:
         rest = [json.loads(line) for line in follower.communicate(timeout=60)[0].splitlines()]
     finally:
         follower.kill()
+        stopped.kill()
     assert follower.returncode == 1  # it ended, but did not succeed
     for run in rest:
         assert_schema(run, "Run")
