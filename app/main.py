@@ -18,6 +18,8 @@ COMMAND_MODULES: list[str] = [
     "engine.cli.validate",
     "engine.cli.run",
     "engine.cli.worker",
+    "engine.cli.serve",
+    "engine.cli.publish",
     "engine.cli.runs",
     "engine.cli.provider_sim",
     "engine.cli.budgets",
@@ -45,8 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def log_file_name(command: str | None) -> str:
-    """`app.log` for the window, `worker.log` for `lockgate worker` (also the app's engine child), else `cli.log`."""
-    return "app" if command is None else "worker" if command == "worker" else "cli"
+    """`app.log` for the window, `worker.log` for `lockgate worker` (also the app's engine child) and `lockgate
+    serve`, else `cli.log`."""
+    return "app" if command is None else "worker" if command in ("worker", "serve") else "cli"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

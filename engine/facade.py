@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -18,20 +19,23 @@ from engine.api.runs import start_run
 from engine.approvals.decide import DecisionResult, decide, decide_with_key
 from engine.approvals.keys import KeyCheck, check_key
 from engine.approvals.pending import list_pending
-from engine.flow import Flow
+from engine.flow import Flow, FlowLoadError, flow_from_data, parse_document
 from engine.parking.callback_resume import CallbackOutcome, resume_callback
-from engine.publish import get_version, list_versions
+from engine.publish import PublishRefused, get_version, list_versions
 from engine.read_models import (
     Approval,
     ApprovalList,
     CancelledRun,
     Decision,
+    Diagnostic,
+    ErrorDetail,
     FlowList,
     FlowSummary,
     FlowVersion,
     FlowVersions,
     Hold,
     PublishedFlow,
+    PublishRefusal,
     Run,
     RunList,
     RunStatus,
@@ -39,6 +43,7 @@ from engine.read_models import (
     StartedRun,
     StartRun,
 )
+from engine.runtime.transitions import TERMINAL
 from engine.store import reads
 from engine.triggers.webhooks import WebhookAnswer, handle_webhook
 
@@ -82,11 +87,25 @@ class EngineApi:
     def __init__(self, services: EngineServices, watch: RunWatch | None = None) -> None:
         self.services = services
         self.watch = watch or RunWatch()
-        """Wakes a waiting `start_run` when this process's projector applies a change to its run."""
+        """Wakes a waiting `start_run` or `follow_run` when a change to its run is applied."""
+
+    @classmethod
+    def on_live_channel(cls, services: EngineServices) -> EngineApi:
+        """A facade whose waits wake on the projector's live channel, whichever process projects (`close()` it)."""
+        api = cls(services)
+        api.watch = RunWatch(api._handles.client, services.keys.live)
+        return api
+
+    def close(self) -> None:
+        """Stop listening to the live channel."""
+        self.watch.close()
 
     @property
     def _handles(self) -> EngineHandles:
-        return self.services._api()
+        handles = self.services.handles
+        if handles is None:
+            raise RuntimeError("the engine services are not started; call EngineServices.start() first")
+        return handles
 
     @property
     def _sql(self) -> sa.Engine:
@@ -111,6 +130,23 @@ class EngineApi:
         runs = [RunSummary.model_validate(row) for row in rows]
         return RunList(runs=runs, next_cursor=encode_cursor(runs[-1]) if len(runs) == limit and runs else None)
 
+    def follow_run(self, run_id: str) -> Iterator[Run]:
+        """The run now, then again after each applied change to it, until (and including) it ends; LookupError
+        for an unknown run. Woken by the live channel (`on_live_channel`), so it reads the store only on a change."""
+        last: Run | None = None
+        with self.watch.watching(run_id) as changed:
+            while True:
+                changed.clear()
+                run = self.get_run(run_id)
+                if run is None:
+                    raise LookupError(f'run "{run_id}" does not exist')
+                if run != last:
+                    last = run
+                    yield run
+                if run.status in TERMINAL:
+                    return
+                changed.wait(self.watch.poll_seconds)
+
     def cancel_run(self, run_id: str, reason: str = "cancelled by request") -> CancelledRun:
         """LookupError for an unknown run."""
         return CancelledRun(run_id=run_id, status=self.services.cancel_run(run_id, reason))
@@ -122,6 +158,21 @@ class EngineApi:
         published = self.services.publish_flow(flow)
         return PublishedFlow(flow_id=published.flow_id, version=published.version,
                              content_hash=published.content_hash, published_at=published.published_at.isoformat())
+
+    def publish_document(self, document: bytes) -> PublishedFlow | PublishRefusal:
+        """`POST /api/v1/flows`: a flow file's bytes published as its next version, or why they were not."""
+        try:
+            flow = flow_from_data(parse_document(document))
+        except FlowLoadError as exc:
+            return PublishRefusal(error=ErrorDetail(code="bad_document", message=str(exc)), diagnostics=[
+                Diagnostic(code="bad_document", severity="error", message=f"{path}: {message}")
+                for path, message in exc.problems])
+        try:
+            return self.publish(flow)
+        except PublishRefused as exc:
+            return PublishRefusal(error=ErrorDetail(code="publish_refused", message=str(exc)), diagnostics=[
+                Diagnostic(code=d.code, severity=d.severity, node=d.node, message=d.message)
+                for d in exc.diagnostics])
 
     def list_flows(self) -> FlowList:
         return FlowList(flows=[FlowSummary(flow_id=row["id"], name=row["name"] or "", version=row["latest_version"],

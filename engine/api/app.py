@@ -26,8 +26,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from engine.api.body_limit import BodyLimit
 from engine.api.errors import ApiError
 from engine.facade import BadCursor, EngineApi
-from engine.flow import FlowLoadError, flow_from_data, parse_document
-from engine.publish import PublishRefused
 from engine.read_models import (
     MAX_LIST_LIMIT,
     ApprovalList,
@@ -35,9 +33,7 @@ from engine.read_models import (
     CancelledRun,
     Decision,
     DecisionRequest,
-    Diagnostic,
     Error,
-    ErrorDetail,
     FlowList,
     FlowVersions,
     PublishedFlow,
@@ -187,22 +183,8 @@ def api_routes() -> APIRouter:
                  openapi_extra={"requestBody": {"required": True, "description": "a flow document "
                                 "(flow-format.md)", "content": {"application/json": {"schema": {"type": "object"}}}}})
     async def publish_flow(request: Request, engine: Engine, _key: Key) -> Response:
-        raw = await request.body()
-        try:
-            flow = flow_from_data(parse_document(raw))
-        except FlowLoadError as exc:
-            diagnostics = [Diagnostic(code="bad_document", severity="error", message=f"{path}: {message}")
-                           for path, message in exc.problems]
-            return json_answer(PublishRefusal(error=ErrorDetail(code="bad_document", message=str(exc)),
-                                              diagnostics=diagnostics), 422)
-        try:
-            published = await run_in_threadpool(engine.publish, flow)
-        except PublishRefused as exc:
-            diagnostics = [Diagnostic(code=d.code, severity=d.severity, node=d.node, message=d.message)
-                           for d in exc.diagnostics]
-            return json_answer(PublishRefusal(error=ErrorDetail(code="publish_refused", message=str(exc)),
-                                              diagnostics=diagnostics), 422)
-        return json_answer(published, 201)
+        answer = await run_in_threadpool(engine.publish_document, await request.body())
+        return json_answer(answer, 201 if isinstance(answer, PublishedFlow) else 422)
 
     @router.get("/flows/{flow_id}/versions", response_model=FlowVersions, tags=["flows"], responses=_errors(404))
     def flow_versions(flow_id: Annotated[str, Path(pattern=FLOW_ID)], engine: Engine, _key: Key) -> Response:

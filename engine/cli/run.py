@@ -71,24 +71,6 @@ def parse_inputs(pairs: list[str], inputs_file: str | None) -> dict[str, Any]:
     return inputs
 
 
-def run_summary(run: dict[str, Any]) -> dict[str, Any]:
-    """The run as `--json` prints it."""
-    return {
-        "id": run["id"], "flow_id": run["flow_id"], "version": run["version"], "status": run["status"],
-        "result": run["result"], "error": run["error"], "error_type": run["error_type"],
-        "errors": run.get("errors") or {}, "current_node": run.get("current_node"),
-        "waiting_on": run["waiting_on"], "cost_micros": run.get("cost_micros", 0),
-        "tokens_in": run.get("tokens_in", 0), "tokens_out": run.get("tokens_out", 0),
-        "parent_run_id": run.get("parent_run_id"), "child_run_ids": run.get("child_run_ids", []),
-        "created_at": run["created_at"], "finished_at": run["finished_at"],
-        "steps": [{"step": s["step"], "node": s["node"], "type": s["type"], "status": s["status"],
-                   "attempts": s["attempts"], "duration_ms": s["duration_ms"], "error": s["error"],
-                   "tokens_in": s.get("tokens_in"), "tokens_out": s.get("tokens_out"),
-                   "given": s.get("given"), "output": s.get("output")}
-                  for s in run.get("steps", [])],
-    }
-
-
 def _when(epoch: float | None) -> str:
     if epoch is None:
         return "a decision"
@@ -120,7 +102,10 @@ def print_run(run: dict[str, Any], as_json: bool) -> None:
     from engine.money.amounts import format_usd
 
     if as_json:
-        print(json.dumps(run_summary(run), indent=2, ensure_ascii=False, default=str))
+        from engine.read_models import Run
+
+        # The run as `GET /api/v1/runs/{id}` answers it (and `lockgate runs show --json` prints it).
+        print(Run.model_validate(run).model_dump_json(indent=2) if run else "{}")
         return
     print(f"run {run['id']} {run['status']} (flow {run['flow_id']} v{run['version']})")
     if run["result"] is not None:

@@ -1,69 +1,131 @@
-"""`lockgate runs list [--flow F] [--status S] [--limit N] [--json]` and `lockgate runs show ID [--json]`."""
+"""`lockgate runs list|show|cancel|watch`: runs through the engine's facade (`EngineApi`).
+
+Each subcommand is a `register_*` function below (or in its own module) listed in `SUBCOMMANDS`.
+Exit codes: 0 done, 1 an unknown run (or, for `watch`, a run that did not succeed), 3 a store whose schema
+is not current.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, get_args
+
+from engine.cli import runs_watch
+from engine.read_models import RunStatus
+
+EXIT_OK = 0
+EXIT_UNKNOWN = 1
+LIST_COLUMNS = ("ID", "STATUS", "FLOW", "VERSION", "NODE", "WAITING ON", "CREATED")
 
 
-def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("runs", help="list runs or show one, from the store")
-    commands = parser.add_subparsers(dest="runs_command", metavar="list|show", required=True)
-    listing = commands.add_parser("list", help="newest runs first")
+def register_list(commands: Any) -> None:
+    listing = commands.add_parser("list", help="runs, newest first")
     listing.add_argument("--flow", help="only runs of this flow id")
-    listing.add_argument("--status", help="only runs in this status")
-    listing.add_argument("--limit", type=int, default=50)
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--status", choices=get_args(RunStatus), help="only runs in this status")
+    listing.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    listing.add_argument("--cursor", help="continue after a page: the next_cursor of --json")
+    listing.add_argument("--json", action="store_true", help="print the RunList as the HTTP API answers it")
     listing.set_defaults(handler=list_command)
-    show = commands.add_parser("show", help="one run with its steps")
+
+
+def register_show(commands: Any) -> None:
+    show = commands.add_parser("show", help="one run: current node, what it waits on, errors, cost, tokens, steps")
     show.add_argument("run_id", metavar="ID")
-    show.add_argument("--json", action="store_true")
+    show.add_argument("--json", action="store_true", help="print the Run as the HTTP API answers it")
     show.set_defaults(handler=show_command)
 
 
-def _sql() -> Any:
-    from engine.config import EngineConfig
-    from engine.store.db import init_db, make_engine
+def register_cancel(commands: Any) -> None:
+    cancel = commands.add_parser("cancel", help="cancel a run (a running one stops at its next step)")
+    cancel.add_argument("run_id", metavar="ID")
+    cancel.add_argument("--reason", default="cancelled from the command line", help="recorded with the run")
+    cancel.add_argument("--json", action="store_true", help="print the CancelledRun as the HTTP API answers it")
+    cancel.set_defaults(handler=cancel_command)
 
-    engine = make_engine(EngineConfig.from_env().sql_url)
-    init_db(engine)
-    return engine
+
+SUBCOMMANDS: list[Callable[[Any], None]] = [register_list, register_show, register_cancel, runs_watch.register]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("runs", help="list, show, cancel and watch runs")
+    commands = parser.add_subparsers(dest="runs_command", required=True)
+    for add in SUBCOMMANDS:
+        add(commands)
+
+
+def unknown_run(command: str, run_id: str) -> int:
+    print(
+        f"lockgate runs {command}: run {run_id!r} does not exist; list runs with `lockgate runs list`", file=sys.stderr
+    )
+    return EXIT_UNKNOWN
 
 
 def list_command(args: argparse.Namespace) -> int:
-    from engine.runtime.queries import list_runs
+    from engine.cli.output import note, print_json, print_table
+    from engine.cli.run_view import waiting_label
+    from engine.cli.session import EngineUnavailable, engine_api, report_unavailable
+    from engine.facade import BadCursor
 
-    runs = list_runs(_sql(), flow_id=args.flow, status=args.status, limit=args.limit)
+    try:
+        with engine_api("lockgate runs list") as api:
+            runs = api.list_runs(status=args.status, flow_id=args.flow, limit=max(1, args.limit), cursor=args.cursor)
+    except EngineUnavailable as exc:
+        return report_unavailable(exc)
+    except BadCursor as exc:
+        print(f"lockgate runs list: {exc}", file=sys.stderr)
+        return 2
     if args.json:
-        print(json.dumps(runs, indent=2, ensure_ascii=False, default=str))
-        return 0
-    if not runs:
-        print("no runs yet; start one with `lockgate run FILE`")
-    for run in runs:
-        print(f"{run['id']}  {run['status']:<11} {run['flow_id']} v{run['version']}  {run['created_at']}")
-    return 0
+        print_json(runs)
+        return EXIT_OK
+    if not runs.runs:
+        note("no runs" + (" match" if args.status or args.flow else " yet; start one with `lockgate run FILE`"))
+        return EXIT_OK
+    print_table(
+        LIST_COLUMNS,
+        [
+            (run.id, run.status, run.flow_id, run.version, run.current_node, waiting_label(run), run.created_at)
+            for run in runs.runs
+        ],
+    )
+    return EXIT_OK
 
 
 def show_command(args: argparse.Namespace) -> int:
-    from engine.cli.run import print_run, run_summary
-    from engine.runtime.queries import get_run
+    from engine.cli.output import print_json, print_table
+    from engine.cli.run_view import STEP_COLUMNS, header_lines, step_rows
+    from engine.cli.session import EngineUnavailable, engine_api, report_unavailable
 
-    run = get_run(_sql(), args.run_id)
+    try:
+        with engine_api("lockgate runs show") as api:
+            run = api.get_run(args.run_id)
+    except EngineUnavailable as exc:
+        return report_unavailable(exc)
     if run is None:
-        print(f"lockgate runs show: run {args.run_id!r} does not exist; list runs with `lockgate runs list`",
-              file=sys.stderr)
-        return 1
+        return unknown_run("show", args.run_id)
     if args.json:
-        print(json.dumps(run_summary(run) | {"state": run["state"], "inputs": run["inputs"]}, indent=2,
-                         ensure_ascii=False, default=str))
-        return 0
-    print_run(run, False)
-    for step in run["steps"]:
-        took = f" {step['duration_ms']:.1f} ms" if step["duration_ms"] is not None else ""
-        tokens = (f" {step['tokens_in'] or 0:,} in / {step['tokens_out'] or 0:,} out tokens"
-                  if step.get("tokens_in") is not None or step.get("tokens_out") is not None else "")
-        error = f" — {step['error']}" if step["error"] else ""
-        print(f"  {step['step']:<24} {step['status']:<10}{took}{tokens}{error}")
-    return 0
+        print_json(run)
+        return EXIT_OK
+    for line in header_lines(run):
+        print(line)
+    print_table(STEP_COLUMNS, step_rows(run))
+    return EXIT_OK
+
+
+def cancel_command(args: argparse.Namespace) -> int:
+    from engine.cli.output import print_json
+    from engine.cli.session import EngineUnavailable, engine_api, report_unavailable
+
+    try:
+        with engine_api("lockgate runs cancel") as api:
+            cancelled = api.cancel_run(args.run_id, args.reason)
+    except EngineUnavailable as exc:
+        return report_unavailable(exc)
+    except LookupError:
+        return unknown_run("cancel", args.run_id)
+    if args.json:
+        print_json(cancelled)
+    else:
+        print(f"run {cancelled.run_id}: {cancelled.status}")
+    return EXIT_OK

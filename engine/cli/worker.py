@@ -88,6 +88,18 @@ def worker_command(args: argparse.Namespace) -> int:
         from engine.cli.supervise import supervise_command
 
         return supervise_command(args)
+    try:
+        http_address = parse_http_address(args.http) if args.http else None
+    except ValueError as exc:
+        print(f"lockgate: {exc}", file=sys.stderr)
+        return 2
+    return run_engine(args, http_address, "lockgate worker")
+
+
+def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, label: str,
+               port_option: str = "--http HOST:PORT") -> int:
+    """The engine services of `args.role` with `args.workers`, and the HTTP API at `http_address`, until SIGINT or
+    SIGTERM; `label` starts this process's messages, `port_option` is how its user picks another port."""
     from engine.config import EngineConfig
     from engine.log_channel import LogPublisher
     from engine.logs import configured
@@ -95,11 +107,6 @@ def worker_command(args: argparse.Namespace) -> int:
     from engine.store.schema_check import SchemaMismatch
 
     config = EngineConfig.from_env()
-    try:
-        http_address = parse_http_address(args.http) if args.http else None
-    except ValueError as exc:
-        print(f"lockgate: {exc}", file=sys.stderr)
-        return 2
     # This process only runs engine threads: a shorter GIL switch interval lets a thread back from Redis
     # or SQL run sooner instead of queueing behind a busy one (about +20% runs/s in the benchmark).
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
@@ -123,30 +130,30 @@ def worker_command(args: argparse.Namespace) -> int:
                 api = ApiServer(services, *http_address)
             except OSError as exc:
                 host, port = http_address
-                print(f"lockgate worker: cannot serve HTTP on {host}:{port} ({exc.strerror or exc}); "
-                      "pick a free port with --http HOST:PORT", file=sys.stderr)
+                print(f"{label}: cannot serve HTTP on {host}:{port} ({exc.strerror or exc}); "
+                      f"pick a free port with {port_option}", file=sys.stderr)
                 return 2
         try:
             services.start()
         except SchemaMismatch as exc:
-            print(f"lockgate worker: {exc}", file=sys.stderr)
+            print(f"{label}: {exc}", file=sys.stderr)
             return 3
         if services.redis is not None:
             publisher = LogPublisher(services.redis.client(), services.keys.logs).start()
             logging.getLogger().addHandler(publisher)
         if api is not None:
             api.start()
-            print(f"lockgate worker: HTTP API and webhooks on {api.url}", file=sys.stderr)
+            print(f"{label}: HTTP API and webhooks on {api.url}", file=sys.stderr)
         where = config.redis_url or f"embedded Redis in {config.data_dir}"
-        print(f"lockgate worker: {options['workers']} worker(s) on {where}, SQL {config.sql_url}, role {args.role}; "
+        print(f"{label}: {options['workers']} worker(s) on {where}, SQL {config.sql_url}, role {args.role}; "
               "Ctrl-C stops", file=sys.stderr)
         setup = configured()
         if setup is not None and setup.file is not None:
-            print(f"lockgate worker: log in {setup.file}", file=sys.stderr)
+            print(f"{label}: log in {setup.file}", file=sys.stderr)
         log.info("%d worker(s) on %s, SQL %s, role %s", options["workers"], where, config.sql_url, args.role)
         while not stop.wait(0.5):
             pass
-        print("lockgate worker: stopping", file=sys.stderr)
+        print(f"{label}: stopping", file=sys.stderr)
         log.info("stopping")
     finally:
         if api is not None:
@@ -157,5 +164,5 @@ def worker_command(args: argparse.Namespace) -> int:
         services.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    print("lockgate worker: stopped", file=sys.stderr)
+    print(f"{label}: stopped", file=sys.stderr)
     return 0

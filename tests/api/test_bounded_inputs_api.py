@@ -88,7 +88,8 @@ def test_lockgate_runs_list_shows_stored_runs_it_cannot_fully_print(api: Api, tm
     _store_run(api, "surrogate-inputs", {"data": "bad \ud800"})
     config = api.services.config
     env = {"LOCKGATE_DATA_DIR": str(config.data_dir), "LOCKGATE_DB_URL": config.sql_url,
-           "LOCKGATE_KEY_PREFIX": config.key_prefix, "PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8"}
+           "LOCKGATE_KEY_PREFIX": config.key_prefix, "LOCKGATE_REDIS_URL": config.redis_url or "",
+           "PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8"}
     import os
 
     env = {**os.environ, **env}
@@ -98,7 +99,7 @@ def test_lockgate_runs_list_shows_stored_runs_it_cannot_fully_print(api: Api, tm
     as_json = subprocess.run([*LOCKGATE, "runs", "list", "--json"], env=env, capture_output=True, text=True,
                              timeout=60)
     assert as_json.returncode == 0, as_json.stderr
-    assert {run["id"] for run in json.loads(as_json.stdout)} == {"deep-inputs", "surrogate-inputs"}
+    assert {run["id"] for run in json.loads(as_json.stdout)["runs"]} == {"deep-inputs", "surrogate-inputs"}
     shown = subprocess.run([*LOCKGATE, "runs", "show", "surrogate-inputs", "--json"], env=env, capture_output=True,
                            text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr

@@ -104,7 +104,7 @@ def _cli_flow(tmp_path: Path) -> Path:
 def _runs_listed(env: dict[str, str]) -> list[dict[str, Any]]:
     listed = subprocess.run([*LOCKGATE, "runs", "list", "--json"], env=env, capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0, listed.stderr
-    runs: list[dict[str, Any]] = json.loads(listed.stdout)
+    runs: list[dict[str, Any]] = json.loads(listed.stdout)["runs"]
     return runs
 
 

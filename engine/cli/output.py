@@ -1,0 +1,45 @@
+"""How CLI commands print: `--json` is the API's model as JSON; people at a terminal get Rich tables, and a
+pipe gets plain tab-separated lines (no header), one row a line."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+Cell = str | int | float | None
+
+
+def for_people() -> bool:
+    """Whether stdout is a terminal."""
+    return sys.stdout.isatty()
+
+
+def print_json(model: BaseModel, *, compact: bool = False) -> None:
+    """The model exactly as the HTTP API answers it; `compact`: on one line (a stream of them)."""
+    print(model.model_dump_json(indent=None if compact else 2), flush=True)
+
+
+def cell(value: Cell) -> str:
+    return "" if value is None else str(value)
+
+
+def print_table(columns: Sequence[str], rows: Sequence[Sequence[Cell]], *, title: str | None = None) -> None:
+    """A Rich table at a terminal, else one tab-separated line per row."""
+    if not for_people():
+        for row in rows:
+            print("\t".join(cell(value).replace("\t", " ").replace("\n", " ") for value in row))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(*columns, title=title, title_justify="left")
+    for row in rows:
+        table.add_row(*(cell(value) for value in row))
+    Console().print(table)
+
+
+def note(text: str) -> None:
+    """A remark for people (an empty list's hint): stderr, so a pipe reads data only."""
+    print(text, file=sys.stderr)

@@ -1,0 +1,41 @@
+"""`lockgate serve [--host H] [--port P] [--workers N]`: the engine (workers, projector, due waker, ...) and its
+HTTP API (`/api/v1`, webhooks, callbacks, live runs) in this process until SIGINT or SIGTERM, then a clean stop.
+
+Exit codes: 0 stopped by a signal, 2 the port is taken or a usage error, 3 a store whose schema is not current.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8080
+
+
+def register(subparsers: Any) -> None:
+    from engine.cli.worker import add_log_level
+
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the engine and its HTTP API until interrupted",
+        description="Run the engine services and serve the HTTP API (docs/api.md) on HOST:PORT until SIGINT or "
+        "SIGTERM. The address it serves on is printed to stderr (useful with --port 0).",
+    )
+    parser.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT}; 0: any free port)"
+    )
+    parser.add_argument("--workers", type=int, default=4, help="worker threads (default 4)")
+    add_log_level(parser, argparse.SUPPRESS)
+    parser.set_defaults(handler=serve_command, role="all")
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    from engine.cli.worker import run_engine
+
+    if not 0 <= args.port <= 65535:
+        print(f"lockgate serve: --port {args.port} is not a port; pick one from 0 to 65535", file=sys.stderr)
+        return 2
+    return run_engine(args, (args.host, args.port), "lockgate serve", port_option="--port")
