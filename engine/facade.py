@@ -32,6 +32,8 @@ from engine.read_models import (
     FlowVersions,
     Hold,
     PublishedFlow,
+    RerunRequest,
+    RerunStarted,
     Run,
     RunList,
     RunStatus,
@@ -114,6 +116,20 @@ class EngineApi:
     def cancel_run(self, run_id: str, reason: str = "cancelled by request") -> CancelledRun:
         """LookupError for an unknown run."""
         return CancelledRun(run_id=run_id, status=self.services.cancel_run(run_id, reason))
+
+    def rerun(self, run_id: str, body: RerunRequest) -> RerunStarted:
+        """Rerun a finished run from `body.from_node` (`engine.runtime.rerun`); raises its RerunRefused, or the
+        refusals of any run start (budget, inputs). `dry_run`: what it would reuse and repeat, started nothing."""
+        if body.dry_run:
+            plan = self.services.plan_rerun(run_id, body.from_node, body.version)
+            run_id_new, status = None, None
+        else:
+            created, plan = self.services.rerun_run(run_id, body.from_node, body.version)
+            run_id_new, status = created.run_id, created.status
+        return RerunStarted(run_id=run_id_new, status=status, rerun_of=plan.run_id, from_node=plan.from_node,
+                            flow_id=plan.flow_id, version=plan.version, original_version=plan.original_version,
+                            reused_steps=[step.node for step in plan.reused],
+                            repeated_effects=list(plan.repeated_effects))
 
     # --- flows ------------------------------------------------------------------------------------
 
