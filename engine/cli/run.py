@@ -80,6 +80,7 @@ def run_summary(run: dict[str, Any]) -> dict[str, Any]:
         "waiting_on": run["waiting_on"], "cost_micros": run.get("cost_micros", 0),
         "tokens_in": run.get("tokens_in", 0), "tokens_out": run.get("tokens_out", 0),
         "parent_run_id": run.get("parent_run_id"), "child_run_ids": run.get("child_run_ids", []),
+        "rerun_of": run.get("rerun_of"), "from_node": run.get("from_node"),
         "created_at": run["created_at"], "finished_at": run["finished_at"],
         "steps": [{"step": s["step"], "node": s["node"], "type": s["type"], "status": s["status"],
                    "attempts": s["attempts"], "duration_ms": s["duration_ms"], "error": s["error"],
@@ -134,6 +135,8 @@ def print_run(run: dict[str, Any], as_json: bool) -> None:
               + (f" {child})" if child else ")"))
     if run.get("parent_run_id"):
         print(f"called by run {run['parent_run_id']}")
+    if run.get("rerun_of"):
+        print(f"rerun of run {run['rerun_of']} from node {run['from_node']}")
     if run.get("child_run_ids"):
         print(f"child runs: {', '.join(run['child_run_ids'])}")
     if run.get("cost_micros") or run.get("tokens_in") or run.get("tokens_out"):

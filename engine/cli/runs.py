@@ -1,4 +1,5 @@
-"""`lockgate runs list [--flow F] [--status S] [--limit N] [--json]` and `lockgate runs show ID [--json]`."""
+"""`lockgate runs list [--flow F] [--status S] [--limit N] [--json]`, `lockgate runs show ID [--json]` and
+`lockgate runs rerun ID --from NODE` (`engine.cli.rerun`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("runs", help="list runs or show one, from the store")
-    commands = parser.add_subparsers(dest="runs_command", metavar="list|show", required=True)
+    commands = parser.add_subparsers(dest="runs_command", metavar="list|show|rerun", required=True)
     listing = commands.add_parser("list", help="newest runs first")
     listing.add_argument("--flow", help="only runs of this flow id")
     listing.add_argument("--status", help="only runs in this status")
@@ -21,6 +22,9 @@ def register(subparsers: Any) -> None:
     show.add_argument("run_id", metavar="ID")
     show.add_argument("--json", action="store_true")
     show.set_defaults(handler=show_command)
+    from engine.cli.rerun import register_rerun
+
+    register_rerun(commands)
 
 
 def _sql() -> Any:
