@@ -167,7 +167,8 @@ def plan_rerun(sql: sa.Engine, run_id: str, from_node: str, version: RerunVersio
         elif change.get("event") == "step_failed" and change.get("step_status") == "failed":
             reused.append(ReusedStep(step, None, {}))
     reused_ids = {step.node for step in reused}
-    chosen, flow = _version(sql, flow_id, version, original)
+    chosen, flow = (original, original_flow) if version in ("original", original) else \
+        _version(sql, flow_id, version, original)
     if chosen != original:
         if from_node not in {node.id for node in flow.nodes}:
             raise RerunRefused("unknown_node", f'version {chosen} of flow "{flow_id}" has no node "{from_node}"; '
@@ -183,7 +184,7 @@ def plan_rerun(sql: sa.Engine, run_id: str, from_node: str, version: RerunVersio
         state.update(step.writes)
     failed = {step.node for step in reused if step.ports is None}
     errors = {key: value for key, value in (run["errors"] or {}).items() if key in failed}
-    new = FlowPlan(flow)
+    new = old if flow is original_flow else FlowPlan(flow)
     effects: list[str] = []
     for row in sorted(steps.values(), key=lambda r: (r["started_at"] is None, r["started_at"], r["id"])):
         node = str(row["node_id"])
