@@ -120,3 +120,44 @@ def test_refusals_are_kinds(any_db_engine: Engine, site: Site) -> None:
     rerun = _rerun(any_db_engine, run["id"], "done")
     # the dead path is worked out again (and recorded as skipped); nothing before "done" runs
     assert sorted((s["step"], s["status"]) for s in rerun["steps"]) == [("done", "succeeded"), ("skipped", "skipped")]
+
+
+def test_a_failure_gone_past_and_a_foreach_upstream_are_reused_as_recorded(any_db_engine: Engine, site: Site) -> None:
+    doc = make_flow("reuse", [
+        TRIGGER,
+        {"id": "flop", "type": "http.request", "config": {"method": "POST", "url": site.url + "/fail"},
+         "continue_on_fail": True},
+        {"id": "each", "type": "foreach", "config": {"items": "{{ [1, 2] }}", "output_key": "posted"}},
+        {"id": "post", "type": "http.request", "config": {"method": "POST", "url": site.url + "/item"}},
+        {"id": "done", "type": "terminal", "config": {"output": "{{ errors.flop.type }} {{ state.posted | length }}"}},
+    ], [("start", "flop"), ("flop", "each"), ("each", "item", "post"), ("each", "done", "done")])
+    first = any_db_engine.run(doc)
+    assert (first["status"], first["result"]) == ("succeeded", "http_status 2"), first
+    with pytest.raises(RerunRefused) as inside:
+        any_db_engine.services.plan_rerun(first["id"], "post")
+    assert inside.value.kind == "node_in_foreach"
+    rerun = _rerun(any_db_engine, first["id"], "done")
+    assert (rerun["status"], rerun["result"]) == ("succeeded", "http_status 2"), rerun
+    assert rerun["errors"] == first["errors"]
+    assert site.hits == {"/fail": 1, "/item": 2}
+    again = _rerun(any_db_engine, first["id"], "each")  # a foreach reruns whole, its body included
+    assert again["status"] == "succeeded"
+    assert site.hits == {"/fail": 1, "/item": 4}
+
+
+def test_an_unfinished_run_and_a_run_given_secrets_are_refused(any_db_engine: Engine) -> None:
+    services = any_db_engine.services
+    services.publish_flow(flow_from_data(make_flow("later", [
+        TRIGGER, {"id": "wait", "type": "queue", "config": {"delay": "1h"}}, {"id": "done", "type": "terminal"}],
+        [("start", "wait"), ("wait", "done")])))
+    waiting = services.create_run("later").run_id
+    services.wait_for_run(waiting, statuses=frozenset({"waiting"}))
+    with pytest.raises(RerunRefused) as unfinished:
+        services.plan_rerun(waiting, "wait")
+    assert unfinished.value.kind == "run_not_finished"
+    secret = make_flow("secret", [TRIGGER, {"id": "done", "type": "terminal"}], [("start", "done")],
+                       inputs={"token": {"type": "string", "secret": True}})
+    run = any_db_engine.run(secret, {"token": "s3cr3t"})
+    with pytest.raises(RerunRefused) as gone:
+        services.plan_rerun(run["id"], "done")
+    assert gone.value.kind == "secret_inputs_gone" and "token" in str(gone.value)
