@@ -85,7 +85,8 @@ def render_rerun(folder: Path) -> list[Path]:
         dialog.grab().save(str(folder / "rerun-confirm.png"))
         written.append(folder / "rerun-confirm.png")
         dialog.accept()
-        _wait_for(lambda: sum(r.flow_id == "refund" and r.status == "succeeded" for r in window.runs.rows.values()) == 2)
+        _wait_for(lambda: sum(r.flow_id == "refund" and r.status == "succeeded"
+                              for r in window.runs.rows.values()) == 2)
         _wait_for(partial(_rerun_shown, window, run_id))
         details = engine.details
         assert details is not None

@@ -11,7 +11,8 @@ def _counting(site: Site, greeting: str = "Hello") -> dict[str, object]:
         {"id": "start", "type": "trigger.manual"},
         {"id": "charge", "type": "http.request", "config": {"method": "POST", "url": site.url + "/charge",
                                                              "output_key": "charged"}},
-        {"id": "greet", "type": "set", "config": {"values": {"greeting": greeting + " #{{ state.charged.body.count }}"}}},
+        {"id": "greet", "type": "set",
+         "config": {"values": {"greeting": greeting + " #{{ state.charged.body.count }}"}}},
         {"id": "done", "type": "terminal", "config": {"output": "{{ state.greeting }}"}},
     ], [("start", "charge"), ("charge", "greet"), ("greet", "done")])
 

@@ -9,6 +9,7 @@ Machine Redis (127.0.0.1:6379, or LOCKGATE_REDIS_URL) under a fresh key prefix, 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -32,7 +33,7 @@ def _chain(steps: int) -> dict[str, Any]:
     nodes.append({"id": "done", "type": "terminal", "config": {}})
     ids = [node["id"] for node in nodes]
     return {"format": "lockgate.flow/1", "id": f"chain{steps}", "name": f"chain{steps}",
-            "nodes": nodes, "edges": [{"from": a, "to": b} for a, b in zip(ids, ids[1:], strict=False)]}
+            "nodes": nodes, "edges": [{"from": a, "to": b} for a, b in itertools.pairwise(ids)]}
 
 
 def _ms(values: list[float]) -> dict[str, float]:
