@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 StoredJson = Annotated[object, Field(description="any JSON value, as stored")]
 RunStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "interrupted", "cancelled"]
@@ -161,16 +161,9 @@ class RerunRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     from_node: str = Field(min_length=1, max_length=128, description="the node to execute again, and what follows")
-    version: int | Literal["original", "current"] = Field(
+    version: Annotated[int, Field(ge=1, le=MAX_VERSION)] | Literal["original", "current"] = Field(
         default="original", description="the original run's version, the current published one, or a number")
     dry_run: bool = Field(default=False, description="answer what the rerun would reuse and repeat, start nothing")
-
-    @field_validator("version")
-    @classmethod
-    def _version_in_range(cls, value: int | str) -> int | str:
-        if isinstance(value, int) and not 1 <= value <= MAX_VERSION:
-            raise ValueError(f"a version number is 1 to {MAX_VERSION}")
-        return value
 
 
 class RerunStarted(ReadModel):
