@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QMenu
 
 from app.engine_messages import without_cli_hints
 from app.rerun_dialog import RerunDialog, RerunOption
 from engine.facade import rerun_answer_of
 from engine.read_models import ErrorDetail
+from engine.runtime.transitions import TERMINAL
 
 if TYPE_CHECKING:
     from app.engine_controller import EngineController
@@ -50,6 +52,28 @@ class RerunFlow(QObject):
         super().__init__(controller)
         self.controller = controller
         self.dialog: RerunDialog | None = None
+        tabs = controller.window.tabs
+        controller.window.runs.run_selected.connect(lambda _run_id: self.install())
+        tabs.current_document_changed.connect(lambda _document: self.install())
+
+    def install(self) -> None:
+        """Give every open canvas's node menu a Rerun from here entry (shown while a finished run is selected)."""
+        tabs = self.controller.window.tabs
+        for index in range(tabs.count()):
+            flow_id = tabs.document_at(index).flow_ref().id
+            tabs.editor_at(index).view.node_menu_hook = \
+                lambda menu, node_id, flow_id=flow_id: self._node_menu(menu, node_id, flow_id)
+
+    def _node_menu(self, menu: QMenu, node_id: str, flow_id: str) -> None:
+        run_id = self.controller.selected_run
+        run = self.controller.window.runs.rows.get(run_id) if run_id else None
+        if run is None or run.status not in TERMINAL or run.flow_id != flow_id:
+            return
+        menu.addSeparator()
+        entry = menu.addAction(f"Rerun from here… (run {run.run_id[:8]})")
+        entry.setObjectName("menu_rerun_from_here")
+        entry.setToolTip(f"A new run that reuses the steps of run {run.run_id[:8]} before {node_id}")
+        entry.triggered.connect(lambda _checked=False: self.ask(run.run_id, node_id))
 
     def ask(self, run_id: str, node: str | None = None) -> None:
         """Confirm a rerun of `run_id` from `node` (None: the node selected on the canvas)."""

@@ -127,3 +127,30 @@ def test_runs_context_menu_reruns_from_the_canvas_node_and_refuses_a_changed_ups
     assert site.hits == {"/charge": 1, "/notify": 2}
     rerun = next(r for r in window.runs.rows.values() if r.run_id != run_id)
     assert rerun.version == 1
+
+
+def test_the_canvas_node_menu_reruns_the_selected_run_from_that_node(qtbot, engine_window: MainWindow,
+                                                                     site: Site) -> None:  # noqa: F811
+    window = engine_window
+    _first_run(qtbot, window, site)
+    table = window.runs.table
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton,
+                     pos=table.visualRect(window.runs.model.index(0, 0)).center())
+    editor = window.tabs.current_editor()
+    assert editor is not None and window.engine is not None
+    qtbot.waitUntil(lambda: window.engine is not None and window.engine.selected_run is not None, timeout=5_000)
+    view = editor.view
+    at = view.mapFromScene(view.flow_scene.node_items["greet"].sceneBoundingRect().center())
+    QApplication.sendEvent(view.viewport(), QContextMenuEvent(QContextMenuEvent.Reason.Mouse, at,
+                                                              view.viewport().mapToGlobal(at)))
+    menu = view.context_menu
+    assert menu is not None
+    qtbot.waitUntil(menu.isVisible, timeout=5_000)
+    entry = next(a for a in menu.actions() if a.objectName() == "menu_rerun_from_here")
+    qtbot.mouseClick(menu, Qt.MouseButton.LeftButton, pos=menu.actionGeometry(entry).center())
+    dialog = _dialog(qtbot, window)
+    assert "start, charge" in dialog.reused.text()
+    qtbot.mouseClick(dialog.confirm, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(window.runs.rows) == 2
+                    and all(r.status == "succeeded" for r in window.runs.rows.values()), timeout=RUN_MS)
+    assert site.hits == {"/charge": 1, "/notify": 2}
