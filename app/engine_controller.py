@@ -72,6 +72,10 @@ class EngineController(QObject):
         bridge.live_changes.connect(self._live_changes)
         window.runs.run_selected.connect(self.select_run)
         window.runs.run_opened.connect(self.open_run)
+        from app.rerun_flow import RerunFlow
+
+        self.reruns = RerunFlow(self)
+        window.runs.rerun_requested.connect(self.reruns.ask)
         window.approvals.decision_made.connect(self.decide)
         self.details: RunDetails | None = None
         self.version_documents: dict[tuple[str, int], FlowDocument] = {}
@@ -427,6 +431,7 @@ class EngineController(QObject):
             self.details = RunDetails(self.window)
             self.details.cancel_requested.connect(self.cancel_run)
             self.details.open_run_requested.connect(self.open_run)
+            self.details.rerun_requested.connect(self.reruns.ask)
 
         def done(run: Any, error: BaseException | None) -> None:
             if error is not None or run is None or self.details is None:
@@ -454,7 +459,12 @@ class EngineController(QObject):
         details = self.details
         if details is not None and details.isVisible() and details.run is not None:
             run_id = str(details.run["id"])
-            self.bridge.get_run(run_id, lambda run, error: details.show_run(run) if run and not error else None)
+            def shown(run: Any, error: BaseException | None) -> None:
+                # Another run may have been opened meanwhile (a rerun opens itself): an older answer is stale.
+                if run and not error and details.run is not None and details.run.get("id") == run_id:
+                    details.show_run(run)
+
+            self.bridge.get_run(run_id, shown)
 
     def _say(self, message: str) -> None:
         self.window.statusBar().showMessage(message, 8000)

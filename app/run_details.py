@@ -46,6 +46,8 @@ class RunDetails(QDialog):
     cancel_requested = Signal(str)
     open_run_requested = Signal(str)
     """A parent or child run's link was clicked: show that run."""
+    rerun_requested = Signal(str, str)
+    """(run id, node): Rerun from here on the selected step of a finished run."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -62,6 +64,9 @@ class RunDetails(QDialog):
         self.cancel_button = QPushButton("Cancel run", self)
         self.cancel_button.setObjectName("cancelRunButton")
         self.cancel_button.clicked.connect(self._cancel)
+        self.rerun_button = QPushButton("Rerun from here…", self)
+        self.rerun_button.setObjectName("rerunFromHereButton")
+        self.rerun_button.clicked.connect(self._rerun)
         self.related = QLabel(self)
         self.related.setObjectName("runRelated")
         self.related.setTextFormat(Qt.TextFormat.RichText)
@@ -70,6 +75,7 @@ class RunDetails(QDialog):
         self.related.hide()
         top = QHBoxLayout()
         top.addWidget(self.header, 1)
+        top.addWidget(self.rerun_button)
         top.addWidget(self.cancel_button)
 
         self.steps = QTableWidget(0, len(STEP_COLUMNS))
@@ -205,7 +211,19 @@ class RunDetails(QDialog):
                 return
         self._show_selected_step()
 
+    def rerun_node(self) -> str | None:
+        """The node Rerun from here would start at: the selected step's, if the run finished and the step is
+        not one item of a foreach."""
+        key = self._selected_step_key()
+        if self.run is None or self.run.get("status") not in TERMINAL_STATUSES or key is None or "[" in key:
+            return None
+        return key
+
     def _show_selected_step(self) -> None:
+        node = self.rerun_node()
+        self.rerun_button.setEnabled(node is not None)
+        self.rerun_button.setToolTip(f"A new run that reuses the steps before {node} and executes {node} and "
+                                     "what follows" if node else "Pick a step of a finished run to rerun from it")
         steps = (self.run or {}).get("steps", [])
         rows = self.steps.selectionModel().selectedRows()
         if not rows or rows[0].row() >= len(steps):
@@ -227,6 +245,11 @@ class RunDetails(QDialog):
         if link.startswith(RUN_LINK):
             self.open_run_requested.emit(link[len(RUN_LINK):])
 
+    def _rerun(self) -> None:
+        node = self.rerun_node()
+        if self.run is not None and node is not None:
+            self.rerun_requested.emit(str(self.run["id"]), node)
+
     def _cancel(self) -> None:
         if self.run is not None:
             self.cancel_requested.emit(str(self.run["id"]))
@@ -237,11 +260,16 @@ RUN_LINK = "run:"
 
 
 def related_runs_html(run: dict[str, Any]) -> str:
-    """`called by run 1a2b3c4d · child runs: 5e6f7a8b, …` with a link to open each (flow.call); '' when none."""
+    """`called by run 1a2b3c4d · rerun of run … from node … · child runs: 5e6f7a8b, …` with a link to open
+    each; '' when none."""
     parts = []
     parent = run.get("parent_run_id")
     if isinstance(parent, str) and parent:
         parts.append(f"called by run <a href='{RUN_LINK}{parent}'>{parent[:8]}</a>")
+    rerun_of = run.get("rerun_of")
+    if isinstance(rerun_of, str) and rerun_of:
+        parts.append(f"rerun of run <a href='{RUN_LINK}{rerun_of}'>{rerun_of[:8]}</a> from node "
+                     f"<b>{_html(str(run.get('from_node') or ''))}</b>")
     children = [child for child in run.get("child_run_ids") or [] if isinstance(child, str)]
     if children:
         links = ", ".join(f"<a href='{RUN_LINK}{child}'>{child[:8]}</a>" for child in children)

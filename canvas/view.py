@@ -86,6 +86,8 @@ class FlowView(QGraphicsView):
         self._last_paste_at: QPointF | None = None
         self._hover_point: QPoint | None = None
         self.context_menu: QMenu | None = None
+        self.node_menu_hook: Callable[[QMenu, str], object] | None = None
+        """Adds the app's entries to a node's menu (e.g. Rerun from here); the canvas knows nothing of them."""
         self._pending_wire: tuple[str, str | None] | None = None
         self._quick_add_point = QPointF()
         self.quick_add = QuickAddBox(self)
@@ -666,6 +668,8 @@ class FlowView(QGraphicsView):
             self._menu_entry(menu, "delete", self.delete_selection)
             menu.addSeparator()
             self._menu_entry(menu, "fit", self.fit_selection_or_all, "Fit selection")
+            if self.node_menu_hook is not None:
+                self.node_menu_hook(menu, node.node_id)
         if self.context_menu is not None:
             self.context_menu.deleteLater()
         self.context_menu = menu

@@ -36,6 +36,8 @@ from engine.read_models import (
     Hold,
     PublishedFlow,
     PublishRefusal,
+    RerunRequest,
+    RerunStarted,
     Run,
     RunList,
     RunStatus,
@@ -50,7 +52,9 @@ from engine.triggers.webhooks import WebhookAnswer, handle_webhook
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
+    from engine.runtime.create import CreatedRun
     from engine.runtime.handles import EngineHandles
+    from engine.runtime.rerun import RerunPlan
     from engine.runtime.services import EngineServices
 
 DEFAULT_LIST_LIMIT = 50
@@ -79,6 +83,15 @@ def decision_of(result: DecisionResult) -> Decision:
     return Decision(accepted=result.accepted, approval_id=result.approval_id, actor=result.actor,
                     decision=result.decision, message=result.message, reason=result.reason, run_id=result.run_id,
                     port=result.port)
+
+
+def rerun_answer_of(plan: RerunPlan, created: CreatedRun | None = None) -> RerunStarted:
+    """A rerun's plan (and the run it started, unless a dry run) as its read model."""
+    return RerunStarted.model_validate({
+        "run_id": created.run_id if created else None, "status": created.status if created else None,
+        "rerun_of": plan.run_id, "from_node": plan.from_node, "flow_id": plan.flow_id, "version": plan.version,
+        "original_version": plan.original_version, "reused_steps": [step.node for step in plan.reused],
+        "repeated_effects": list(plan.repeated_effects)})
 
 
 class EngineApi:
@@ -150,6 +163,14 @@ class EngineApi:
     def cancel_run(self, run_id: str, reason: str = "cancelled by request") -> CancelledRun:
         """LookupError for an unknown run."""
         return CancelledRun(run_id=run_id, status=self.services.cancel_run(run_id, reason))
+
+    def rerun(self, run_id: str, body: RerunRequest) -> RerunStarted:
+        """Rerun a finished run from `body.from_node` (`engine.runtime.rerun`); raises its RerunRefused, or the
+        refusals of any run start (budget, inputs). `dry_run`: what it would reuse and repeat, started nothing."""
+        if body.dry_run:
+            return rerun_answer_of(self.services.plan_rerun(run_id, body.from_node, body.version))
+        created, plan = self.services.rerun_run(run_id, body.from_node, body.version)
+        return rerun_answer_of(plan, created)
 
     # --- flows ------------------------------------------------------------------------------------
 

@@ -25,6 +25,9 @@ class ReadModel(BaseModel):
 class ErrorDetail(ReadModel):
     code: str = Field(description="what went wrong, as data (see docs/api.md, Errors)")
     message: str = Field(description="what went wrong and what to do, for a person")
+    nodes: list[str] | None = Field(default=None, description="`upstream_changed`: the differing nodes")
+    original_version: int | None = Field(default=None, description="`upstream_changed`: the version a rerun "
+                                         "may use instead")
 
 
 class Error(ReadModel):
@@ -77,6 +80,8 @@ class RunSummary(ReadModel):
     finished_at: str | None = None
     parent_run_id: str | None = None
     child_run_ids: list[str] = Field(default_factory=list)
+    rerun_of: str | None = Field(default=None, description="the run this one reruns from `from_node`")
+    from_node: str | None = None
 
 
 class Run(RunSummary):
@@ -148,6 +153,32 @@ class StartedRun(ReadModel):
     state: StoredJson = None
     steps: list[Step] | None = None
     step_counts: dict[str, int] | None = None
+
+
+class RerunRequest(BaseModel):
+    """The body of `POST /api/v1/runs/{id}/rerun`."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    from_node: str = Field(min_length=1, max_length=128, description="the node to execute again, and what follows")
+    version: Annotated[int, Field(ge=1, le=MAX_VERSION)] | Literal["original", "current"] = Field(
+        default="original", description="the original run's version, the current published one, or a number")
+    dry_run: bool = Field(default=False, description="answer what the rerun would reuse and repeat, start nothing")
+
+
+class RerunStarted(ReadModel):
+    """The answer to a rerun: the new run (absent for a dry run), what it reuses and what it repeats."""
+
+    run_id: str | None = None
+    status: RunStatus | None = None
+    rerun_of: str
+    from_node: str
+    flow_id: str
+    version: int
+    original_version: int
+    reused_steps: list[str] = Field(description="steps taken from the original run, never executed again")
+    repeated_effects: list[str] = Field(description="non-idempotent nodes at or after `from_node` that already "
+                                        "had their effect in the original run: the rerun executes them again")
 
 
 class CancelledRun(ReadModel):

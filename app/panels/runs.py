@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from PySide6.QtCore import QItemSelectionModel, Signal
+from PySide6.QtCore import QItemSelectionModel, QPoint, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QMenu,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -21,6 +22,7 @@ from app.panels.empty_state import EmptyStateStack
 from app.panels.rows import RUN_STATUSES, RunRow, local_time, tokens_text, usd
 from app.panels.table_model import RowsModel
 from app.theme import status_colour
+from engine.runtime.transitions import TERMINAL
 
 ALL_STATUSES = "All statuses"
 DURATION_COLUMN, COST_COLUMN, TOKENS_COLUMN, WHERE_COLUMN, RUN_COLUMN = 4, 5, 6, 7, 8
@@ -32,6 +34,8 @@ class RunsPanel(QWidget):
     run_selected = Signal(str)
     run_opened = Signal(str)
     """Double-click or Enter on a run: open its details."""
+    rerun_requested = Signal(str)
+    """Context menu ▸ Rerun from here…: from the node selected on the canvas (else its details say how)."""
 
     def __init__(self, parent: QWidget | None = None, now: Callable[[], datetime] | None = None) -> None:
         super().__init__(parent)
@@ -79,6 +83,9 @@ class RunsPanel(QWidget):
         header.setSectionResizeMode(WHERE_COLUMN, QHeaderView.ResizeMode.Stretch)
         self.table.selectionModel().selectionChanged.connect(lambda *_args: self._selected())
         self.table.activated.connect(lambda index: self.run_opened.emit(self.model.rows[index.row()].run_id))
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._context_menu)
+        self.menu: QMenu | None = None
         self.stack = EmptyStateStack(self.table, self)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -153,6 +160,27 @@ class RunsPanel(QWidget):
             run = self.model.rows[rows[0].row()]
             self._selected_id = run.run_id
             self.run_selected.emit(run.run_id)
+
+
+    def context_menu_for(self, row: int) -> QMenu:
+        """The menu of one run's row: open its details, rerun it from a node (a finished run only)."""
+        run = self.model.rows[row]
+        menu = QMenu(self)
+        menu.setObjectName("runsContextMenu")
+        menu.addAction("Open run details", lambda: self.run_opened.emit(run.run_id))
+        rerun = menu.addAction("Rerun from here…", lambda: self.rerun_requested.emit(run.run_id))
+        rerun.setObjectName("rerunFromHereAction")
+        rerun.setEnabled(run.status in TERMINAL)
+        rerun.setToolTip("A new run from the node selected on the canvas: the steps before it are reused")
+        return menu
+
+    def _context_menu(self, at: QPoint) -> None:
+        index = self.table.indexAt(at)
+        if not index.isValid():
+            return
+        self.table.selectRow(index.row())
+        self.menu = self.context_menu_for(index.row())
+        self.menu.popup(self.table.viewport().mapToGlobal(at))
 
 
 def _run_id(run: RunRow) -> str:

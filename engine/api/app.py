@@ -25,6 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engine.api.body_limit import BodyLimit
 from engine.api.errors import ApiError
+from engine.api.rerun import rerun_answer
 from engine.facade import BadCursor, EngineApi
 from engine.read_models import (
     MAX_LIST_LIMIT,
@@ -38,6 +39,8 @@ from engine.read_models import (
     FlowVersions,
     PublishedFlow,
     PublishRefusal,
+    RerunRequest,
+    RerunStarted,
     Run,
     RunList,
     RunStatus,
@@ -174,6 +177,14 @@ def api_routes() -> APIRouter:
         except LookupError as exc:
             raise ApiError(404, "unknown_run", str(exc)) from None
 
+    @router.post("/runs/{run_id}/rerun", response_model=RerunStarted, status_code=201, tags=["runs"],
+                 responses={200: {"model": RerunStarted, "description": "`dry_run`: what it would reuse and "
+                                  "repeat"}, **_errors(402, 404, 409)})
+    def rerun_run(run_id: Annotated[str, Path(pattern=RUN_ID)], body: RerunRequest, engine: Engine,
+                  _key: Key) -> Response:
+        status, answer = rerun_answer(engine, run_id, body)
+        return json_answer(answer, status)
+
     @router.get("/flows", response_model=FlowList, tags=["flows"])
     def list_flows(engine: Engine, _key: Key) -> Response:
         return json_answer(engine.list_flows())
@@ -270,6 +281,8 @@ def _http_answer(request: Request, exc: Exception) -> Response:
 
 def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
+    if exc.extra:
+        return Response(orjson.dumps(exc.body()), exc.status, media_type="application/json")
     return error_response(exc.status, exc.code, exc.message)
 
 

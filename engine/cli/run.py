@@ -119,6 +119,8 @@ def print_run(run: dict[str, Any], as_json: bool) -> None:
               + (f" {child})" if child else ")"))
     if run.get("parent_run_id"):
         print(f"called by run {run['parent_run_id']}")
+    if run.get("rerun_of"):
+        print(f"rerun of run {run['rerun_of']} from node {run['from_node']}")
     if run.get("child_run_ids"):
         print(f"child runs: {', '.join(run['child_run_ids'])}")
     if run.get("cost_micros") or run.get("tokens_in") or run.get("tokens_out"):

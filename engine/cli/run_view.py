@@ -47,6 +47,8 @@ def header_lines(run: RunSummary) -> list[str]:
             lines.append(f"went on past {step}: {kind}: {message}")
     if run.parent_run_id:
         lines.append(f"called by run {run.parent_run_id}")
+    if run.rerun_of:
+        lines.append(f"rerun of run {run.rerun_of} from node {run.from_node}")
     if run.child_run_ids:
         lines.append(f"child runs: {', '.join(run.child_run_ids)}")
     lines.append(f"created {run.created_at}" + (f", finished {run.finished_at}" if run.finished_at else ""))

@@ -56,6 +56,18 @@ def no_budget_preflight(flow: Flow, inputs: dict[str, Any]) -> None:
 
 
 @dataclass(frozen=True)
+class RerunStart:
+    """What a rerun's record and job start with (`engine.runtime.rerun` makes it)."""
+
+    rerun_of: str
+    from_node: str
+    state: dict[str, Any]
+    errors: dict[str, Any]
+    seed: dict[str, Any]
+    """The job's `rerun` field: the reused steps in order and the node to start at."""
+
+
+@dataclass(frozen=True)
 class CreatedRun:
     run_id: str
     flow_id: str
@@ -133,13 +145,14 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
                budget_preflight: BudgetPreflight = no_budget_preflight,
                latest: LatestVersions | None = None, mode: RunMode = "sync",
                limits: InputLimits | None = None, parent_run_id: str | None = None,
-               call_depth: int = 0) -> CreatedRun:
+               call_depth: int = 0, rerun: RerunStart | None = None) -> CreatedRun:
     """Create a queued run of a published flow and enqueue its job; raises RunRefused / InputError.
 
     `mode="async"` records the acceptance time (the run's `created_at`) on its job, and so in its
     checkpoints, so that its `max_wait` counts from acceptance rather than from its first park.
     `limits`: how large inputs may be (default: the environment's, `engine.config.input_limits`).
     `parent_run_id`, `call_depth`: set for the child run of a `flow.call` step (`engine.calls`).
+    `rerun`: set for a rerun (`engine.runtime.rerun`): its record starts with the reused state and errors.
     """
     if mode not in ("sync", "async"):
         raise ValueError(f'create_run mode must be "sync" or "async" (got {mode!r})')
@@ -176,15 +189,20 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
     shown = redacted_inputs(flow, resolved)
     accepted_at = handles.clock.now()
     job = encode_job(start_job(run_id, flow.id, published.version, trigger_id, shown, bool(secrets),
-                               accepted_at if mode == "async" else None))
+                               accepted_at if mode == "async" else None,
+                               rerun.seed if rerun is not None else None))
     now = datetime.fromtimestamp(accepted_at, UTC)
     try:
         with sqlite_writer(handles.sql), handles.sql.begin() as conn:
             conn.execute(_INSERT_RUN, {
                 "id": run_id, "flow_id": flow.id, "version": published.version, "status": "queued",
-                "trigger": trigger_id, "idempotency_key": idempotency_key or None, "inputs": shown, "state": {},
+                "trigger": trigger_id, "idempotency_key": idempotency_key or None, "inputs": shown,
+                "state": rerun.state if rerun is not None else {},
+                "errors": rerun.errors if rerun is not None and rerun.errors else None,
                 "cost_micros": 0, "last_seq": 0, "created_at": now, "updated_at": now,
-                "parent_run_id": parent_run_id, "call_depth": call_depth})
+                "parent_run_id": parent_run_id, "call_depth": call_depth,
+                "rerun_of": rerun.rerun_of if rerun is not None else None,
+                "from_node": rerun.from_node if rerun is not None else None})
     except sa.exc.IntegrityError:
         if idempotency_key:
             found = _existing_run(handles, idempotency_key)

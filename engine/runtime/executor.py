@@ -123,6 +123,24 @@ class RunExecutor:
                                                    redacted_inputs, self.worker))
         return self._guarded(None)
 
+    def rerun(self, redacted_inputs: dict[str, Any], seed: dict[str, Any]) -> RunOutcome:
+        """Start a rerun at `seed["from_node"]`: the reused steps (`seed["steps"]`, in their original order) are
+        marked done with their recorded ports and writes, never executed, so the state container is as it was
+        when that node first started in the original run (`engine.runtime.rerun`)."""
+        self.emitter.emit(self.stamper.run_started(self.ctx.flow_id, self.ctx.version, self.ctx.trigger,
+                                                   redacted_inputs, self.worker))
+        scheduler = self.top.scheduler
+        for reused in seed.get("steps", []):
+            node_id, writes = str(reused["node"]), dict(reused.get("writes") or {})
+            ports = reused.get("ports")
+            scheduler.start(node_id)
+            scheduler.complete(node_id, tuple(ports) if ports is not None else _normal_ports(self.plan, node_id))
+            self.top.order.append(node_id)
+            self.top.writes[node_id] = writes
+            self.ctx.state.update(writes)
+        self.ctx.errors.update(seed.get("errors") or {})
+        return self._guarded(str(seed["from_node"]), resumed=False)
+
     def resume(self, parked_node: str) -> RunOutcome:
         """Continue at the parked node: a parked body resumes, a retry's backoff runs its next attempt afresh."""
         self.emitter.emit(self.stamper.run_resumed(parked_node, self.worker))

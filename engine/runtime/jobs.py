@@ -24,6 +24,9 @@ class Job:
     """resume only: the park it resumes (`engine.parking.limits.park_token`); empty for a due-time resume."""
     accepted_at: float | None = None
     """Set for a run created in async mode (its acceptance time): its `max_wait` counts from then."""
+    rerun: dict[str, Any] | None = None
+    """start only, for a rerun (`engine.runtime.rerun.RerunSeed.to_data`): the steps reused and the node to
+    start at."""
 
 
 class BadJob(ValueError):
@@ -47,8 +50,8 @@ def decode_job(fields: dict[bytes, bytes]) -> Job:
 
 
 def start_job(run_id: str, flow_id: str, version: int, trigger: str, inputs: dict[str, Any],
-              has_secrets: bool, accepted_at: float | None = None) -> Job:
-    return Job(run_id, "start", flow_id, version, trigger, inputs, has_secrets, accepted_at=accepted_at)
+              has_secrets: bool, accepted_at: float | None = None, rerun: dict[str, Any] | None = None) -> Job:
+    return Job(run_id, "start", flow_id, version, trigger, inputs, has_secrets, accepted_at=accepted_at, rerun=rerun)
 
 
 def resume_job(run_id: str, park: str = "") -> Job:

@@ -89,6 +89,8 @@ def _run_data(row: Any) -> dict[str, Any]:
         "tokens_in": row["tokens_in"],
         "tokens_out": row["tokens_out"],
         "parent_run_id": row["parent_run_id"],
+        "rerun_of": row["rerun_of"],
+        "from_node": row["from_node"],
         "created_at": _iso(row["created_at"]),
         "started_at": _iso(row["started_at"]),
         "finished_at": _iso(row["finished_at"]),

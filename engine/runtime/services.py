@@ -22,6 +22,7 @@ from engine.parking.rebuild import rebuild_due_set
 from engine.publish import PublishedVersion, publish
 from engine.runtime import create as create_module
 from engine.runtime import queries
+from engine.runtime import rerun as rerun_module
 from engine.runtime.consumers import ConsumerSlots, drain_predecessors
 from engine.runtime.create import BudgetPreflight, CreatedRun, LatestVersions, no_budget_preflight
 from engine.runtime.handles import EngineHandles
@@ -264,6 +265,16 @@ class EngineServices:
         options.setdefault("budget_preflight", self.budget_preflight)
         options.setdefault("latest", self.latest_versions)
         return create_module.create_run(self._api(), flow_id, inputs, **options)
+
+    def plan_rerun(self, run_id: str, from_node: str,
+                   version: rerun_module.RerunVersion = "original") -> rerun_module.RerunPlan:
+        """See `engine.runtime.rerun.plan_rerun`."""
+        return rerun_module.plan_rerun(self._api().sql, run_id, from_node, version)
+
+    def rerun_run(self, run_id: str, from_node: str, version: rerun_module.RerunVersion = "original",
+                  ) -> tuple[CreatedRun, rerun_module.RerunPlan]:
+        """See `engine.runtime.rerun.rerun_run` (with this engine's budget preflight)."""
+        return rerun_module.rerun_run(self._api(), run_id, from_node, version, budget_preflight=self.budget_preflight)
 
     def cancel_run(self, run_id: str, reason: str = "cancelled by request") -> str:
         return create_module.cancel_run(self._api(), run_id, reason)

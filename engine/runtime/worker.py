@@ -379,6 +379,8 @@ class Worker:
                 outcome = executor.resume(checkpoint["parked_node"])
         elif expire_queued(stamper, emitter, job.accepted_at, self.clock.now(), plan.flow.settings, job.trigger):
             outcome = RunOutcome("failed")
+        elif job.rerun is not None:
+            outcome = executor.rerun(job.inputs, job.rerun)
         else:
             outcome = executor.start(job.inputs)
 

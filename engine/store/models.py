@@ -109,6 +109,10 @@ class Run(Base):
     """The run whose `flow.call` step started this one (None for a run started any other way)."""
     call_depth: Mapped[int] = mapped_column(sa.Integer, default=0, server_default="0")
     """How many `flow.call` parents this run has above it (0 for a run started any other way)."""
+    rerun_of: Mapped[str | None] = mapped_column(sa.String(64))
+    """The finished run this one reruns from `from_node` (`engine.runtime.rerun`); None for any other run."""
+    from_node: Mapped[str | None] = mapped_column(sa.String(128))
+    """The node a rerun starts at: the steps before it are reused from `rerun_of`, never executed again."""
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     first_parked_at: Mapped[datetime | None] = mapped_column(UtcDateTime)

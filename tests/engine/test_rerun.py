@@ -1,0 +1,163 @@
+"""Rerun from here, on the real engine (SQLite and PostgreSQL): upstream steps are reused, never executed
+again (the counting server sees no second upstream effect), the state container is the one the node first
+started with, and versions that differ upstream are refused with the differing nodes named."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.flow import flow_from_data
+from engine.runtime.rerun import RerunRefused
+from tests.engine.conftest import Engine, Site, make_flow
+
+TRIGGER = {"id": "start", "type": "trigger.manual"}
+
+
+def _flow(site: Site, *, greeting: str = "Hello", tail: str = "done") -> dict[str, Any]:
+    """start -> charge (POST, not idempotent) -> greet -> notify (POST) -> done, and a router branch."""
+    return make_flow("rerun_me", [
+        TRIGGER,
+        {"id": "charge", "type": "http.request",
+         "config": {"method": "POST", "url": site.url + "/charge", "output_key": "charged"}},
+        {"id": "greet", "type": "set",
+         "config": {"values": {"greeting": greeting + ", {{ inputs.name }} #{{ state.charged.body.count }}"}}},
+        {"id": "notify", "type": "http.request",
+         "config": {"method": "POST", "url": site.url + "/notify", "body": "{{ state.greeting }}",
+                    "output_key": "notified"}},
+        {"id": tail, "type": "terminal", "config": {"output": "{{ state.greeting }}"}},
+    ], [("start", "charge"), ("charge", "greet"), ("greet", "notify"), ("notify", tail)],
+        inputs={"name": {"type": "string"}})
+
+
+def _rerun(engine: Engine, run_id: str, node: str, version: Any = "original") -> dict[str, Any]:
+    created, _plan = engine.services.rerun_run(run_id, node, version)
+    return engine.services.wait_for_run(created.run_id)
+
+
+def test_a_rerun_repeats_no_upstream_effect_and_starts_from_the_recorded_state(any_db_engine: Engine,
+                                                                                site: Site) -> None:
+    first = any_db_engine.run(_flow(site), {"name": "Ada"})
+    assert first["status"] == "succeeded"
+    assert site.hits == {"/charge": 1, "/notify": 1}
+
+    plan = any_db_engine.services.plan_rerun(first["id"], "greet")
+    assert [step.node for step in plan.reused] == ["start", "charge"]
+    assert plan.repeated_effects == ("notify",)  # charge is reused; notify runs again and already had its effect
+
+    rerun = _rerun(any_db_engine, first["id"], "greet")
+    assert rerun["status"] == "succeeded"
+    assert site.hits == {"/charge": 1, "/notify": 2}  # the upstream POST is never sent again
+    assert (rerun["rerun_of"], rerun["from_node"]) == (first["id"], "greet")
+    assert [s["step"] for s in rerun["steps"]] == ["greet", "notify", "done"]
+    assert rerun["result"] == first["result"] == "Hello, Ada #1"
+    original_greet = any_db_engine.step(first, "greet")
+    assert any_db_engine.step(rerun, "greet")["given"] == original_greet["given"]
+    assert rerun["state"]["charged"] == first["state"]["charged"]
+    assert rerun["state"]["greeting"] == first["state"]["greeting"]
+
+
+def test_a_rerun_from_a_non_idempotent_node_runs_it_and_nothing_before_it(any_db_engine: Engine, site: Site) -> None:
+    first = any_db_engine.run(_flow(site), {"name": "Ada"})
+    rerun = _rerun(any_db_engine, first["id"], "notify")
+    assert rerun["status"] == "succeeded"
+    assert site.hits == {"/charge": 1, "/notify": 2}
+    assert [s["step"] for s in rerun["steps"]] == ["notify", "done"]
+    assert any_db_engine.services.plan_rerun(first["id"], "charge").repeated_effects == ("charge", "notify")
+
+
+def test_the_current_version_is_refused_when_it_differs_upstream(any_db_engine: Engine, site: Site) -> None:
+    first = any_db_engine.run(_flow(site), {"name": "Ada"})
+    any_db_engine.services.publish_flow(flow_from_data(_flow(site, greeting="Hi")))  # greet changed
+    with pytest.raises(RerunRefused) as refused:
+        any_db_engine.services.rerun_run(first["id"], "notify", "current")
+    assert refused.value.kind == "upstream_changed"
+    assert refused.value.nodes == ("greet",)
+    assert refused.value.original_version == 1
+    assert site.hits == {"/charge": 1, "/notify": 1}  # nothing started
+
+    rerun = _rerun(any_db_engine, first["id"], "greet", "current")  # greet itself may change: it runs again
+    assert (rerun["status"], rerun["version"], rerun["result"]) == ("succeeded", 2, "Hi, Ada #1")
+    assert site.hits == {"/charge": 1, "/notify": 2}
+
+
+def test_a_rewired_upstream_is_named(any_db_engine: Engine, site: Site) -> None:
+    first = any_db_engine.run(_flow(site), {"name": "Ada"})
+    rewired = _flow(site)
+    rewired["nodes"].insert(2, {"id": "extra", "type": "set", "config": {"values": {"x": "1"}}})
+    rewired["edges"] = [e for e in rewired["edges"] if e != {"from": "charge", "to": "greet"}]
+    rewired["edges"] += [{"from": "charge", "to": "extra"}, {"from": "extra", "to": "greet"}]
+    any_db_engine.services.publish_flow(flow_from_data(rewired))
+    with pytest.raises(RerunRefused) as refused:
+        any_db_engine.services.plan_rerun(first["id"], "notify", "current")
+    assert set(refused.value.nodes) == {"extra", "charge", "greet"}
+    downstream_only = _flow(site, tail="end")  # only what follows notify changed
+    any_db_engine.services.publish_flow(flow_from_data(downstream_only))
+    rerun = _rerun(any_db_engine, first["id"], "notify", "current")
+    assert [s["step"] for s in rerun["steps"]] == ["notify", "end"]
+
+
+def test_refusals_are_kinds(any_db_engine: Engine, site: Site) -> None:
+    first = any_db_engine.run(_flow(site), {"name": "Ada"})
+    for node, kind in (("nope", "unknown_node"),):
+        with pytest.raises(RerunRefused) as refused:
+            any_db_engine.services.plan_rerun(first["id"], node)
+        assert refused.value.kind == kind
+    with pytest.raises(RerunRefused) as unknown:
+        any_db_engine.services.plan_rerun("no-such-run", "greet")
+    assert unknown.value.kind == "unknown_run"
+    branchy = make_flow("branchy", [TRIGGER, {"id": "route", "type": "router", "config": {
+        "branches": [{"port": "never", "when": "{{ false }}"}]}},
+        {"id": "skipped", "type": "set", "config": {"values": {"x": "1"}}},
+        {"id": "done", "type": "terminal"}],
+        [("start", "route"), ("route", "never", "skipped"), ("route", "default", "done")])
+    run = any_db_engine.run(branchy)
+    assert run["status"] == "succeeded", run
+    with pytest.raises(RerunRefused) as not_run:
+        any_db_engine.services.plan_rerun(run["id"], "skipped")
+    assert not_run.value.kind == "node_not_run"
+    rerun = _rerun(any_db_engine, run["id"], "done")
+    # the dead path is worked out again (and recorded as skipped); nothing before "done" runs
+    assert sorted((s["step"], s["status"]) for s in rerun["steps"]) == [("done", "succeeded"), ("skipped", "skipped")]
+
+
+def test_a_failure_gone_past_and_a_foreach_upstream_are_reused_as_recorded(any_db_engine: Engine, site: Site) -> None:
+    doc = make_flow("reuse", [
+        TRIGGER,
+        {"id": "flop", "type": "http.request", "config": {"method": "POST", "url": site.url + "/fail"},
+         "continue_on_fail": True},
+        {"id": "each", "type": "foreach", "config": {"items": "{{ [1, 2] }}", "output_key": "posted"}},
+        {"id": "post", "type": "http.request", "config": {"method": "POST", "url": site.url + "/item"}},
+        {"id": "done", "type": "terminal", "config": {"output": "{{ errors.flop.type }} {{ state.posted | length }}"}},
+    ], [("start", "flop"), ("flop", "each"), ("each", "item", "post"), ("each", "done", "done")])
+    first = any_db_engine.run(doc)
+    assert (first["status"], first["result"]) == ("succeeded", "http_status 2"), first
+    with pytest.raises(RerunRefused) as inside:
+        any_db_engine.services.plan_rerun(first["id"], "post")
+    assert inside.value.kind == "node_in_foreach"
+    rerun = _rerun(any_db_engine, first["id"], "done")
+    assert (rerun["status"], rerun["result"]) == ("succeeded", "http_status 2"), rerun
+    assert rerun["errors"] == first["errors"]
+    assert site.hits == {"/fail": 1, "/item": 2}
+    again = _rerun(any_db_engine, first["id"], "each")  # a foreach reruns whole, its body included
+    assert again["status"] == "succeeded"
+    assert site.hits == {"/fail": 1, "/item": 4}
+
+
+def test_an_unfinished_run_and_a_run_given_secrets_are_refused(any_db_engine: Engine) -> None:
+    services = any_db_engine.services
+    services.publish_flow(flow_from_data(make_flow("later", [
+        TRIGGER, {"id": "wait", "type": "queue", "config": {"delay": "1h"}}, {"id": "done", "type": "terminal"}],
+        [("start", "wait"), ("wait", "done")])))
+    waiting = services.create_run("later").run_id
+    services.wait_for_run(waiting, statuses=frozenset({"waiting"}))
+    with pytest.raises(RerunRefused) as unfinished:
+        services.plan_rerun(waiting, "wait")
+    assert unfinished.value.kind == "run_not_finished"
+    secret = make_flow("secret", [TRIGGER, {"id": "done", "type": "terminal"}], [("start", "done")],
+                       inputs={"token": {"type": "string", "secret": True}})
+    run = any_db_engine.run(secret, {"token": "s3cr3t"})
+    with pytest.raises(RerunRefused) as gone:
+        services.plan_rerun(run["id"], "done")
+    assert gone.value.kind == "secret_inputs_gone" and "token" in str(gone.value)

@@ -1,0 +1,45 @@
+"""`lockgate runs rerun` as a user runs it (real processes, SQLite and PostgreSQL): the counting server sees
+no second upstream effect, a repeated effect needs --yes, refusals name their kind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli import cli_env, lockgate
+from tests.engine.conftest import Site, make_flow
+
+
+def test_lockgate_runs_rerun_reuses_the_upstream_steps(tmp_path: Path, redis_url: str, key_prefix: str,
+                                                       db_url: str, site: Site) -> None:
+    env = cli_env(tmp_path, redis_url, key_prefix, LOCKGATE_DB_URL=db_url)
+    flow = tmp_path / "counted.flow.json"
+    flow.write_text(json.dumps(make_flow("counted", [
+        {"id": "start", "type": "trigger.manual"},
+        {"id": "charge", "type": "http.request", "config": {"method": "POST", "url": site.url + "/charge",
+                                                             "output_key": "charged"}},
+        {"id": "notify", "type": "http.request", "config": {"method": "POST", "url": site.url + "/notify"}},
+        {"id": "done", "type": "terminal", "config": {"output": "#{{ state.charged.body.count }}"}},
+    ], [("start", "charge"), ("charge", "notify"), ("notify", "done")])))
+    first = lockgate(env, "run", str(flow), "--json")
+    assert first.returncode == 0, first.stderr
+    run_id = json.loads(first.stdout)["id"]
+
+    asked = lockgate(env, "runs", "rerun", run_id, "--from", "notify")
+    assert asked.returncode == 1
+    assert "already had their effect" in asked.stderr and "notify" in asked.stderr and "--yes" in asked.stderr
+    assert site.hits == {"/charge": 1, "/notify": 1}
+
+    rerun = lockgate(env, "runs", "rerun", run_id, "--from", "notify", "--yes", "--json")
+    assert rerun.returncode == 0, rerun.stderr
+    shown = json.loads(rerun.stdout)
+    assert (shown["status"], shown["result"], shown["rerun_of"], shown["from_node"]) == (
+        "succeeded", "#1", run_id, "notify")
+    assert [s["step"] for s in shown["steps"]] == ["notify", "done"]
+    assert site.hits == {"/charge": 1, "/notify": 2}
+    assert f"rerun of run {run_id} from node notify" in lockgate(env, "runs", "show", shown["id"]).stdout
+
+    unknown = lockgate(env, "runs", "rerun", run_id, "--from", "ghost")
+    assert unknown.returncode == 1 and "unknown_node" in unknown.stderr
+    bad = lockgate(env, "runs", "rerun", run_id, "--from", "notify", "--version", "newest")
+    assert bad.returncode == 2 and "--version" in bad.stderr
