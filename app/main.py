@@ -27,6 +27,7 @@ COMMAND_MODULES: list[str] = [
     "engine.cli.diff",
     "engine.cli.flows",
     "engine.cli.admin",
+    "engine.cli.flowtest",
 ]
 
 

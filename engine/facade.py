@@ -19,6 +19,8 @@ from engine.approvals.decide import DecisionResult, decide, decide_with_key
 from engine.approvals.keys import KeyCheck, check_key
 from engine.approvals.pending import list_pending
 from engine.flow import Flow
+from engine.flowtest.model import FlowTest
+from engine.flowtest.record import record_test
 from engine.parking.callback_resume import CallbackOutcome, resume_callback
 from engine.publish import get_version, list_versions
 from engine.read_models import (
@@ -110,6 +112,10 @@ class EngineApi:
         rows = self.services.list_runs(status=status, flow_id=flow_id, limit=limit, after=after)
         runs = [RunSummary.model_validate(row) for row in rows]
         return RunList(runs=runs, next_cursor=encode_cursor(runs[-1]) if len(runs) == limit and runs else None)
+
+    def record_test(self, run_id: str, name: str) -> FlowTest:
+        """The flow test of a finished run (`engine.flowtest.record.RecordRefused`: unknown, unfinished, bad name)."""
+        return record_test(self._sql, run_id, name)
 
     def cancel_run(self, run_id: str, reason: str = "cancelled by request") -> CancelledRun:
         """LookupError for an unknown run."""

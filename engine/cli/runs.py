@@ -7,10 +7,12 @@ import json
 import sys
 from typing import Any
 
+from engine.cli.flowtest import add_save_test
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("runs", help="list runs or show one, from the store")
-    commands = parser.add_subparsers(dest="runs_command", metavar="list|show", required=True)
+    commands = parser.add_subparsers(dest="runs_command", metavar="list|show|save-test", required=True)
     listing = commands.add_parser("list", help="newest runs first")
     listing.add_argument("--flow", help="only runs of this flow id")
     listing.add_argument("--status", help="only runs in this status")
@@ -21,6 +23,7 @@ def register(subparsers: Any) -> None:
     show.add_argument("run_id", metavar="ID")
     show.add_argument("--json", action="store_true")
     show.set_defaults(handler=show_command)
+    add_save_test(commands)
 
 
 def _sql() -> Any:
