@@ -4,9 +4,8 @@ Records three runs of the example on a real embedded engine (the machine's Redis
 provider simulator, a manual clock moved by hand): a question ticket (its follow-up waits 24 h), a refund whose
 approval times out after 24 h, and a refund approved after 2 h (its refund call fails: the example posts to a
 closed port). Saves them beside a copy of the flow, then times `lockgate test FOLDER` as a new process (start-up
-and imports included; median of --repeats) and the in-process replay of each test; `lockgate --help` is timed too, as the process start-up floor.
-Prints one JSON object.
-Target: well under a second per `lockgate test` run.
+and imports included; median of --repeats) and the in-process replay of each test; `lockgate --help` is timed
+too, as the process start-up floor. Prints one JSON object. Target: the replay itself well under a second.
 
     .venv/bin/python tests/bench/flowtest_replay.py [--repeats 5] [--redis-url redis://127.0.0.1:6379/0]
 """
