@@ -11,6 +11,7 @@ from engine.approvals.body import approval_id_for
 from engine.approvals.decide import decide
 from engine.flowtest.model import FlowTest, save_test
 from engine.flowtest.record import record_test
+from tests.engine.conftest import any_db_engine, site  # noqa: F401  (fixtures)
 from tests.money.conftest import (  # noqa: F401  (fixtures)
     MoneyEngine,
     clock,
