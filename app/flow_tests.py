@@ -26,17 +26,19 @@ class FlowTestDiagnostic(Diagnostic):
     file: str = ""
 
 
-def _first_divergence(report: TestReport) -> str | None:
-    """The node where the replay's path leaves the recorded one (the last common node when one path stops)."""
+def _divergence(report: TestReport) -> tuple[str | None, str]:
+    """(the node where the replay's path leaves the recorded one, a sentence saying how), or (None, "")."""
     path = next((d for d in report.differences if d.aspect == "path"), None)
     if path is None:
-        return None
-    expected, actual = list(path.expected or []), list(path.actual or [])
-    for index, (want, got) in enumerate(zip(expected, actual, strict=False)):
+        return None, ""
+    expected, actual = [str(n) for n in path.expected or []], [str(n) for n in path.actual or []]
+    for want, got in zip(expected, actual, strict=False):
         if want != got:
-            return str(got) if index else None
-    shorter = min(len(expected), len(actual))
-    return str(actual[shorter - 1]) if shorter else None
+            return got, f"; the recording went on to {want}, the flow now goes to {got}"
+    if len(actual) < len(expected):
+        stop = actual[-1] if actual else None
+        return stop, f"; the flow now stops at {stop}, the recording went on to {expected[len(actual)]}"
+    return actual[len(expected)], f"; the flow now goes on past {expected[-1] if expected else 'the start'}"
 
 
 def failing_test_problems(suite: SuiteReport) -> list[Diagnostic]:
@@ -47,8 +49,12 @@ def failing_test_problems(suite: SuiteReport) -> list[Diagnostic]:
             continue
         name = report.name or Path(report.file).name
         code = TEST_ERROR if report.verdict == "error" else TEST_FAILED
-        message = f"test {name}: {summary(report)} ({Path(report.file).name}; run it with `lockgate test FILE`)"
-        found.append(FlowTestDiagnostic(code, "warning", _first_divergence(report), message, report.file))
+        node, how = _divergence(report)
+        message = (
+            f"test {name}: {summary(report)}{how} ({Path(report.file).name}; see the whole diff with "
+            "`lockgate test FILE`)"
+        )
+        found.append(FlowTestDiagnostic(code, "warning", node, message, report.file))
     return found
 
 
