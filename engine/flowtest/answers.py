@@ -34,30 +34,12 @@ class RecordedAnswers:
         return candidates[0] if candidates else None
 
 
-def _approval_wait(call: StepCall, answer: RecordedAnswer) -> tuple[float, bool]:
-    """(seconds the approval waits, whether it now ends by timeout instead of its recorded answer).
-
-    With the flow's timeout as recorded the approval takes its recorded answer after its recorded wait.
-    With another timeout, a person's decision later than it, or a recorded timeout, becomes a timeout
-    at the new time."""
-    waited = answer.waited_seconds or 0.0
-    if (answer.given or {}).get("timeout") == call.given["timeout"]:
-        return waited, False
-    timeout = float(parse_duration(call.given["timeout"]))
+def _approval_timed_out(call: StepCall, answer: RecordedAnswer) -> bool:
     record = answer.writes.get(call.node.id)
-    by_timeout = isinstance(record, dict) and record.get("decided_by") == TIMEOUT_ACTOR
-    if by_timeout or waited > timeout:
-        return timeout, True
-    return waited, False
+    return isinstance(record, dict) and record.get("decided_by") == TIMEOUT_ACTOR
 
 
-def _wait_seconds(call: StepCall, answer: RecordedAnswer) -> float:
-    if call.node.type == "approval":
-        return _approval_wait(call, answer)[0]
-    return answer.waited_seconds or 0.0
-
-
-def _timed_out(call: StepCall) -> StepResult:
+def _approval_timeout(call: StepCall) -> StepResult:
     record = {
         "decision": "rejected",
         "decided_by": TIMEOUT_ACTOR,
@@ -65,6 +47,37 @@ def _timed_out(call: StepCall) -> StepResult:
         "decided_at": call.clock.now(),
     }
     return StepResult(ports=("rejected",), writes={call.node.id: record})
+
+
+def _callback_timed_out(_call: StepCall, answer: RecordedAnswer) -> bool:
+    return answer.ports == ["timed_out"]
+
+
+def _callback_timeout(_call: StepCall) -> StepResult:
+    return StepResult(ports=("timed_out",))
+
+
+TIMEOUTS: dict[str, tuple[Callable[[StepCall, RecordedAnswer], bool], Callable[[StepCall], StepResult]]] = {
+    "approval": (_approval_timed_out, _approval_timeout),
+    "wait.callback": (_callback_timed_out, _callback_timeout),
+}
+"""Types with a `timeout`: (whether the recorded answer was the timeout, the step's outcome when it times out)."""
+
+
+def _wait(call: StepCall, answer: RecordedAnswer) -> tuple[float, bool]:
+    """(seconds the step waits, whether it now ends by its timeout instead of its recorded answer).
+
+    With the flow's timeout as recorded, the step takes its recorded answer after its recorded wait. With
+    another timeout, an answer recorded later than the new timeout, or a recorded timeout, becomes a
+    timeout at the new time, as the engine would decide."""
+    waited = answer.waited_seconds or 0.0
+    handling = TIMEOUTS.get(call.node.type)
+    if handling is None or (answer.given or {}).get("timeout") == call.given.get("timeout"):
+        return waited, False
+    timeout = float(parse_duration(call.given["timeout"]))
+    if handling[0](call, answer) or waited > timeout:
+        return timeout, True
+    return waited, False
 
 
 def recorded_body(answers: RecordedAnswers) -> Callable[[StepCall], StepResult | Park]:
@@ -83,10 +96,10 @@ def recorded_body(answers: RecordedAnswers) -> Callable[[StepCall], StepResult |
             )
         if call.node.type in WAITING_TYPES and not call.resumed:
             return Park(
-                PARK_REASONS.get(call.node.type, "recorded_wait"), due_at=call.clock.now() + _wait_seconds(call, answer)
+                PARK_REASONS.get(call.node.type, "recorded_wait"), due_at=call.clock.now() + _wait(call, answer)[0]
             )
-        if call.node.type == "approval" and _approval_wait(call, answer)[1]:
-            return _timed_out(call)
+        if _wait(call, answer)[1]:
+            return TIMEOUTS[call.node.type][1](call)
         if answer.status == "failed":
             raise StepError(
                 answer.error or f'node "{call.node.id}" failed in the recorded run', answer.error_type or "error"
