@@ -71,7 +71,7 @@ STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "not_allowed", 404
 REFUSAL_STATUS = {"unknown_approval": 404, "bad_decision": 422, "not_allowed": 403, "key_without_rights": 403,
                   "malformed_key": 401, "unknown_key": 401, "revoked_key": 401}
 """Refused decisions by reason; any other refusal is a conflict with the approval's state (409)."""
-RECORD_REFUSAL_STATUS = {"unknown_run": 404, "bad_name": 422, "run_not_finished": 409}
+RECORD_REFUSAL_STATUS = {"unknown_run": 404, "bad_name": 422, "run_not_finished": 409, "run_not_replayable": 409}
 
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:

@@ -37,7 +37,7 @@ WAITING_TYPES = frozenset({"approval", "wait.callback", "flow.call"})
 """Boundary types that park before their answer: replay parks them for the recorded wait (the clock jumps)."""
 
 StepStatus = Literal["succeeded", "failed"]
-RunEnd = Literal["succeeded", "failed", "cancelled", "interrupted"]
+RunEnd = Literal["succeeded", "failed"]
 
 
 class _Strict(BaseModel):

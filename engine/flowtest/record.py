@@ -19,7 +19,9 @@ from engine.flowtest.model import (
 from engine.runtime.queries import changes_after, get_run
 from engine.runtime.transitions import TERMINAL
 
-RefusalReason = Literal["unknown_run", "run_not_finished", "bad_name"]
+RefusalReason = Literal["unknown_run", "run_not_finished", "run_not_replayable", "bad_name"]
+REPLAYABLE = frozenset({"succeeded", "failed"})
+"""Ends a replay can reach; a cancel or an interruption came from outside the flow."""
 MAX_CHANGES = 1_000_000
 
 
@@ -81,6 +83,12 @@ def record_test(sql: sa.Engine, run_id: str, name: str) -> FlowTest:
             "run_not_finished",
             f'run "{run_id}" is {run["status"]}; a test is recorded from a '
             "finished run: wait for it to end, then save it",
+        )
+    if run["status"] not in REPLAYABLE:
+        raise RecordRefused(
+            "run_not_replayable",
+            f'run "{run_id}" was {run["status"]} from outside the flow, which a replay cannot repeat; save a run '
+            "that succeeded or failed",
         )
     answers = [
         _answer(step)

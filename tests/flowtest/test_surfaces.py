@@ -86,5 +86,9 @@ def test_api_records_a_finished_run_and_refuses_unknown_or_unfinished_ones(money
         refused = post(unfinished, "x")
         assert refused.status_code == 409 and refused.json()["error"]["code"] == "run_not_finished"
         assert post(run_id, "bad name!").status_code == 422
+        money_engine.services.cancel_run(unfinished)
+        assert money_engine.wait(unfinished)["status"] == "cancelled"
+        cancelled = post(unfinished, "x")
+        assert cancelled.status_code == 409 and cancelled.json()["error"]["code"] == "run_not_replayable"
     finally:
         server.stop()
