@@ -60,6 +60,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
                QStyle.StandardPixmap.SP_ArrowUp),
     ActionSpec("run", "&Run…", "&Flow", ("F5",), "Start a run of the published flow with inputs", True,
                QStyle.StandardPixmap.SP_MediaPlay),
+    ActionSpec("run_tests", "Run t&ests", "&Flow", ("Ctrl+Shift+F5",),
+               "Replay the flow's tests (*.flowtest.json beside its file) and list failing ones in Problems"),
     ActionSpec("versions", "&Versions…", "&Flow", (), "The published versions of this flow"),
     ActionSpec("compare", "Co&mpare with version…", "&Flow", ("Ctrl+Shift+D",),
                "Show what the draft changed against a published version: added, removed, changed nodes"),

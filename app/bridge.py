@@ -240,6 +240,16 @@ class EngineBridge(QObject):
         """A run with its steps, each step with `started_at` / `finished_at` (for the timeline)."""
         self.request(lambda services: services.get_run(run_id, with_steps=True), on_done)
 
+    def record_test(self, run_id: str, name: str, on_done: Done) -> None:
+        """The flow test of a finished run (`engine.flowtest.model.FlowTest`), read from the store."""
+
+        def record(services: Any) -> Any:
+            from engine.flowtest.record import record_test
+
+            return record_test(services.sql, run_id, name)
+
+        self.request(record, on_done)
+
     def money(self, on_done: Done) -> None:
         """`(budgets, holds)`: every budget from the ledger (live), and the newest holds from the store
         (placed ones first, then charged and released), as dicts of the `holds` table."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -83,6 +84,8 @@ class EngineController(QObject):
         """(PublishedVersion, Flow) by (flow id, version), read once: a published version never changes, and
         the followed run is re-read every second. Cleared when the engine stops (its data folder may change)."""
         self.versions_dialog: QDialog | None = None
+        self.ask_test_target: Callable[[str, Path | None], tuple[str, Path] | None] = self._ask_test_target
+        """Save as test…: (flow id, the open flow's folder) -> (test name, folder), or None; tests replace it."""
 
     def _single_shot(self, slot: Callable[[], None]) -> QTimer:
         timer = QTimer(self)
@@ -432,6 +435,7 @@ class EngineController(QObject):
             self.details.cancel_requested.connect(self.cancel_run)
             self.details.open_run_requested.connect(self.open_run)
             self.details.rerun_requested.connect(self.reruns.ask)
+            self.details.save_test_requested.connect(self.save_run_as_test)
 
         def done(run: Any, error: BaseException | None) -> None:
             if error is not None or run is None or self.details is None:
@@ -454,6 +458,34 @@ class EngineController(QObject):
                 self.bridge.flow_version(*key, show)
 
         self.bridge.get_run(run_id, done)
+
+    def _ask_test_target(self, flow_id: str, folder: Path | None) -> tuple[str, Path] | None:
+        from app.flow_tests import ask_test_target
+
+        return ask_test_target(self.window, flow_id, folder)
+
+    def save_run_as_test(self, run_id: str) -> None:
+        """Save as test…: record the finished run from the store as `<flow>.<name>.flowtest.json`."""
+        from app.flow_tests import flow_folder
+        from engine.flowtest.model import save_test
+
+        run = self.details.run if self.details is not None else None
+        if run is None or run.get("id") != run_id:
+            return
+        flow_id = str(run["flow_id"])
+        target = self.ask_test_target(flow_id, flow_folder(self.window.tabs.documents(), flow_id))
+        if target is None:
+            return
+        name, folder = target
+
+        def done(test: Any, error: BaseException | None) -> None:
+            if error is not None or test is None:
+                self._say(f"Run {run_id[:8]} cannot be saved as a test: {error or 'no answer'}")
+                return
+            path = save_test(test, folder)
+            self._say(f"Saved test {path} ({len(test.answers)} recorded answers): Flow ▸ Run tests replays it.")
+
+        self.bridge.record_test(run_id, name, done)
 
     def _refresh_open_run(self) -> None:
         details = self.details

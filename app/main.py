@@ -29,6 +29,7 @@ COMMAND_MODULES: list[str] = [
     "engine.cli.diff",
     "engine.cli.flows",
     "engine.cli.admin",
+    "engine.cli.flowtest",
 ]
 
 

@@ -45,6 +45,8 @@ class RunDetails(QDialog):
 
     cancel_requested = Signal(str)
     open_run_requested = Signal(str)
+    save_test_requested = Signal(str)
+    """(run id): the user pressed Save as test… on a finished run."""
     """A parent or child run's link was clicked: show that run."""
     rerun_requested = Signal(str, str)
     """(run id, node): Rerun from here on the selected step of a finished run."""
@@ -67,6 +69,9 @@ class RunDetails(QDialog):
         self.rerun_button = QPushButton("Rerun from here…", self)
         self.rerun_button.setObjectName("rerunFromHereButton")
         self.rerun_button.clicked.connect(self._rerun)
+        self.save_test_button = QPushButton("Save as test…", self)
+        self.save_test_button.setObjectName("saveTestButton")
+        self.save_test_button.clicked.connect(self._save_test)
         self.related = QLabel(self)
         self.related.setObjectName("runRelated")
         self.related.setTextFormat(Qt.TextFormat.RichText)
@@ -76,6 +81,7 @@ class RunDetails(QDialog):
         top = QHBoxLayout()
         top.addWidget(self.header, 1)
         top.addWidget(self.rerun_button)
+        top.addWidget(self.save_test_button)
         top.addWidget(self.cancel_button)
 
         self.steps = QTableWidget(0, len(STEP_COLUMNS))
@@ -192,6 +198,11 @@ class RunDetails(QDialog):
         self.errors_text.setPlainText("\n".join(errors) if errors else "No errors.")
         self.cancel_button.setEnabled(row.status not in TERMINAL_STATUSES)
         self.cancel_button.setToolTip("" if self.cancel_button.isEnabled() else f"The run has {row.status}.")
+        self.save_test_button.setEnabled(row.status in TERMINAL_STATUSES)
+        self.save_test_button.setToolTip(
+            "Save this run as a flow test: its inputs, the answers of its model, HTTP, script and approval steps, "
+            "and what it did, replayed by Flow ▸ Run tests and `lockgate test`"
+            if self.save_test_button.isEnabled() else "A test is saved from a finished run.")
         self._select_step(kept_step if kept_step is not None else _interesting_step(steps))
 
     def _masked(self, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -249,6 +260,9 @@ class RunDetails(QDialog):
         node = self.rerun_node()
         if self.run is not None and node is not None:
             self.rerun_requested.emit(str(self.run["id"]), node)
+    def _save_test(self) -> None:
+        if self.run is not None:
+            self.save_test_requested.emit(str(self.run["id"]))
 
     def _cancel(self) -> None:
         if self.run is not None:

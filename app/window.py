@@ -207,6 +207,7 @@ class MainWindow(QMainWindow):
             "validate": self.validate,
             "publish": self.publish,
             "run": self.run_flow,
+            "run_tests": self.run_flow_tests,
             "live": self.toggle_live,
             "versions": self.show_versions,
             "compare": self.compare_with_version,
@@ -558,6 +559,18 @@ class MainWindow(QMainWindow):
         self.docks["Problems"].setWindowTitle(title)
 
     # ----- flow commands ------------------------------------------------------------
+
+    def run_flow_tests(self) -> None:
+        """Flow ▸ Run tests: replay the flow's recorded tests in-process; failing ones are listed in Problems."""
+        from app.flow_tests import run_document_tests
+
+        document = self.document
+        if document is None:
+            return
+        message, _suite = run_document_tests(document)
+        self.docks["Problems"].show()
+        self.docks["Problems"].raise_()
+        self.statusBar().showMessage(message, STATUS_MESSAGE_MS)
 
     def validate(self) -> None:
         document = self.document

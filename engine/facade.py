@@ -20,6 +20,8 @@ from engine.approvals.decide import DecisionResult, decide, decide_with_key
 from engine.approvals.keys import KeyCheck, check_key
 from engine.approvals.pending import list_pending
 from engine.flow import Flow, FlowLoadError, flow_from_data, parse_document
+from engine.flowtest.model import FlowTest
+from engine.flowtest.record import record_test
 from engine.parking.callback_resume import CallbackOutcome, resume_callback
 from engine.publish import PublishRefused, get_version, list_versions
 from engine.read_models import (
@@ -159,6 +161,9 @@ class EngineApi:
                 if run.status in TERMINAL:
                     return
                 changed.wait(self.watch.poll_seconds)
+    def record_test(self, run_id: str, name: str) -> FlowTest:
+        """The flow test of a finished run (`engine.flowtest.record.RecordRefused`: unknown, unfinished, bad name)."""
+        return record_test(self._sql, run_id, name)
 
     def cancel_run(self, run_id: str, reason: str = "cancelled by request") -> CancelledRun:
         """LookupError for an unknown run."""

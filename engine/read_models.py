@@ -297,3 +297,11 @@ class WebhookAccepted(ReadModel):
     run_id: str
     status: str
     duplicate: bool
+
+
+class TestRecordingRequest(BaseModel):
+    """`POST /api/v1/runs/{run_id}/test-recording`: the name of the flow test to record from the run."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$",
+                      description="the test's name; its file is `<flow>.<name>.flowtest.json`")

@@ -27,6 +27,8 @@ from engine.api.body_limit import BodyLimit
 from engine.api.errors import ApiError
 from engine.api.rerun import rerun_answer
 from engine.facade import BadCursor, EngineApi
+from engine.flowtest.model import FlowTest
+from engine.flowtest.record import RecordRefused
 from engine.read_models import (
     MAX_LIST_LIMIT,
     ApprovalList,
@@ -46,6 +48,7 @@ from engine.read_models import (
     RunStatus,
     StartedRun,
     StartRun,
+    TestRecordingRequest,
     WebhookAccepted,
 )
 
@@ -67,6 +70,7 @@ STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "not_allowed", 404
 REFUSAL_STATUS = {"unknown_approval": 404, "bad_decision": 422, "not_allowed": 403, "key_without_rights": 403,
                   "malformed_key": 401, "unknown_key": 401, "revoked_key": 401}
 """Refused decisions by reason; any other refusal is a conflict with the approval's state (409)."""
+RECORD_REFUSAL_STATUS = {"unknown_run": 404, "bad_name": 422, "run_not_finished": 409, "run_not_replayable": 409}
 
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -184,6 +188,14 @@ def api_routes() -> APIRouter:
                   _key: Key) -> Response:
         status, answer = rerun_answer(engine, run_id, body)
         return json_answer(answer, status)
+    @router.post("/runs/{run_id}/test-recording", response_model=FlowTest, tags=["runs"],
+                 responses=_errors(404, 409))
+    def record_test(run_id: Annotated[str, Path(pattern=RUN_ID)], body: TestRecordingRequest, engine: Engine,
+                    _key: Key) -> Response:
+        try:
+            return json_answer(engine.record_test(run_id, body.name))
+        except RecordRefused as exc:
+            raise ApiError(RECORD_REFUSAL_STATUS.get(exc.reason, 409), exc.reason, str(exc)) from None
 
     @router.get("/flows", response_model=FlowList, tags=["flows"])
     def list_flows(engine: Engine, _key: Key) -> Response:

@@ -1,4 +1,4 @@
-"""`lockgate runs list|show|cancel|watch|rerun`: runs through the engine's facade (`EngineApi`).
+"""`lockgate runs list|show|cancel|watch|rerun|save-test`: runs through the engine's facade (`EngineApi`).
 
 Each subcommand is a `register_*` function below (or in its own module) listed in `SUBCOMMANDS`.
 Exit codes: 0 done, 1 an unknown run (or, for `watch`, a run that did not succeed), 3 a store whose schema
@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, get_args
 
 from engine.cli import rerun, runs_watch
+from engine.cli.flowtest import add_save_test
 from engine.read_models import RunStatus
 
 EXIT_OK = 0
@@ -47,6 +48,7 @@ def register_cancel(commands: Any) -> None:
 
 SUBCOMMANDS: list[Callable[[Any], None]] = [
     register_list, register_show, register_cancel, runs_watch.register, rerun.register_rerun,
+    add_save_test,
 ]
 
 

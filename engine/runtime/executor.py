@@ -22,7 +22,7 @@ from engine.events import EventBase, EventStamper
 from engine.logs import run_context
 from engine.retry_plan import retry_delay
 from engine.runtime import crashpoints
-from engine.runtime.bodies import Park, StepCall, StepError, StepResult, StepServices, body_for
+from engine.runtime.bodies import BodySpec, Park, StepCall, StepError, StepResult, StepServices, body_for
 from engine.runtime.context import RunContext
 from engine.runtime.fencing import JobFenced
 from engine.runtime.given import shown_given
@@ -93,8 +93,11 @@ class RunExecutor:
     def __init__(self, plan: FlowPlan, ctx: RunContext, stamper: EventStamper, emitter: Emitter, clock: Clock, *,
                  cancel_requested: Callable[[], bool] = lambda: False,
                  sleep: Callable[[float], None] = time.sleep, worker: str = "",
-                 services: StepServices | None = None) -> None:
+                 services: StepServices | None = None,
+                 bodies: Callable[[str], BodySpec | None] = body_for) -> None:
         self.services = services
+        self.bodies = bodies
+        """The body table: node type -> body (a flow test's replay answers boundary types from its recording)."""
         self.plan = plan
         self.ctx = ctx
         self.stamper = stamper
@@ -241,7 +244,7 @@ class RunExecutor:
     def _run_step(self, scope: _Scope, node_id: str, *, resumed: bool = False, first_attempt: int = 1) -> None:
         node = self.plan.nodes[node_id]
         step = node_id + scope.suffix
-        spec = body_for(node.type)
+        spec = self.bodies(node.type)
         scope.scheduler.start(node_id)
         top = scope is self.top
         if top:
