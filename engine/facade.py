@@ -94,9 +94,10 @@ class EngineApi:
 
     # --- runs -------------------------------------------------------------------------------------
 
-    def start_run(self, body: StartRun) -> tuple[int, StartedRun]:
-        """Start a run and wait up to `body.wait` seconds for it (see `engine.api.runs`): (HTTP status, answer)."""
-        status, answer = start_run(self.services, body.model_dump(exclude_unset=True), self.watch)
+    def start_run(self, body: StartRun, started_by: str | None = None) -> tuple[int, StartedRun]:
+        """Start a run and wait up to `body.wait` seconds for it (see `engine.api.runs`): (HTTP status, answer).
+        `started_by`: who asks (`key:<name>`), recorded for approvals' `forbid_self`."""
+        status, answer = start_run(self.services, body.model_dump(exclude_unset=True), self.watch, started_by)
         return status, StartedRun.model_validate(answer)
 
     def get_run(self, run_id: str) -> Run | None:

@@ -148,8 +148,9 @@ def api_routes() -> APIRouter:
                             202: {"model": StartedRun, "description": "parked, or still running when `wait` ran out",
                                   "headers": {"Retry-After": {"schema": {"type": "integer"}}}},
                             **_errors(402, 404, 409)})
-    def start_run(body: StartRun, engine: Engine, _key: Key) -> Response:
-        status, started = engine.start_run(body)
+    def start_run(body: StartRun, engine: Engine, key: Key) -> Response:
+        name = engine.check_key(key).name
+        status, started = engine.start_run(body, f"key:{name}" if name else None)
         headers = {"retry-after": str(started.retry_after_seconds)} \
             if status == 202 and started.retry_after_seconds is not None else None
         return json_answer(started, status, headers, exclude_unset=True)
