@@ -73,7 +73,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 def decision_of(result: DecisionResult) -> Decision:
     return Decision(accepted=result.accepted, approval_id=result.approval_id, actor=result.actor,
                     decision=result.decision, message=result.message, reason=result.reason, run_id=result.run_id,
-                    port=result.port)
+                    port=result.port, approved_count=result.approved_count, required=result.required)
 
 
 class EngineApi:

@@ -66,7 +66,7 @@ STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "not_allowed", 404
                 405: "method_not_allowed", 408: "read_timeout", 413: "too_large", 414: "uri_too_long",
                 415: "unsupported_media_type", 422: "bad_request", 431: "headers_too_large"}
 REFUSAL_STATUS = {"unknown_approval": 404, "bad_decision": 422, "not_allowed": 403, "key_without_rights": 403,
-                  "malformed_key": 401, "unknown_key": 401, "revoked_key": 401}
+                  "self_decision": 403, "malformed_key": 401, "unknown_key": 401, "revoked_key": 401}
 """Refused decisions by reason; any other refusal is a conflict with the approval's state (409)."""
 
 
