@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QDialog, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout
 
+from app.approval_badges import approval_row, quorum_badges
 from app.bridge import EngineBridge
 from app.budget_check import BudgetDiagnostic
 from app.engine_messages import run_refusal, without_cli_hints
 from app.live import LiveState, row_at_place, row_of_place, run_marks, run_path, run_row, waiting_text
-from app.panels.rows import ApprovalRow, BudgetRow, HoldRow, local_time
+from app.panels.rows import BudgetRow, HoldRow, local_time
 
 if TYPE_CHECKING:
     from app.run_details import RunDetails
@@ -222,11 +223,11 @@ class EngineController(QObject):
             if error is not None:
                 self.window.log.append(f"Approvals could not be read: {error}")
                 return
-            self.window.approvals.set_approvals([
-                ApprovalRow(a.id, a.flow_id, a.run_id, a.node_id, a.message,
-                            datetime.fromtimestamp(a.requested_at, UTC), datetime.fromtimestamp(a.expires_at, UTC))
-                for a in pending
-            ])
+            rows = [approval_row(a) for a in pending]
+            self.window.approvals.set_approvals(rows)
+            editor = self.window.tabs.current_editor()
+            if editor is not None:
+                editor.view.set_quorum_badges(quorum_badges(rows, editor.document.flow_ref().id, self.selected_run))
 
         if self.bridge.available:
             self.bridge.pending_approvals(done)

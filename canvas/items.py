@@ -154,6 +154,8 @@ class NodeItem(QGraphicsRectItem):
         self.live = LiveState()
         self.notice: tuple[str, str] = ("", "")
         """(short label drawn as a pill above the node, tooltip line), e.g. a disabled trigger; ("", "") for none."""
+        self.quorum: tuple[str, str] = ("", "")
+        """An approval's quorum progress: (badge text such as "2 of 3 approved", tooltip line); ("", "") for none."""
         self.port_items: list[PortItem] = []
         self.input_item: PortItem | None = None
         self._title = ""
@@ -232,12 +234,21 @@ class NodeItem(QGraphicsRectItem):
             lines.append(_escape(self.live.waiting_text))
         if self.notice[1]:
             lines.append(f"<span style='color:{current_theme().warning.name()}'>⏸ {_escape(self.notice[1])}</span>")
+        if self.quorum[1]:
+            lines.append(_escape(self.quorum[1]))
         self.setToolTip("<br>".join(lines))
 
     def set_notice(self, label: str, tooltip: str) -> None:
         """Show (or with empty texts, remove) the node's notice pill and tooltip line."""
         if (label, tooltip) != self.notice:
             self.notice = (label, tooltip)
+            self._refresh_tooltip()
+            self.update()
+
+    def set_quorum(self, label: str, tooltip: str) -> None:
+        """Show (or with empty texts, remove) the approval's quorum badge, e.g. "2 of 3 approved"."""
+        if (label, tooltip) != self.quorum:
+            self.quorum = (label, tooltip)
             self._refresh_tooltip()
             self.update()
 
@@ -310,19 +321,24 @@ class NodeItem(QGraphicsRectItem):
         self._paint_badge(painter, theme)
         if not self.live.is_empty():
             self._paint_live(painter, theme, lod)
+        right = NODE_WIDTH - 14.0
         if self.notice[0]:
-            self._paint_notice(painter, theme)
+            right = self._paint_pill(painter, self.notice[0], theme.warning, right)
+        if self.quorum[0]:
+            self._paint_pill(painter, self.quorum[0], theme.run_path, right)
 
-    def _paint_notice(self, painter: QPainter, theme: Any) -> None:
+    def _paint_pill(self, painter: QPainter, text: str, colour: QColor, right: float) -> float:
+        """A pill above the node ending at `right`; returns where the next one (to its left) may end."""
         painter.setFont(BADGE_FONT)
-        width = QFontMetricsF(BADGE_FONT).horizontalAdvance(self.notice[0]) + 14
+        width = QFontMetricsF(BADGE_FONT).horizontalAdvance(text) + 14
         # Right-aligned above the node, so it never covers the live counts drawn from the left.
-        pill = QRectF(NODE_WIDTH - width - 14, -OVERLAY_ABOVE + 2, width, 16)
+        pill = QRectF(right - width, -OVERLAY_ABOVE + 2, width, 16)
         painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(theme.warning)
+        painter.setBrush(colour)
         painter.drawRoundedRect(pill, 8, 8)
-        painter.setPen(readable_on(theme.warning))
-        painter.drawText(pill, Qt.AlignmentFlag.AlignCenter, self.notice[0])
+        painter.setPen(readable_on(colour))
+        painter.drawText(pill, Qt.AlignmentFlag.AlignCenter, text)
+        return right - width - 4
 
     def _paint_body(self, painter: QPainter, theme: Any, accent: QColor, selected: bool, rect: QRectF,
                     lod: float = 1.0) -> None:

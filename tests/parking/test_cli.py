@@ -91,7 +91,8 @@ def test_approvals_v2_quorum_progress_and_notify_secret(tmp_path: Path, redis_ur
         [pending] = json.loads(lockgate(env, "approvals", "list", "--json").stdout)
         assert (pending["required"], pending["approved_count"]) == (2, 0)
         first = lockgate(env, "approvals", "decide", pending["id"], "approve", "--comment", "tests green", "--key", ada)
-        assert first.returncode == 0 and "1 of 2 approved" in first.stdout and "keeps waiting for 1 more" in first.stdout
+        assert first.returncode == 0 and "1 of 2 approved" in first.stdout
+        assert "keeps waiting for 1 more" in first.stdout
         listed = lockgate(env, "approvals", "list").stdout
         assert "1 of 2 approved" in listed and "approved by key:ada" in listed and "tests green" in listed
         twice = lockgate(env, "approvals", "decide", pending["id"], "approve", "--key", ada)
