@@ -166,7 +166,7 @@ class EngineController(QObject):
                 self._say(f"{started}; the open draft has changes that are not published, so they are not in "
                           "this run (Publish to include them)")
 
-        self.bridge.create_run(flow_id, inputs, done)
+        self.bridge.create_run(flow_id, inputs, done, started_by=self.window.settings.your_name or None)
 
     def cancel_run(self, run_id: str) -> None:
         def done(status: Any, error: BaseException | None) -> None:
@@ -241,6 +241,10 @@ class EngineController(QObject):
             if error is not None:
                 text = f"Decision not sent: {without_cli_hints(str(error))}"
                 panel.decision_result(approval_id, False, text)
+            elif result.accepted and result.port is None:
+                text = (f"Approved as {actor}: {result.approved_count} of {result.required} approved; run "
+                        f"{str(result.run_id)[:8]} waits for {result.required - result.approved_count} more.")
+                panel.decision_result(approval_id, True, text, still_pending=True)
             elif result.accepted:
                 text = (f"{'Approved' if approved else 'Rejected'} as {actor}: run {str(result.run_id)[:8]} "
                         f"continues through {result.port}.")

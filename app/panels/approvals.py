@@ -151,11 +151,16 @@ class ApprovalsPanel(QWidget):
             self.stack.show_message("No approvals are waiting.")
         self._update_buttons()
 
-    def decision_result(self, approval_id: str, accepted: bool, message: str) -> None:
-        """The engine's answer to a decision from this panel: a refusal is shown with the comment kept."""
+    def decision_result(self, approval_id: str, accepted: bool, message: str, still_pending: bool = False) -> None:
+        """The engine's answer to a decision from this panel: a refusal is shown with the comment kept;
+        `still_pending`: a vote counted towards a quorum not yet reached, so the approval stays listed."""
         if approval_id != self.deciding:
             return
-        if accepted:
+        if accepted and still_pending:
+            self.deciding = None
+            self.comment.clear()
+            self._say(message, problem=False)
+        elif accepted:
             self.comment.clear()
             self._say(message, problem=False)
             self._answered = True
