@@ -321,24 +321,39 @@ class NodeItem(QGraphicsRectItem):
         self._paint_badge(painter, theme)
         if not self.live.is_empty():
             self._paint_live(painter, theme, lod)
-        right = NODE_WIDTH - 14.0
         if self.notice[0]:
-            right = self._paint_pill(painter, self.notice[0], theme.warning, right)
+            # Right-aligned above the node, so it never covers the live counts drawn from the left.
+            self._paint_pill(painter, self.notice[0], theme.warning, -OVERLAY_ABOVE + 2)
         if self.quorum[0]:
-            self._paint_pill(painter, self.quorum[0], theme.run_path, right)
+            # Above the node at its right end, clear of the live counts drawn from the left; below it when
+            # the counts (or a notice) leave no room there.
+            width = self._pill_width(self.quorum[0])
+            above = not self.notice[0] and self._live_pills_end() + 4 <= NODE_WIDTH - width
+            self._paint_pill(painter, self.quorum[0], theme.run_path, -OVERLAY_ABOVE + 2 if above else self.height + 2,
+                             NODE_WIDTH if above else NODE_WIDTH - 14)
 
-    def _paint_pill(self, painter: QPainter, text: str, colour: QColor, right: float) -> float:
-        """A pill above the node ending at `right`; returns where the next one (to its left) may end."""
+    @staticmethod
+    def _pill_width(text: str) -> float:
+        return QFontMetricsF(BADGE_FONT).horizontalAdvance(text) + 12
+
+    def _live_pills_end(self) -> float:
+        """Where the live counts drawn above the node end (0 when there are none)."""
+        end = 0.0
+        for count, label in ((self.live.running, "running"), (self.live.waiting, "waiting")):
+            if count:
+                end = (end + 4 if end else 4.0) + QFontMetricsF(BADGE_FONT).horizontalAdvance(f"{count} {label}") + 12
+        return end
+
+    def _paint_pill(self, painter: QPainter, text: str, colour: QColor, top: float,
+                    right: float = NODE_WIDTH - 14) -> None:
         painter.setFont(BADGE_FONT)
-        width = QFontMetricsF(BADGE_FONT).horizontalAdvance(text) + 14
-        # Right-aligned above the node, so it never covers the live counts drawn from the left.
-        pill = QRectF(right - width, -OVERLAY_ABOVE + 2, width, 16)
+        width = self._pill_width(text)
+        pill = QRectF(right - width, top, width, 16)
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(colour)
         painter.drawRoundedRect(pill, 8, 8)
         painter.setPen(readable_on(colour))
         painter.drawText(pill, Qt.AlignmentFlag.AlignCenter, text)
-        return right - width - 4
 
     def _paint_body(self, painter: QPainter, theme: Any, accent: QColor, selected: bool, rect: QRectF,
                     lod: float = 1.0) -> None:
@@ -432,9 +447,7 @@ class NodeItem(QGraphicsRectItem):
             painter.setPen(theme.error if self.live.mark == "failed" else theme.run_path)
             font = readable_font(SUMMARY_FONT, lod, SUMMARY_MAX_PX)
             painter.setFont(font)
-            text = QFontMetricsF(font).elidedText(
-                below, Qt.TextElideMode.ElideRight, NODE_WIDTH
-            )
+            text = QFontMetricsF(font).elidedText(below, Qt.TextElideMode.ElideRight, NODE_WIDTH)
             painter.drawText(
                 QRectF(0, self.height + 2, NODE_WIDTH, OVERLAY_BELOW - 2), Qt.AlignmentFlag.AlignLeft, text
             )

@@ -44,7 +44,8 @@ def test_the_panel_shows_quorum_progress_who_decided_escalation_and_reminders(qt
     panel = ApprovalsPanel(now=lambda: NOW)
     qtbot.addWidget(panel)
     panel.show()
-    plain = ApprovalRow("a0", "refunds", "run-0", "ask", "Refund?", NOW - timedelta(minutes=20), NOW + timedelta(hours=1))
+    plain = ApprovalRow("a0", "refunds", "run-0", "ask", "Refund?", NOW - timedelta(minutes=20),
+                        NOW + timedelta(hours=1))
     panel.set_approvals([plain, _quorum_row()])
     assert cell(panel.table, 0, 6).text() == ""  # a v1 approval: nothing new
     assert cell(panel.table, 1, 6).text() == "2 of 3 approved · escalated · 2 reminders sent"

@@ -27,7 +27,7 @@ def _painted(item: NodeItem) -> QImage:
 
 def _has_colour(image: QImage, colour: QColor) -> bool:
     wanted = colour.rgb()
-    return any(image.pixel(x, y) == wanted for x in range(0, image.width()) for y in range(0, 30))
+    return any(image.pixel(x, y) == wanted for x in range(image.width()) for y in range(image.height()))
 
 
 def test_the_quorum_badge_is_drawn_told_in_the_tooltip_and_removed(qtbot: QtBot, editor: FlowEditor) -> None:
