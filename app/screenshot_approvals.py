@@ -29,8 +29,15 @@ def _add_release_flow(window: MainWindow) -> None:
     document.rename_flow("Release approval")
     start = document.add_node("trigger.manual", (0, 0), "Start")
     ask = document.add_node("approval", (260, 0), "Three sign-offs")
-    for key, value in (("message", "Release 2.0 to production?"), ("timeout", "1h"), ("approvers", APPROVERS),
-                       ("required", 3), ("remind_every", "2s"), ("escalate_after", "3s"), ("escalate_to", ["cto"])):
+    for key, value in (
+        ("message", "Release 2.0 to production?"),
+        ("timeout", "1h"),
+        ("approvers", APPROVERS),
+        ("required", 3),
+        ("remind_every", "2s"),
+        ("escalate_after", "3s"),
+        ("escalate_to", ["cto"]),
+    ):
         document.set_config_field(ask, key, value)
     ship = document.add_node("terminal", (540, -70), "Released")
     hold = document.add_node("terminal", (540, 70), "Held back")
@@ -56,8 +63,12 @@ def render_approvals(folder: Path) -> Path:
         assert window.engine is not None and window.bridge is not None
         _add_release_flow(window)
         window.publish()
-        _wait_for(lambda: "release-approval" in window.statusBar().currentMessage()
-                  and "published" in window.statusBar().currentMessage())
+        _wait_for(
+            lambda: (
+                "release-approval" in window.statusBar().currentMessage()
+                and "published" in window.statusBar().currentMessage()
+            )
+        )
         window.actions_by_id["live"].trigger()
         window.ask_run_inputs = lambda _flow: {}
         window.run_flow()

@@ -35,8 +35,12 @@ APPROVALS = cast(sa.Table, Approval.__table__)
 ATTEMPTS = cast(sa.Table, ApprovalAttempt.__table__)
 RETRY_DELAYS_SECONDS = (0.5, 2.0, 5.0)
 TIMEOUT_SECONDS = 10.0
-NOTICE_EVENTS = {"approval_requested": "approval.requested", "approval_reminded": "approval.reminded",
-                 "approval_escalated": "approval.escalated", "approval_decided": "approval.decided"}
+NOTICE_EVENTS = {
+    "approval_requested": "approval.requested",
+    "approval_reminded": "approval.reminded",
+    "approval_escalated": "approval.escalated",
+    "approval_decided": "approval.decided",
+}
 
 
 def notice_secret(handles: EngineHandles) -> str:
@@ -61,25 +65,48 @@ def notice_for(handles: EngineHandles, change: LiveChange) -> Notice | None:
     if event is None:
         return None
     with handles.sql.connect() as conn:
-        row = conn.execute(sa.select(APPROVALS).where(APPROVALS.c.run_id == change.run_id,
-                                                      APPROVALS.c.node_id == change.node)
-                           .order_by(APPROVALS.c.requested_at.desc()).limit(1)).mappings().first()
+        row = (
+            conn.execute(
+                sa.select(APPROVALS)
+                .where(APPROVALS.c.run_id == change.run_id, APPROVALS.c.node_id == change.node)
+                .order_by(APPROVALS.c.requested_at.desc())
+                .limit(1)
+            )
+            .mappings()
+            .first()
+        )
         if row is None or not (row["settings"] or {}).get("notify_url"):
             return None
-        votes = conn.execute(sa.select(ATTEMPTS.c.actor, ATTEMPTS.c.decision, ATTEMPTS.c.comment,
-                                       ATTEMPTS.c.attempted_at)
-                             .where(ATTEMPTS.c.approval_id == row["id"], ATTEMPTS.c.outcome == "accepted")
-                             .order_by(ATTEMPTS.c.id)).all()
+        votes = conn.execute(
+            sa.select(ATTEMPTS.c.actor, ATTEMPTS.c.decision, ATTEMPTS.c.comment, ATTEMPTS.c.attempted_at)
+            .where(ATTEMPTS.c.approval_id == row["id"], ATTEMPTS.c.outcome == "accepted")
+            .order_by(ATTEMPTS.c.id)
+        ).all()
     payload: dict[str, Any] = {
-        "event": event, "approval_id": row["id"], "run_id": change.run_id, "flow_id": change.flow_id,
-        "node": change.node, "message": row["message"], "status": row["status"], "required": row["required"],
+        "event": event,
+        "approval_id": row["id"],
+        "run_id": change.run_id,
+        "flow_id": change.flow_id,
+        "node": change.node,
+        "message": row["message"],
+        "status": row["status"],
+        "required": row["required"],
         "approved_count": sum(1 for vote in votes if vote.decision == "approve"),
-        "reminders_sent": row["reminders_sent"], "escalated": row["escalated_at"] is not None,
-        "expires_at": row["expires_at"].isoformat(), "decided_by": row["decided_by"],
-        "decisions": [{"by": vote.actor, "decision": vote.decision, "comment": vote.comment or "",
-                       "at": vote.attempted_at.isoformat()} for vote in votes]}
-    return Notice(str(row["settings"]["notify_url"]), orjson.dumps(payload), event,
-                  f"{change.run_id}:{change.seq}")
+        "reminders_sent": row["reminders_sent"],
+        "escalated": row["escalated_at"] is not None,
+        "expires_at": row["expires_at"].isoformat(),
+        "decided_by": row["decided_by"],
+        "decisions": [
+            {
+                "by": vote.actor,
+                "decision": vote.decision,
+                "comment": vote.comment or "",
+                "at": vote.attempted_at.isoformat(),
+            }
+            for vote in votes
+        ],
+    }
+    return Notice(str(row["settings"]["notify_url"]), orjson.dumps(payload), event, f"{change.run_id}:{change.seq}")
 
 
 class NoticeSender:
@@ -122,9 +149,12 @@ class NoticeSender:
                 self.pending.task_done()
 
     def deliver(self, notice: Notice, stop: threading.Event | None = None) -> bool:
-        headers = {"content-type": "application/json", "x-lockgate-event": notice.event,
-                   "x-delivery-id": notice.delivery_id,
-                   "x-hub-signature-256": signature_of(notice.body, notice_secret(self.handles))}
+        headers = {
+            "content-type": "application/json",
+            "x-lockgate-event": notice.event,
+            "x-delivery-id": notice.delivery_id,
+            "x-hub-signature-256": signature_of(notice.body, notice_secret(self.handles)),
+        }
         waits = (0.0, *self.retry_delays)
         for attempt, delay in enumerate(waits, start=1):
             if delay and (stop.wait(delay) if stop is not None else threading.Event().wait(delay)):
@@ -137,7 +167,14 @@ class NoticeSender:
                 problem = f"answered {answer.status_code}"
             except httpx.HTTPError as exc:
                 problem = f"{type(exc).__name__}: {exc}"
-            log.warning("%s notice %s to %s, attempt %d/%d: %s", notice.event, notice.delivery_id, notice.url,
-                        attempt, len(waits), problem)
+            log.warning(
+                "%s notice %s to %s, attempt %d/%d: %s",
+                notice.event,
+                notice.delivery_id,
+                notice.url,
+                attempt,
+                len(waits),
+                problem,
+            )
         count(self.handles.client, self.handles.keys, "approval_notice_failed")
         return False

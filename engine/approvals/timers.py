@@ -66,8 +66,7 @@ def _text(value: Any) -> str:
 def store_timers(client: Any, keys: Keyspace, approval_id: str, timers: ApprovalTimers) -> ApprovalTimers:
     """Record a new approval's timers; a re-run of its parking step (after a crash) keeps the first ones."""
     key = keys.approval_timers(approval_id)
-    fields = {"requested_at": timers.requested_at, "timeout_at": timers.timeout_at, "reminders": 0,
-              "escalated": 0}
+    fields = {"requested_at": timers.requested_at, "timeout_at": timers.timeout_at, "reminders": 0, "escalated": 0}
     if timers.remind_every is not None:
         fields["remind_every"] = timers.remind_every
     if timers.escalate_at is not None:
@@ -89,12 +88,19 @@ def load_timers(client: Any, keys: Keyspace, approval_id: str) -> ApprovalTimers
     def number(name: str) -> float | None:
         return float(raw[name]) if name in raw else None
 
-    return ApprovalTimers(float(raw["requested_at"]), float(raw["timeout_at"]), number("remind_every"),
-                          number("escalate_at"), int(float(raw.get("reminders", 0))), raw.get("escalated") == "1")
+    return ApprovalTimers(
+        float(raw["requested_at"]),
+        float(raw["timeout_at"]),
+        number("remind_every"),
+        number("escalate_at"),
+        int(float(raw.get("reminders", 0))),
+        raw.get("escalated") == "1",
+    )
 
 
-def record_announced(client: Any, keys: Keyspace, approval_id: str, timers: ApprovalTimers, reminder: int,
-                     escalated: bool) -> ApprovalTimers:
+def record_announced(
+    client: Any, keys: Keyspace, approval_id: str, timers: ApprovalTimers, reminder: int, escalated: bool
+) -> ApprovalTimers:
     changes: dict[str, Any] = {}
     if reminder:
         changes["reminders"] = reminder

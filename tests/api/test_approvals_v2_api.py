@@ -9,13 +9,20 @@ from engine.approvals.keys import create_key
 from tests.api.conftest import Api, flow_doc
 from tests.engine.conftest import wait_until
 
-QUORUM = flow_doc("quorum", [
-    {"id": "start", "type": "trigger.manual"},
-    {"id": "ok", "type": "approval", "config": {"timeout": "1h", "message": "ship?", "required": 2,
-                                                "forbid_self": True}},
-    {"id": "yes", "type": "terminal", "config": {"output": "approved"}},
-    {"id": "no", "type": "terminal", "config": {"output": "rejected"}},
-], [("start", "ok"), ("ok", "approved", "yes"), ("ok", "rejected", "no")])
+QUORUM = flow_doc(
+    "quorum",
+    [
+        {"id": "start", "type": "trigger.manual"},
+        {
+            "id": "ok",
+            "type": "approval",
+            "config": {"timeout": "1h", "message": "ship?", "required": 2, "forbid_self": True},
+        },
+        {"id": "yes", "type": "terminal", "config": {"output": "approved"}},
+        {"id": "no", "type": "terminal", "config": {"output": "rejected"}},
+    ],
+    [("start", "ok"), ("ok", "approved", "yes"), ("ok", "rejected", "no")],
+)
 
 
 def _pending(api: Api) -> list[dict[str, Any]]:
@@ -34,12 +41,18 @@ def test_a_quorum_over_the_api(any_db_api: Api) -> None:
     run_id = started.json()["run_id"]
     [pending] = wait_until(lambda: _pending(api), what="the pending approval")
     assert (pending["run_id"], pending["required"], pending["approved_count"], pending["decisions"]) == (
-        run_id, 2, 0, [])
+        run_id,
+        2,
+        0,
+        [],
+    )
 
     def post(key: str, decision: str, comment: str | None = None) -> Any:
-        return api.http.post(f"/api/v1/approvals/{pending['id']}/decision",
-                             json={"decision": decision, "comment": comment},
-                             headers={"Authorization": f"Bearer {key}"})
+        return api.http.post(
+            f"/api/v1/approvals/{pending['id']}/decision",
+            json={"decision": decision, "comment": comment},
+            headers={"Authorization": f"Bearer {key}"},
+        )
 
     own = post(api.key, "approve")
     assert (own.status_code, own.json()["error"]["code"]) == (403, "self_decision")
@@ -51,7 +64,8 @@ def test_a_quorum_over_the_api(any_db_api: Api) -> None:
     [progress] = _pending(api)
     assert progress["approved_count"] == 1
     assert [(d["by"], d["decision"], d["comment"]) for d in progress["decisions"]] == [
-        ("key:ada", "approve", "looks right")]
+        ("key:ada", "approve", "looks right")
+    ]
     last = post(others[1], "approve")
     assert last.status_code == 200 and last.json()["port"] == "approved" and last.json()["approved_count"] == 2
     assert api.services.wait_for_run(run_id, timeout=10)["result"] == "approved"

@@ -17,11 +17,19 @@ from tests.app.cells import cell
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 QUORUM_FLOW = {
-    "format": "lockgate.flow/1", "id": "release-ok", "name": "Release OK?", "inputs": {},
+    "format": "lockgate.flow/1",
+    "id": "release-ok",
+    "name": "Release OK?",
+    "inputs": {},
     "nodes": [
         {"id": "start", "type": "trigger.manual", "title": "Start", "position": [0, 0], "config": {}},
-        {"id": "ask", "type": "approval", "title": "Two approvers", "position": [220, 0],
-         "config": {"timeout": "1h", "message": "Release 2.0?", "required": 2, "forbid_self": True}},
+        {
+            "id": "ask",
+            "type": "approval",
+            "title": "Two approvers",
+            "position": [220, 0],
+            "config": {"timeout": "1h", "message": "Release 2.0?", "required": 2, "forbid_self": True},
+        },
         {"id": "done", "type": "terminal", "title": "Released", "position": [440, -60], "config": {}},
         {"id": "declined", "type": "terminal", "title": "Held back", "position": [440, 60], "config": {}},
     ],
@@ -34,18 +42,33 @@ QUORUM_FLOW = {
 
 
 def _quorum_row(run_id: str = "run-1", approved: int = 2, escalated: bool = True) -> ApprovalRow:
-    votes = tuple(ApprovalVoteRow(f"key:k{i}", "approve", "ok" if i == 0 else "", NOW - timedelta(minutes=3 - i))
-                  for i in range(approved))
-    return ApprovalRow("a1", "release", run_id, "ask", "Release?", NOW - timedelta(minutes=10),
-                       NOW + timedelta(hours=1), 3, approved, votes, escalated, 2)
+    votes = tuple(
+        ApprovalVoteRow(f"key:k{i}", "approve", "ok" if i == 0 else "", NOW - timedelta(minutes=3 - i))
+        for i in range(approved)
+    )
+    return ApprovalRow(
+        "a1",
+        "release",
+        run_id,
+        "ask",
+        "Release?",
+        NOW - timedelta(minutes=10),
+        NOW + timedelta(hours=1),
+        3,
+        approved,
+        votes,
+        escalated,
+        2,
+    )
 
 
 def test_the_panel_shows_quorum_progress_who_decided_escalation_and_reminders(qtbot) -> None:
     panel = ApprovalsPanel(now=lambda: NOW)
     qtbot.addWidget(panel)
     panel.show()
-    plain = ApprovalRow("a0", "refunds", "run-0", "ask", "Refund?", NOW - timedelta(minutes=20),
-                        NOW + timedelta(hours=1))
+    plain = ApprovalRow(
+        "a0", "refunds", "run-0", "ask", "Refund?", NOW - timedelta(minutes=20), NOW + timedelta(hours=1)
+    )
     panel.set_approvals([plain, _quorum_row()])
     assert cell(panel.table, 0, 6).text() == ""  # a v1 approval: nothing new
     assert cell(panel.table, 1, 6).text() == "2 of 3 approved · escalated · 2 reminders sent"
@@ -68,8 +91,9 @@ def test_a_vote_short_of_the_quorum_keeps_the_row_and_frees_the_buttons(qtbot) -
     with qtbot.waitSignal(panel.decision_made):
         panel.approve_button.click()
     assert not panel.approve_button.isEnabled()
-    panel.decision_result("a1", True, "Approved as ada: 2 of 3 approved; run run-1 waits for 1 more.",
-                          still_pending=True)
+    panel.decision_result(
+        "a1", True, "Approved as ada: 2 of 3 approved; run run-1 waits for 1 more.", still_pending=True
+    )
     assert panel.approve_button.isEnabled() and panel.problem is None
     assert "waits for 1 more" in panel.result_label.text()
 
@@ -110,8 +134,9 @@ def test_a_quorum_in_the_app_panel_and_canvas_badge(qtbot, engine_window: MainWi
     assert decide(services.handles, pending.approval_id, "approve", "ada", "tests are green").approved_count == 1
     assert window.engine is not None
     window.engine.refresh_approvals()
-    qtbot.waitUntil(lambda: window.approvals.approvals and window.approvals.approvals[0].approved_count == 1,
-                    timeout=10_000)
+    qtbot.waitUntil(
+        lambda: window.approvals.approvals and window.approvals.approvals[0].approved_count == 1, timeout=10_000
+    )
     assert cell(window.approvals.table, 0, 6).text() == "1 of 2 approved"
     editor = window.tabs.current_editor()
     assert editor is not None

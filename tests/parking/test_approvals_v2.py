@@ -26,20 +26,26 @@ MINUTE = 60.0
 
 def gate(flow_id: str = "gate2", **config: Any) -> dict[str, Any]:
     """trigger → approval (v2 config) → one terminal per port."""
-    return make_flow(flow_id, [
-        TRIGGER,
-        {"id": "ask", "type": "approval", "config": {"timeout": "1h", "message": "Ship it?", **config}},
-        {"id": "shipped", "type": "terminal", "config": {"output": "{{ 'shipped by ' ~ state.ask.decided_by }}"}},
-        {"id": "dropped", "type": "terminal", "config": {"output": "{{ 'dropped by ' ~ state.ask.decided_by }}"}},
-    ], [("start", "ask"), ("ask", "approved", "shipped"), ("ask", "rejected", "dropped")])
+    return make_flow(
+        flow_id,
+        [
+            TRIGGER,
+            {"id": "ask", "type": "approval", "config": {"timeout": "1h", "message": "Ship it?", **config}},
+            {"id": "shipped", "type": "terminal", "config": {"output": "{{ 'shipped by ' ~ state.ask.decided_by }}"}},
+            {"id": "dropped", "type": "terminal", "config": {"output": "{{ 'dropped by ' ~ state.ask.decided_by }}"}},
+        ],
+        [("start", "ask"), ("ask", "approved", "shipped"), ("ask", "rejected", "dropped")],
+    )
 
 
 def _park(parked: Parked, document: dict[str, Any], started_by: str | None = None) -> tuple[str, str]:
     parked.publish(document)
     run_id = parked.services.create_run(document["id"], {}, started_by=started_by).run_id
     parked.waiting_on(run_id, "ask")
-    approval_id = wait_until(lambda: next((p.id for p in list_pending(parked.handles) if p.run_id == run_id), None),
-                             what="the pending approval row")
+    approval_id = wait_until(
+        lambda: next((p.id for p in list_pending(parked.handles) if p.run_id == run_id), None),
+        what="the pending approval row",
+    )
     return run_id, str(approval_id)
 
 
@@ -50,9 +56,13 @@ def _row(parked: Parked, approval_id: str) -> dict[str, Any]:
 
 def _events(parked: Parked, run_id: str, event_type: str) -> int:
     with parked.handles.sql.connect() as conn:
-        return int(conn.execute(sa.select(sa.func.count()).select_from(AppliedEvent)
-                                .where(AppliedEvent.run_id == run_id, AppliedEvent.event_type == event_type))
-                   .scalar_one())
+        return int(
+            conn.execute(
+                sa.select(sa.func.count())
+                .select_from(AppliedEvent)
+                .where(AppliedEvent.run_id == run_id, AppliedEvent.event_type == event_type)
+            ).scalar_one()
+        )
 
 
 def _keys(parked: Parked, count: int) -> list[str]:
@@ -61,7 +71,8 @@ def _keys(parked: Parked, count: int) -> list[str]:
 
 @pytest.mark.parametrize("mixed", [False, True], ids=["all_approve", "one_key_rejects"])
 def test_quorum_of_three_with_fifty_concurrent_decisions_from_five_keys_reaches_one_outcome(
-        parked_any_db: Parked, mixed: bool) -> None:
+    parked_any_db: Parked, mixed: bool
+) -> None:
     parked = parked_any_db
     keys = _keys(parked, 5)
     run_id, approval_id = _park(parked, gate(required=3, approvers=[f"k{i}" for i in range(5)]))
@@ -99,9 +110,11 @@ def test_quorum_of_three_with_fifty_concurrent_decisions_from_five_keys_reaches_
     row = _row(parked, approval_id)
     assert row["status"] == deciding[0].port and row["required"] == 3
     with parked.handles.sql.connect() as conn:
-        votes = conn.execute(sa.select(ApprovalAttempt.actor, ApprovalAttempt.comment)
-                             .where(ApprovalAttempt.approval_id == approval_id,
-                                    ApprovalAttempt.outcome == "accepted")).all()
+        votes = conn.execute(
+            sa.select(ApprovalAttempt.actor, ApprovalAttempt.comment).where(
+                ApprovalAttempt.approval_id == approval_id, ApprovalAttempt.outcome == "accepted"
+            )
+        ).all()
     assert sorted(v.actor for v in votes) == sorted(r.actor for r in accepted)
     assert all(v.comment and v.comment.startswith("attempt ") for v in votes)
     ask = run["state"]["ask"]
@@ -123,7 +136,9 @@ def test_a_quorum_counts_distinct_approvers_and_the_first_rejection_rejects(park
     run = parked.wait_status(run_id, "succeeded", "failed")
     assert run["result"] == "dropped by user:bob"
     assert [(v["by"], v["decision"], v["comment"]) for v in run["state"]["ask"]["votes"]] == [
-        ("user:ada", "approved", "fine by me"), ("user:bob", "rejected", "not yet")]
+        ("user:ada", "approved", "fine by me"),
+        ("user:bob", "rejected", "not yet"),
+    ]
 
 
 def test_a_quorum_short_at_the_timeout_rejects(parked: Parked) -> None:
@@ -230,9 +245,15 @@ def recorder() -> Iterator[Recorder]:
 
 
 def test_notify_url_gets_signed_notices_on_request_reminder_escalation_and_decision(
-        parked: Parked, recorder: Recorder) -> None:
-    document = gate(notify_url=recorder.url + "/notice/{{ run.id }}", remind_every="10m", escalate_after="15m",
-                    escalate_to="any", approvers=["ada"])
+    parked: Parked, recorder: Recorder
+) -> None:
+    document = gate(
+        notify_url=recorder.url + "/notice/{{ run.id }}",
+        remind_every="10m",
+        escalate_after="15m",
+        escalate_to="any",
+        approvers=["ada"],
+    )
     run_id, approval_id = _park(parked, document)
     parked.advance(10 * MINUTE)
     wait_until(lambda: _row(parked, approval_id)["reminders_sent"] == 1, what="the reminder")
@@ -272,8 +293,9 @@ def _codes(document: dict[str, Any]) -> list[str]:
 
 def test_validation_quorum_unreachable_and_escalation_after_timeout() -> None:
     assert "quorum_unreachable" in _codes(gate(required=3, approvers=["ada", "bob"]))
-    assert "quorum_unreachable" not in _codes(gate(required=3, approvers=["ada", "bob"], escalate_after="10m",
-                                                   escalate_to=["cy"]))
+    assert "quorum_unreachable" not in _codes(
+        gate(required=3, approvers=["ada", "bob"], escalate_after="10m", escalate_to=["cy"])
+    )
     assert "quorum_unreachable" not in _codes(gate(required=3))  # approvers: any
     assert "quorum_unreachable" not in _codes(gate(required=2, approvers=["ada", "bob"]))
     assert "escalation_after_timeout" in _codes(gate(escalate_after="1h", escalate_to=["boss"]))
