@@ -303,3 +303,26 @@ def test_validation_quorum_unreachable_and_escalation_after_timeout() -> None:
     assert "escalation_after_timeout" not in _codes(gate(escalate_after="59m", escalate_to=["boss"]))
     problems = {d.code: d for d in validate(gate(required=3, approvers=["ada"]))}
     assert problems["quorum_unreachable"].severity == "error" and problems["quorum_unreachable"].node == "ask"
+
+
+def test_reminders_and_escalations_are_engine_events_a_flow_can_listen_to(parked: Parked) -> None:
+    for event_type in ("approval.reminded", "approval.escalated"):
+        name = event_type.replace(".", "-")
+        parked.publish(
+            make_flow(
+                name,
+                [
+                    {"id": "on", "type": "trigger.event", "config": {"event_type": event_type}},
+                    {"id": "done", "type": "terminal", "config": {"output": "{{ 'heard' }}"}},
+                ],
+                [("on", "done")],
+            )
+        )
+    run_id, approval_id = _park(parked, gate(remind_every="10m", escalate_after="15m", escalate_to="any"))
+    parked.advance(10 * MINUTE)
+    wait_until(lambda: len(parked.services.list_runs(flow_id="approval-reminded")) == 1, what="a reminded run")
+    assert parked.services.list_runs(flow_id="approval-escalated") == []
+    parked.advance(5 * MINUTE)
+    wait_until(lambda: len(parked.services.list_runs(flow_id="approval-escalated")) == 1, what="an escalated run")
+    parked.still_waiting(run_id, "ask")
+    assert len(parked.services.list_runs(flow_id="approval-reminded")) == 1
