@@ -318,7 +318,7 @@ def test_reminders_and_escalations_are_engine_events_a_flow_can_listen_to(parked
                 [("on", "done")],
             )
         )
-    run_id, approval_id = _park(parked, gate(remind_every="10m", escalate_after="15m", escalate_to="any"))
+    run_id, _approval_id = _park(parked, gate(remind_every="10m", escalate_after="15m", escalate_to="any"))
     parked.advance(10 * MINUTE)
     wait_until(lambda: len(parked.services.list_runs(flow_id="approval-reminded")) == 1, what="a reminded run")
     assert parked.services.list_runs(flow_id="approval-escalated") == []
