@@ -352,6 +352,15 @@ class _Checker:
                          f"node \"{node_id}\" (approval): required is {required} but only {len(names)} "
                          f"approver(s) are listed ({', '.join(sorted(names)) or 'none'}); list more approvers, "
                          "use \"any\", or lower required")
+        if config.get("remind_every") is not None:
+            try:
+                every = _duration_seconds(config.get("remind_every"))
+            except DurationError:
+                every = 1.0  # bad_duration or invalid_config already says so
+            if every <= 0:
+                self.add("bad_duration", node_id,
+                         f"node \"{node_id}\" (approval): remind_every {config.get('remind_every')} must be above 0; "
+                         "give an interval such as 4h, or remove remind_every")
         if config.get("escalate_after") is None:
             return
         try:

@@ -301,6 +301,8 @@ def test_validation_quorum_unreachable_and_escalation_after_timeout() -> None:
     assert "escalation_after_timeout" in _codes(gate(escalate_after="1h", escalate_to=["boss"]))
     assert "escalation_after_timeout" in _codes(gate(escalate_after="2h", escalate_to=["boss"]))
     assert "escalation_after_timeout" not in _codes(gate(escalate_after="59m", escalate_to=["boss"]))
+    assert "bad_duration" in _codes(gate(remind_every="0s"))
+    assert "bad_duration" not in _codes(gate(remind_every="10m"))
     problems = {d.code: d for d in validate(gate(required=3, approvers=["ada"]))}
     assert problems["quorum_unreachable"].severity == "error" and problems["quorum_unreachable"].node == "ask"
 
