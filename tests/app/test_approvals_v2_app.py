@@ -129,14 +129,21 @@ def test_a_quorum_in_the_app_panel_and_canvas_badge(qtbot, engine_window: MainWi
     qtbot.waitUntil(lambda: window.approvals.problem is not None, timeout=10_000)
     assert "forbid_self" in (window.approvals.problem or "")
 
+    # Another user decides in the panel: a vote short of the quorum keeps the row and frees the buttons.
+    window.settings.your_name = "ada"
+    window.approvals.set_decider("ada")
+    window.approvals.comment.setText("tests are green")
+    qtbot.mouseClick(window.approvals.approve_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "1 of 2 approved" in window.approvals.result_label.text(), timeout=10_000)
+    assert window.approvals.problem is None and "waits for 1 more" in window.approvals.result_label.text()
+    qtbot.waitUntil(
+        lambda: bool(window.approvals.approvals) and window.approvals.approvals[0].approved_count == 1, timeout=10_000
+    )
+    qtbot.waitUntil(lambda: window.approvals.approve_button.isEnabled(), timeout=5_000)
+    assert [(v.by, v.comment) for v in window.approvals.approvals[0].decisions] == [("ada", "tests are green")]
     services = window.bridge.services if window.bridge is not None else None
     assert services is not None
-    assert decide(services.handles, pending.approval_id, "approve", "ada", "tests are green").approved_count == 1
     assert window.engine is not None
-    window.engine.refresh_approvals()
-    qtbot.waitUntil(
-        lambda: window.approvals.approvals and window.approvals.approvals[0].approved_count == 1, timeout=10_000
-    )
     assert cell(window.approvals.table, 0, 6).text() == "1 of 2 approved"
     editor = window.tabs.current_editor()
     assert editor is not None
