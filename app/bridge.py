@@ -226,8 +226,12 @@ class EngineBridge(QObject):
     def publish(self, flow: Any, on_done: Done) -> None:
         self.request(lambda services: services.publish_flow(flow), on_done)
 
-    def create_run(self, flow_id: str, inputs: dict[str, Any], on_done: Done) -> None:
-        self.request(lambda services: services.create_run(flow_id, inputs), on_done)
+    def create_run(self, flow_id: str, inputs: dict[str, Any], on_done: Done, started_by: str | None = None) -> None:
+        """`started_by`: the app's user (Settings ▸ General ▸ Your name), whom `forbid_self` approvals refuse."""
+        if started_by is None:
+            self.request(lambda services: services.create_run(flow_id, inputs), on_done)
+        else:
+            self.request(lambda services: services.create_run(flow_id, inputs, started_by=started_by), on_done)
 
     def cancel_run(self, run_id: str, on_done: Done) -> None:
         self.request(lambda services: services.cancel_run(run_id), on_done)

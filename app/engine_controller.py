@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QDialog, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout
 
+from app.approval_badges import approval_row, quorum_badges
 from app.bridge import EngineBridge
 from app.budget_check import BudgetDiagnostic
 from app.engine_messages import run_refusal, without_cli_hints
 from app.live import LiveState, row_at_place, row_of_place, run_marks, run_path, run_row, waiting_text
-from app.panels.rows import ApprovalRow, BudgetRow, HoldRow, local_time
+from app.panels.rows import BudgetRow, HoldRow, local_time
 
 if TYPE_CHECKING:
     from app.run_details import RunDetails
@@ -172,7 +173,7 @@ class EngineController(QObject):
                 self._say(f"{started}; the open draft has changes that are not published, so they are not in "
                           "this run (Publish to include them)")
 
-        self.bridge.create_run(flow_id, inputs, done)
+        self.bridge.create_run(flow_id, inputs, done, started_by=self.window.settings.your_name or None)
 
     def cancel_run(self, run_id: str) -> None:
         def done(status: Any, error: BaseException | None) -> None:
@@ -229,11 +230,11 @@ class EngineController(QObject):
             if error is not None:
                 self.window.log.append(f"Approvals could not be read: {error}")
                 return
-            self.window.approvals.set_approvals([
-                ApprovalRow(a.id, a.flow_id, a.run_id, a.node_id, a.message,
-                            datetime.fromtimestamp(a.requested_at, UTC), datetime.fromtimestamp(a.expires_at, UTC))
-                for a in pending
-            ])
+            rows = [approval_row(a) for a in pending]
+            self.window.approvals.set_approvals(rows)
+            editor = self.window.tabs.current_editor()
+            if editor is not None:
+                editor.view.set_quorum_badges(quorum_badges(rows, editor.document.flow_ref().id, self.selected_run))
 
         if self.bridge.available:
             self.bridge.pending_approvals(done)
@@ -247,6 +248,10 @@ class EngineController(QObject):
             if error is not None:
                 text = f"Decision not sent: {without_cli_hints(str(error))}"
                 panel.decision_result(approval_id, False, text)
+            elif result.accepted and result.port is None:
+                text = (f"Approved as {actor}: {result.approved_count} of {result.required} approved; run "
+                        f"{str(result.run_id)[:8]} waits for {result.required - result.approved_count} more.")
+                panel.decision_result(approval_id, True, text, still_pending=True)
             elif result.accepted:
                 text = (f"{'Approved' if approved else 'Rejected'} as {actor}: run {str(result.run_id)[:8]} "
                         f"continues through {result.port}.")

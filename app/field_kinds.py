@@ -55,7 +55,10 @@ NODE_REFERENCES: dict[tuple[str, str], str] = {("budget.reserve", "for"): "ai.mo
 CHOICES_FROM_CATALOG: dict[tuple[str, str], tuple[str, ...]] = {("trigger.event", "event_type"): EVENT_TYPES}
 CODE_FIELDS: dict[tuple[str, str], str] = {("script", "code"): "language"}
 FLOW_REFERENCES: set[tuple[str, str]] = {("flow.call", "flow")}
-LABELS: dict[tuple[str, str], str] = {("script", "memory_mb"): "Memory (MB)", ("script", "env"): "Environment"}
+LABELS: dict[tuple[str, str], str] = {("script", "memory_mb"): "Memory (MB)", ("script", "env"): "Environment",
+                                      ("approval", "required"): "Approvals required",
+                                      ("approval", "forbid_self"): "Starter may not decide",
+                                      ("approval", "notify_url"): "Notify URL"}
 NODE_HINTS: dict[str, str] = {
     "wait.callback": 'Send its resume URL from an earlier step: {{{{ callback_url("{node}") }}}}. The first POST '
                      "of a JSON body there continues through received, with the body under the output key.",
@@ -127,7 +130,7 @@ def field_spec(type_name: str, name: str, info: FieldInfo) -> FieldSpec:
         return FieldSpec(kind="money", minimum=low, **common)
     if get_origin(annotation) is Literal:
         return FieldSpec(kind="choice", choices=tuple(str(v) for v in get_args(annotation)), **common)
-    if key == "approvers":
+    if key in ("approvers", "escalate_to"):
         return FieldSpec(kind="approvers", **common)
     if get_origin(annotation) is list and key == "branches":
         return FieldSpec(kind="branches", **common)

@@ -154,6 +154,8 @@ class NodeItem(QGraphicsRectItem):
         self.live = LiveState()
         self.notice: tuple[str, str] = ("", "")
         """(short label drawn as a pill above the node, tooltip line), e.g. a disabled trigger; ("", "") for none."""
+        self.quorum: tuple[str, str] = ("", "")
+        """An approval's quorum progress: (badge text such as "2 of 3 approved", tooltip line); ("", "") for none."""
         self.port_items: list[PortItem] = []
         self.input_item: PortItem | None = None
         self._title = ""
@@ -232,12 +234,21 @@ class NodeItem(QGraphicsRectItem):
             lines.append(_escape(self.live.waiting_text))
         if self.notice[1]:
             lines.append(f"<span style='color:{current_theme().warning.name()}'>⏸ {_escape(self.notice[1])}</span>")
+        if self.quorum[1]:
+            lines.append(_escape(self.quorum[1]))
         self.setToolTip("<br>".join(lines))
 
     def set_notice(self, label: str, tooltip: str) -> None:
         """Show (or with empty texts, remove) the node's notice pill and tooltip line."""
         if (label, tooltip) != self.notice:
             self.notice = (label, tooltip)
+            self._refresh_tooltip()
+            self.update()
+
+    def set_quorum(self, label: str, tooltip: str) -> None:
+        """Show (or with empty texts, remove) the approval's quorum badge, e.g. "2 of 3 approved"."""
+        if (label, tooltip) != self.quorum:
+            self.quorum = (label, tooltip)
             self._refresh_tooltip()
             self.update()
 
@@ -311,18 +322,38 @@ class NodeItem(QGraphicsRectItem):
         if not self.live.is_empty():
             self._paint_live(painter, theme, lod)
         if self.notice[0]:
-            self._paint_notice(painter, theme)
+            # Right-aligned above the node, so it never covers the live counts drawn from the left.
+            self._paint_pill(painter, self.notice[0], theme.warning, -OVERLAY_ABOVE + 2)
+        if self.quorum[0]:
+            # Above the node at its right end, clear of the live counts drawn from the left; below it when
+            # the counts (or a notice) leave no room there.
+            width = self._pill_width(self.quorum[0])
+            above = not self.notice[0] and self._live_pills_end() + 4 <= NODE_WIDTH - width
+            self._paint_pill(painter, self.quorum[0], theme.run_path, -OVERLAY_ABOVE + 2 if above else self.height + 2,
+                             NODE_WIDTH if above else NODE_WIDTH - 14)
 
-    def _paint_notice(self, painter: QPainter, theme: Any) -> None:
+    @staticmethod
+    def _pill_width(text: str) -> float:
+        return QFontMetricsF(BADGE_FONT).horizontalAdvance(text) + 12
+
+    def _live_pills_end(self) -> float:
+        """Where the live counts drawn above the node end (0 when there are none)."""
+        end = 0.0
+        for count, label in ((self.live.running, "running"), (self.live.waiting, "waiting")):
+            if count:
+                end = (end + 4 if end else 4.0) + QFontMetricsF(BADGE_FONT).horizontalAdvance(f"{count} {label}") + 12
+        return end
+
+    def _paint_pill(self, painter: QPainter, text: str, colour: QColor, top: float,
+                    right: float = NODE_WIDTH - 14) -> None:
         painter.setFont(BADGE_FONT)
-        width = QFontMetricsF(BADGE_FONT).horizontalAdvance(self.notice[0]) + 14
-        # Right-aligned above the node, so it never covers the live counts drawn from the left.
-        pill = QRectF(NODE_WIDTH - width - 14, -OVERLAY_ABOVE + 2, width, 16)
+        width = self._pill_width(text)
+        pill = QRectF(right - width, top, width, 16)
         painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(theme.warning)
+        painter.setBrush(colour)
         painter.drawRoundedRect(pill, 8, 8)
-        painter.setPen(readable_on(theme.warning))
-        painter.drawText(pill, Qt.AlignmentFlag.AlignCenter, self.notice[0])
+        painter.setPen(readable_on(colour))
+        painter.drawText(pill, Qt.AlignmentFlag.AlignCenter, text)
 
     def _paint_body(self, painter: QPainter, theme: Any, accent: QColor, selected: bool, rect: QRectF,
                     lod: float = 1.0) -> None:
@@ -416,9 +447,7 @@ class NodeItem(QGraphicsRectItem):
             painter.setPen(theme.error if self.live.mark == "failed" else theme.run_path)
             font = readable_font(SUMMARY_FONT, lod, SUMMARY_MAX_PX)
             painter.setFont(font)
-            text = QFontMetricsF(font).elidedText(
-                below, Qt.TextElideMode.ElideRight, NODE_WIDTH
-            )
+            text = QFontMetricsF(font).elidedText(below, Qt.TextElideMode.ElideRight, NODE_WIDTH)
             painter.drawText(
                 QRectF(0, self.height + 2, NODE_WIDTH, OVERLAY_BELOW - 2), Qt.AlignmentFlag.AlignLeft, text
             )

@@ -48,7 +48,10 @@ def config_summary(node: Node) -> str:
     if kind == "approval":
         parts = [_duration(config["timeout"])] if "timeout" in config else []
         approvers = config.get("approvers", "any")
-        if isinstance(approvers, list):
+        required = config.get("required", 1)
+        if isinstance(required, int) and required > 1:
+            parts.append(f"{required} of {len(approvers)}" if isinstance(approvers, list) else f"{required} needed")
+        elif isinstance(approvers, list):
             parts.append(f"{len(approvers)} approver" + ("s" if len(approvers) != 1 else ""))
         return " · ".join(parts)
     if kind == "wait.callback":

@@ -444,6 +444,11 @@ class FlowView(QGraphicsView):
         for node_id, item in self.flow_scene.node_items.items():
             item.set_notice(*notices.get(node_id, ("", "")))
 
+    def set_quorum_badges(self, badges: dict[str, tuple[str, str]]) -> None:
+        """Per approval node: (badge text such as "2 of 3 approved", tooltip line); others lose theirs."""
+        for node_id, item in self.flow_scene.node_items.items():
+            item.set_quorum(*badges.get(node_id, ("", "")))
+
     def node_notice(self, node_id: str) -> tuple[str, str]:
         item = self.flow_scene.node_items.get(node_id)
         return item.notice if item is not None else ("", "")

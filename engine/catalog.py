@@ -28,6 +28,8 @@ EVENT_TYPES: tuple[str, ...] = (
     "approval.requested",
     "approval.decided",
     "approval.expired",
+    "approval.reminded",
+    "approval.escalated",
     "budget.exhausted",
     "hold.expired",
     "flow.published",
@@ -90,6 +92,12 @@ class ApprovalConfig(NodeConfig):
     timeout: Duration
     approvers: Literal["any"] | list[str] = "any"
     message: Template = ""
+    required: int = Field(default=1, ge=1, le=100)
+    forbid_self: bool = False
+    remind_every: Duration | None = None
+    notify_url: Template | None = None
+    escalate_after: Duration | None = None
+    escalate_to: list[str] | Literal["any"] | None = None
 
 
 class WaitCallbackConfig(NodeConfig):
@@ -348,6 +356,9 @@ def template_fields(type_name: str, config: dict[str, Any]) -> list[tuple[str, s
         if isinstance(config.get("inputs"), dict):
             for key, value in config["inputs"].items():
                 add(f"inputs.{key}", value)
+    elif type_name == "approval":
+        add("message", config.get("message"))
+        add("notify_url", config.get("notify_url"))
     elif type_name == "script":
         if isinstance(config.get("env"), dict):
             for key, value in config["env"].items():

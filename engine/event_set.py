@@ -13,6 +13,8 @@ PUBLISHED_EVENT_TYPES: frozenset[str] = frozenset({
     "run.parked",
     "approval.requested",
     "approval.decided",
+    "approval.reminded",
+    "approval.escalated",
     "approval.expired",
     "budget.exhausted",
     "hold.expired",

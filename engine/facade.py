@@ -84,7 +84,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 def decision_of(result: DecisionResult) -> Decision:
     return Decision(accepted=result.accepted, approval_id=result.approval_id, actor=result.actor,
                     decision=result.decision, message=result.message, reason=result.reason, run_id=result.run_id,
-                    port=result.port)
+                    port=result.port, approved_count=result.approved_count, required=result.required)
 
 
 def rerun_answer_of(plan: RerunPlan, created: CreatedRun | None = None) -> RerunStarted:
@@ -128,9 +128,10 @@ class EngineApi:
 
     # --- runs -------------------------------------------------------------------------------------
 
-    def start_run(self, body: StartRun) -> tuple[int, StartedRun]:
-        """Start a run and wait up to `body.wait` seconds for it (see `engine.api.runs`): (HTTP status, answer)."""
-        status, answer = start_run(self.services, body.model_dump(exclude_unset=True), self.watch)
+    def start_run(self, body: StartRun, started_by: str | None = None) -> tuple[int, StartedRun]:
+        """Start a run and wait up to `body.wait` seconds for it (see `engine.api.runs`): (HTTP status, answer).
+        `started_by`: who asks (`key:<name>`), recorded for approvals' `forbid_self`."""
+        status, answer = start_run(self.services, body.model_dump(exclude_unset=True), self.watch, started_by)
         return status, StartedRun.model_validate(answer)
 
     def get_run(self, run_id: str) -> Run | None:

@@ -186,6 +186,15 @@ class CancelledRun(ReadModel):
     status: str = Field(description="cancelled (queued/waiting), cancelling (running), or the final status")
 
 
+class ApprovalVote(ReadModel):
+    """One approver's accepted decision: who, when, the comment."""
+
+    by: str
+    decision: Literal["approve", "reject"]
+    comment: str = ""
+    at: float = Field(description="epoch seconds")
+
+
 class Approval(ReadModel):
     """A pending approval."""
 
@@ -196,6 +205,11 @@ class Approval(ReadModel):
     message: str
     requested_at: float = Field(description="epoch seconds")
     expires_at: float = Field(description="epoch seconds")
+    required: int = Field(default=1, description="distinct approvers who must approve (1: a v1 approval)")
+    approved_count: int = Field(default=0, description="approvals counted so far")
+    decisions: list[ApprovalVote] = Field(default_factory=list, description="each approver's accepted decision")
+    escalated: bool = Field(default=False, description="escalate_to may decide as well")
+    reminders_sent: int = 0
 
 
 class ApprovalList(ReadModel):
@@ -221,7 +235,10 @@ class Decision(ReadModel):
     message: str
     reason: str | None = None
     run_id: str | None = None
-    port: str | None = Field(default=None, description="approved or rejected: where the run continues")
+    port: str | None = Field(default=None, description="approved or rejected: where the run continues (None for "
+                             "a vote short of the approval's quorum)")
+    approved_count: int | None = Field(default=None, description="approvals counted so far")
+    required: int | None = Field(default=None, description="distinct approvers who must approve")
 
 
 class FlowVersion(ReadModel):

@@ -331,12 +331,48 @@ class _Checker:
                         f"node \"{node_id}\" ({spec.type}): {what} {config.get(key)} is above the "
                         f"{_fmt(limit)} limit (settings.max_delay); shorten it or split the wait",
                     )
-            elif spec.type == "trigger.schedule":
+            if spec.type == "approval":
+                self._approval_v2(node_id, config)
+            if spec.type == "trigger.schedule":
                 self._schedule(node_id, config)
             elif spec.type == "budget.reserve":
                 self._reserve_target(node_id, config)
             elif spec.type == "wait.callback":
                 self._callback_timeout(node_id, config, limit)
+
+    def _approval_v2(self, node_id: str, config: dict[str, Any]) -> None:
+        """Approvals v2: a quorum the listed approvers can reach; an escalation before the timeout."""
+        required = config.get("required", 1)
+        approvers = config.get("approvers", "any")
+        extra = config.get("escalate_to")
+        if isinstance(required, int) and isinstance(approvers, list) and extra != "any":
+            names = set(approvers) | (set(extra) if isinstance(extra, list) else set())
+            if required > len(names):
+                self.add("quorum_unreachable", node_id,
+                         f"node \"{node_id}\" (approval): required is {required} but only {len(names)} "
+                         f"approver(s) are listed ({', '.join(sorted(names)) or 'none'}); list more approvers, "
+                         "use \"any\", or lower required")
+        if config.get("remind_every") is not None:
+            try:
+                every = _duration_seconds(config.get("remind_every"))
+            except DurationError:
+                every = 1.0  # bad_duration or invalid_config already says so
+            if every <= 0:
+                self.add("bad_duration", node_id,
+                         f"node \"{node_id}\" (approval): remind_every {config.get('remind_every')} must be above 0; "
+                         "give an interval such as 4h, or remove remind_every")
+        if config.get("escalate_after") is None:
+            return
+        try:
+            after = _duration_seconds(config.get("escalate_after"))
+            timeout = _duration_seconds(config.get("timeout"))
+        except DurationError:
+            return  # bad_duration or invalid_config already says so
+        if after >= timeout:
+            self.add("escalation_after_timeout", node_id,
+                     f"node \"{node_id}\" (approval): escalate_after {config.get('escalate_after')} is not shorter "
+                     f"than the timeout {config.get('timeout')}, so the escalation could never happen; shorten "
+                     "escalate_after or lengthen the timeout")
 
     def _callback_timeout(self, node_id: str, config: dict[str, Any], limit: float) -> None:
         try:

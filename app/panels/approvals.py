@@ -4,6 +4,9 @@ A decision in flight disables the buttons until its answer is back; a refusal is
 kept. After an accepted decision the selection moves to the neighbouring row only once the list no longer holds
 the decided one, and the panel says which run is selected now, so a second click never acts on a run the user
 did not see chosen.
+
+Approvals v2: the Progress column shows a quorum's "2 of 3 approved", "escalated" and the reminders sent;
+below the table, the selected approval's decisions so far (who, when, comment).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from app.panels.empty_state import EmptyStateStack
 from app.panels.rows import ApprovalRow, local_time, time_left
 from app.panels.tables import read_only_table
 
-COLUMNS = ("Flow", "Run", "Node", "Message", "Requested", "Time left")
+COLUMNS = ("Flow", "Run", "Node", "Message", "Requested", "Time left", "Progress")
 
 
 class ApprovalsPanel(QWidget):
@@ -53,7 +56,7 @@ class ApprovalsPanel(QWidget):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         # Fixed widths: ResizeToContents re-measures every cell on each refresh.
-        for column, width in enumerate((130, 110, 110, 300, 150, 90)):
+        for column, width in enumerate((130, 110, 110, 300, 150, 90, 200)):
             self.table.horizontalHeader().resizeSection(column, width)
         self.table.horizontalHeader().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         self.table.itemSelectionChanged.connect(self._update_buttons)
@@ -67,6 +70,10 @@ class ApprovalsPanel(QWidget):
         self.change_name_button.setText("Change…")
         self.change_name_button.setToolTip("Settings ▸ General ▸ Your name")
         self.change_name_button.clicked.connect(self.change_name_requested.emit)
+        self.decided_label = QLabel(self)
+        self.decided_label.setObjectName("decidedSoFar")
+        self.decided_label.setWordWrap(True)
+        self.decided_label.hide()
         self.result_label = QLabel(self)
         self.result_label.setObjectName("fieldNote")
         self.result_label.setWordWrap(True)
@@ -90,6 +97,7 @@ class ApprovalsPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.stack, 1)
+        layout.addWidget(self.decided_label)
         layout.addLayout(bar)
         layout.addWidget(self.result_label)
         self.set_decider("")
@@ -122,9 +130,12 @@ class ApprovalsPanel(QWidget):
                 QTableWidgetItem(approval.message),
                 QTableWidgetItem(local_time(approval.requested_at)),
                 QTableWidgetItem(time_left(approval.expires_at, now) if approval.expires_at else "no limit"),
+                QTableWidgetItem(approval.progress()),
             )
             cells[0].setData(Qt.ItemDataRole.UserRole, approval.approval_id)
             cells[3].setToolTip(approval.message)
+            if approval.decisions:
+                cells[6].setToolTip(approval.decided_so_far())
             for column, item in enumerate(cells):
                 self.table.setItem(row, column, item)
             if selected is not None and approval.approval_id == selected.approval_id:
@@ -140,11 +151,16 @@ class ApprovalsPanel(QWidget):
             self.stack.show_message("No approvals are waiting.")
         self._update_buttons()
 
-    def decision_result(self, approval_id: str, accepted: bool, message: str) -> None:
-        """The engine's answer to a decision from this panel: a refusal is shown with the comment kept."""
+    def decision_result(self, approval_id: str, accepted: bool, message: str, still_pending: bool = False) -> None:
+        """The engine's answer to a decision from this panel: a refusal is shown with the comment kept;
+        `still_pending`: a vote counted towards a quorum not yet reached, so the approval stays listed."""
         if approval_id != self.deciding:
             return
-        if accepted:
+        if accepted and still_pending:
+            self.deciding = None
+            self.comment.clear()
+            self._say(message, problem=False)
+        elif accepted:
             self.comment.clear()
             self._say(message, problem=False)
             self._answered = True
@@ -194,9 +210,21 @@ class ApprovalsPanel(QWidget):
         return self.approvals[row]
 
     def _update_buttons(self) -> None:
-        chosen = self.selected_approval() is not None and self.deciding is None
+        selected = self.selected_approval()
+        self._show_decided(selected)
+        chosen = selected is not None and self.deciding is None
         self.approve_button.setEnabled(chosen)
         self.reject_button.setEnabled(chosen)
+
+    def _show_decided(self, approval: ApprovalRow | None) -> None:
+        """The selected quorum approval's decisions so far, under the table."""
+        if approval is None or not (approval.is_quorum or approval.decisions):
+            self.decided_label.hide()
+            return
+        head = f"{approval.flow_id} run {approval.run_id[:8]}: {approval.progress()}"
+        body = approval.decided_so_far() or "no decisions yet"
+        self.decided_label.setText(f"{head}\n{body}")
+        self.decided_label.show()
 
     def _decide(self, approved: bool) -> None:
         approval = self.selected_approval()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from engine.durations import format_duration
@@ -76,6 +76,41 @@ class ApprovalRow:
     message: str
     requested_at: datetime
     expires_at: datetime | None
+    required: int = 1
+    approved_count: int = 0
+    decisions: tuple[ApprovalVoteRow, ...] = field(default_factory=tuple)
+    escalated: bool = False
+    reminders_sent: int = 0
+
+    @property
+    def is_quorum(self) -> bool:
+        return self.required > 1
+
+    def progress(self) -> str:
+        """"2 of 3 approved" for a quorum ("" for a v1 approval), then "escalated" and the reminders sent."""
+        parts = [f"{self.approved_count} of {self.required} approved"] if self.is_quorum else []
+        if self.escalated:
+            parts.append("escalated")
+        if self.reminders_sent:
+            parts.append(f"{self.reminders_sent} reminder{'s' if self.reminders_sent != 1 else ''} sent")
+        return " · ".join(parts)
+
+    def decided_so_far(self) -> str:
+        """Who decided so far, when, and their comments: one line each."""
+        return "\n".join(vote.line() for vote in self.decisions)
+
+
+@dataclass(frozen=True)
+class ApprovalVoteRow:
+    by: str
+    decision: str
+    """`approve` or `reject`."""
+    comment: str
+    at: datetime
+
+    def line(self) -> str:
+        said = f" — “{self.comment}”" if self.comment else ""
+        return f"{self.decision}d by {self.by} at {local_time(self.at)}{said}"
 
 
 @dataclass(frozen=True)

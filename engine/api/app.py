@@ -68,7 +68,7 @@ STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "not_allowed", 404
                 405: "method_not_allowed", 408: "read_timeout", 413: "too_large", 414: "uri_too_long",
                 415: "unsupported_media_type", 422: "bad_request", 431: "headers_too_large"}
 REFUSAL_STATUS = {"unknown_approval": 404, "bad_decision": 422, "not_allowed": 403, "key_without_rights": 403,
-                  "malformed_key": 401, "unknown_key": 401, "revoked_key": 401}
+                  "self_decision": 403, "malformed_key": 401, "unknown_key": 401, "revoked_key": 401}
 """Refused decisions by reason; any other refusal is a conflict with the approval's state (409)."""
 RECORD_REFUSAL_STATUS = {"unknown_run": 404, "bad_name": 422, "run_not_finished": 409, "run_not_replayable": 409}
 
@@ -151,8 +151,9 @@ def api_routes() -> APIRouter:
                             202: {"model": StartedRun, "description": "parked, or still running when `wait` ran out",
                                   "headers": {"Retry-After": {"schema": {"type": "integer"}}}},
                             **_errors(402, 404, 409)})
-    def start_run(body: StartRun, engine: Engine, _key: Key) -> Response:
-        status, started = engine.start_run(body)
+    def start_run(body: StartRun, engine: Engine, key: Key) -> Response:
+        name = engine.check_key(key).name
+        status, started = engine.start_run(body, f"key:{name}" if name else None)
         headers = {"retry-after": str(started.retry_after_seconds)} \
             if status == 202 and started.retry_after_seconds is not None else None
         return json_answer(started, status, headers, exclude_unset=True)

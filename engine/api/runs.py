@@ -41,7 +41,7 @@ def _number(body: dict[str, Any], name: str, default: float) -> float:
 
 
 def start_run(services: EngineServices, body: dict[str, Any],
-              watch: RunWatch | None = None) -> tuple[int, dict[str, Any]]:
+              watch: RunWatch | None = None, started_by: str | None = None) -> tuple[int, dict[str, Any]]:
     flow_id = body.get("flow_id", body.get("flow"))
     if not isinstance(flow_id, str) or not flow_id:
         raise ApiError(422, "bad_request", 'the body needs "flow_id": the id of a published flow')
@@ -65,7 +65,7 @@ def start_run(services: EngineServices, body: dict[str, Any],
                        "the run's execution.finished webhook to")
     try:
         created = services.create_run(flow_id, inputs, version=version, idempotency_key=key,
-                                      mode="async" if wait == 0 else "sync")
+                                      mode="async" if wait == 0 else "sync", started_by=started_by)
     except UnknownFlowVersion as exc:
         raise ApiError(404, "unknown_flow", str(exc)) from None
     except InputError as exc:

@@ -1,9 +1,15 @@
-"""The one decision of an approval: claimed once in Redis (SET NX), by a person, a key, or the timeout."""
+"""The one decision of an approval: claimed once in Redis, by a person, a key, or the timeout.
+
+A v1 approval (`required: 1`) is decided by its first vote. A quorum counts votes of distinct approvers in
+one Lua script (`cast_vote`): a vote by an approver who already voted is refused, the first rejection
+decides `rejected`, and the approval that brings the count to `required` decides `approved`. The script
+sets the decision key itself, so exactly one vote (or the timeout's SET NX) decides, however many race.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import orjson
 
@@ -32,6 +38,59 @@ def claim_decision(client: Any, keys: Keyspace, approval_id: str, claim: Claim) 
     """True when `claim` won; False when another decision was claimed first."""
     return bool(client.set(keys.approval_decision(approval_id), orjson.dumps(asdict(claim)), nx=True,
                            ex=CLAIM_TTL_SECONDS))
+
+
+# KEYS[1] decision, KEYS[2] votes hash; ARGV: actor, verdict, vote JSON, required, ttl, decision JSON.
+# Returns {outcome, detail, approved count}: decided (detail: the decision already made), duplicate (the
+# actor's earlier vote), counted (quorum not yet reached), completed (this vote decided).
+_CAST_VOTE = """
+local decided = redis.call('GET', KEYS[1])
+if decided then return {'decided', decided, tonumber(redis.call('HGET', KEYS[2], '#approved') or '0')} end
+local earlier = redis.call('HGET', KEYS[2], ARGV[1])
+if earlier then return {'duplicate', earlier, tonumber(redis.call('HGET', KEYS[2], '#approved') or '0')} end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+local approved = 0
+if ARGV[2] == 'approved' then
+  approved = redis.call('HINCRBY', KEYS[2], '#approved', 1)
+else
+  approved = tonumber(redis.call('HGET', KEYS[2], '#approved') or '0')
+end
+redis.call('EXPIRE', KEYS[2], ARGV[5])
+if ARGV[2] == 'rejected' or approved >= tonumber(ARGV[4]) then
+  redis.call('SET', KEYS[1], ARGV[6], 'EX', ARGV[5])
+  return {'completed', ARGV[6], approved}
+end
+return {'counted', '', approved}
+"""
+
+VoteOutcome = Literal["decided", "duplicate", "counted", "completed"]
+
+
+class Vote(NamedTuple):
+    outcome: VoteOutcome
+    claim: Claim | None
+    """`decided`/`completed`: the approval's decision; `duplicate`: the actor's earlier vote."""
+    approved: int
+    """Approvals counted so far."""
+
+
+def cast_vote(client: Any, keys: Keyspace, approval_id: str, claim: Claim, required: int) -> Vote:
+    """Count `claim` as one approver's vote towards a quorum of `required`; see the module's docstring."""
+    text = orjson.dumps(asdict(claim))
+    outcome, detail, approved = client.eval(_CAST_VOTE, 2, keys.approval_decision(approval_id),
+                                            keys.approval_votes(approval_id), claim.decided_by, claim.decision,
+                                            text, max(1, required), CLAIM_TTL_SECONDS, text)
+    name = outcome.decode() if isinstance(outcome, bytes) else str(outcome)
+    found = Claim(**orjson.loads(detail)) if detail else None
+    return Vote(name, found, int(approved))  # type: ignore[arg-type]
+
+
+def read_votes(client: Any, keys: Keyspace, approval_id: str) -> list[Claim]:
+    """Every vote cast so far, earliest first."""
+    raw = client.hgetall(keys.approval_votes(approval_id))
+    votes = [Claim(**orjson.loads(value)) for field, value in raw.items()
+             if not (field.decode() if isinstance(field, bytes) else field).startswith("#")]
+    return sorted(votes, key=lambda vote: vote.decided_at)
 
 
 def read_claim(client: Any, keys: Keyspace, approval_id: str) -> Claim | None:

@@ -1,10 +1,12 @@
 """Decisions on approvals, from people (`actor="user:<name>"`) and API keys (`actor="key:<name>"`).
 
 `decide()` is the engine's Python API (the HTTP API and the app's panel call it). Exactly one
-decision wins: the claim is a Redis SET NX (`claims`). Every attempt, accepted or refused, is
-recorded in `approval_attempts` with who made it. A refused attempt changes nothing else. The
-winner's run gets its resume job at once (a token names the park, so the due waker's later
-timeout job for the same park is dropped).
+decision wins: a vote is counted by one Redis script (`claims.cast_vote`); for a v1 approval the first
+vote decides, for a quorum (`required: N`) the first rejection or the N-th distinct approval does. Every
+attempt, accepted or refused, is recorded in `approval_attempts` with who made it and its comment. A
+refused attempt changes nothing else. The deciding vote's run gets its resume job at once (a token names
+the park, so the due waker's later timer job for the same park is dropped); a vote short of the quorum
+leaves the run parked.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from typing import Any, Literal, cast
 import orjson
 import sqlalchemy as sa
 
-from engine.approvals.claims import Claim, claim_decision, read_claim
+from engine.approvals.claims import Claim, cast_vote, read_claim
 from engine.approvals.keys import check_key
+from engine.durations import parse_duration
 from engine.events import ExternalStamper, encode_event
 from engine.parking.limits import park_token
 from engine.publish import get_version
@@ -37,13 +40,15 @@ CHECKPOINT_WAIT_SECONDS = 2.0
 
 _APPROVAL_WITH_RUN = (
     sa.select(APPROVALS.c.run_id, APPROVALS.c.flow_id, APPROVALS.c.node_id, APPROVALS.c.status,
-              APPROVALS.c.expires_at, APPROVALS.c.decided_by, RUNS.c.status.label("run_status"), RUNS.c.version,
-              RUNS.c.last_seq)
+              APPROVALS.c.expires_at, APPROVALS.c.decided_by, APPROVALS.c.requested_at, APPROVALS.c.required,
+              APPROVALS.c.settings, RUNS.c.status.label("run_status"), RUNS.c.version, RUNS.c.last_seq,
+              RUNS.c.started_by)
     .join(RUNS, RUNS.c.id == APPROVALS.c.run_id))
 
 DecisionWord = Literal["approve", "reject"]
 RefusalReason = Literal["bad_decision", "unknown_approval", "already_decided", "expired", "not_allowed",
-                        "run_not_waiting", "malformed_key", "unknown_key", "revoked_key", "key_without_rights"]
+                        "run_not_waiting", "malformed_key", "unknown_key", "revoked_key", "key_without_rights",
+                        "already_voted", "self_decision"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,10 @@ class DecisionResult:
     reason: RefusalReason | None = None
     run_id: str | None = None
     port: str | None = None
-    """`approved` or `rejected`: where the run continues (accepted decisions only)."""
+    """`approved` or `rejected`: where the run continues (a deciding vote only; None while short of a quorum)."""
+    approved_count: int | None = None
+    """Approvals counted so far (accepted votes and quorum refusals)."""
+    required: int | None = None
 
     def to_data(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -77,11 +85,12 @@ def allowed(approvers: Any, actor: str) -> bool:
 
 
 def _record(handles: EngineHandles, approval_id: str, actor: str, decision: str, outcome: str,
-            reason: str | None) -> None:
+            reason: str | None, comment: str | None = None, at: float | None = None) -> None:
+    when = handles.clock.now() if at is None else at
     with sqlite_writer(handles.sql), handles.sql.begin() as conn:
         conn.execute(sa.insert(ATTEMPTS).values(approval_id=approval_id[:64], actor=actor[:255],
                                                 decision=decision[:16], outcome=outcome, reason=reason,
-                                                attempted_at=utc_from_epoch(handles.clock.now())))
+                                                attempted_at=utc_from_epoch(when), comment=comment or None))
 
 
 def _refuse(handles: EngineHandles, approval_id: str, actor: str, decision: str, reason: RefusalReason,
@@ -119,24 +128,63 @@ def decide(handles: EngineHandles, approval_id: str, decision: str, actor: str,
                        "for a decision", row.run_id)
     _published, flow = get_version(handles.sql, row.flow_id, row.version)
     node = next((n for n in flow.nodes if n.id == row.node_id), None)
-    approvers = node.config.get("approvers", "any") if node is not None else "any"
-    if not allowed(approvers, actor):
+    config: dict[str, Any] = node.config if node is not None else {}
+    approvers = config.get("approvers", "any")
+    escalated = _escalated(row, config, now)
+    if not allowed(approvers, actor) and not (escalated and allowed(config.get("escalate_to") or "any", actor)):
         names = ", ".join(approvers) if isinstance(approvers, list) else str(approvers)
+        later = ""
+        if config.get("escalate_after") is not None and not escalated:
+            later = f"; escalate_to may decide from {_when(utc_from_epoch(_escalate_at(row, config)))}"
         return _refuse(handles, approval_id, actor, decision, "not_allowed",
                        f'{actor} may not decide approval "{approval_id}": node "{row.node_id}" lists its approvers '
-                       f"as {names}", row.run_id)
+                       f"as {names}{later}", row.run_id)
+    if config.get("forbid_self") and row.started_by == actor:
+        return _refuse(handles, approval_id, actor, decision, "self_decision",
+                       f'{actor} started run "{row.run_id}", and node "{row.node_id}" has forbid_self: someone '
+                       "else must decide it", row.run_id)
     verdict_word: Literal["approved", "rejected"] = "approved" if decision == "approve" else "rejected"
+    required = int(row.required or 1)
     claim = Claim(verdict_word, actor, comment or "", now)
-    if not claim_decision(handles.client, handles.keys, approval_id, claim):
-        winner = read_claim(handles.client, handles.keys, approval_id)
+    vote = cast_vote(handles.client, handles.keys, approval_id, claim, required)
+    if vote.outcome == "decided":
+        winner = vote.claim
         by = f"{winner.decision} by {winner.decided_by}" if winner else "by another attempt"
         return _refuse(handles, approval_id, actor, decision, "already_decided",
                        f'approval "{approval_id}" was decided first ({by}); nothing changed', row.run_id)
-    _record(handles, approval_id, actor, decision, "accepted", None)
+    if vote.outcome == "duplicate":
+        earlier = vote.claim.decision if vote.claim else "voted"
+        result = _refuse(handles, approval_id, actor, decision, "already_voted",
+                         f'{actor} already voted on approval "{approval_id}" ({earlier}); each approver counts once '
+                         f"towards the quorum ({vote.approved} of {required} approved)", row.run_id)
+        return _with_count(result, vote.approved, required)
+    _record(handles, approval_id, actor, decision, "accepted", None, comment, now)
+    if vote.outcome == "counted":
+        return DecisionResult(True, approval_id, actor, decision,
+                              f'approval "{approval_id}": {vote.approved} of {required} approved (by {actor} now); '
+                              f'run "{row.run_id}" keeps waiting for {required - vote.approved} more', None,
+                              row.run_id, None, vote.approved, required)
     _announce_and_resume(handles, row.run_id, row.node_id, approval_id, claim, row.last_seq or 0)
+    quorum = f" ({vote.approved} of {required} approved)" if required != 1 else ""
     return DecisionResult(True, approval_id, actor, decision,
-                          f'approval "{approval_id}" {verdict_word} by {actor}; run "{row.run_id}" continues through '
-                          f'"{verdict_word}"', None, row.run_id, verdict_word)
+                          f'approval "{approval_id}" {verdict_word} by {actor}{quorum}; run "{row.run_id}" continues '
+                          f'through "{verdict_word}"', None, row.run_id, verdict_word, vote.approved, required)
+
+
+def _with_count(result: DecisionResult, approved: int, required: int) -> DecisionResult:
+    return DecisionResult(**{**result.__dict__, "approved_count": approved, "required": required})
+
+
+def _escalate_at(row: Any, config: dict[str, Any]) -> float:
+    settings = row.settings or {}
+    if settings.get("escalate_at") is not None:
+        return float(settings["escalate_at"])
+    return float(row.requested_at.timestamp() + parse_duration(config["escalate_after"]))
+
+
+def _escalated(row: Any, config: dict[str, Any], now: float) -> bool:
+    """`escalate_to` may decide once the approval stayed undecided for `escalate_after`."""
+    return config.get("escalate_after") is not None and now >= _escalate_at(row, config)
 
 
 def decide_with_key(handles: EngineHandles, approval_id: str, decision: str, key: str,

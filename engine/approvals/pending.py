@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import sqlalchemy as sa
 
 from engine.runtime.handles import EngineHandles
-from engine.store.models import Approval, Run
+from engine.store.models import Approval, ApprovalAttempt, Run
 
 APPROVALS = cast(sa.Table, Approval.__table__)
+ATTEMPTS = cast(sa.Table, ApprovalAttempt.__table__)
 RUNS = cast(sa.Table, Run.__table__)
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One approver's accepted decision on an approval."""
+
+    by: str
+    decision: str
+    """`approve` or `reject`."""
+    comment: str
+    at: float
+
+    def to_data(self) -> dict[str, Any]:
+        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -23,9 +38,28 @@ class PendingApproval:
     message: str
     requested_at: float
     expires_at: float
+    required: int = 1
+    approved_count: int = 0
+    decisions: list[Vote] = field(default_factory=list)
+    escalated: bool = False
+    reminders_sent: int = 0
 
     def to_data(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "decisions": [vote.to_data() for vote in self.decisions]}
+
+
+def votes_of(conn: sa.Connection, approval_ids: list[str]) -> dict[str, list[Vote]]:
+    """The accepted decisions of each approval, in the order they came."""
+    found: dict[str, list[Vote]] = {approval_id: [] for approval_id in approval_ids}
+    if not approval_ids:
+        return found
+    rows = conn.execute(sa.select(ATTEMPTS.c.approval_id, ATTEMPTS.c.actor, ATTEMPTS.c.decision, ATTEMPTS.c.comment,
+                                  ATTEMPTS.c.attempted_at)
+                        .where(ATTEMPTS.c.approval_id.in_(approval_ids), ATTEMPTS.c.outcome == "accepted")
+                        .order_by(ATTEMPTS.c.id)).all()
+    for row in rows:
+        found[row.approval_id].append(Vote(row.actor, row.decision, row.comment or "", row.attempted_at.timestamp()))
+    return found
 
 
 def list_pending(handles: EngineHandles, *, include_expired: bool = False) -> list[PendingApproval]:
@@ -35,12 +69,15 @@ def list_pending(handles: EngineHandles, *, include_expired: bool = False) -> li
         rows = conn.execute(sa.select(APPROVALS).join(RUNS, RUNS.c.id == APPROVALS.c.run_id)
                             .where(APPROVALS.c.status == "pending", RUNS.c.status.in_(("waiting", "running")))
                             .order_by(APPROVALS.c.expires_at, APPROVALS.c.id)).mappings().all()
-    if not rows:
-        return []
+        if not rows:
+            return []
+        votes = votes_of(conn, [row["id"] for row in rows])
     # A decision claimed but not yet projected is no longer pending.
     claimed = handles.client.mget([handles.keys.approval_decision(row["id"]) for row in rows])
     now = handles.clock.now()
     return [PendingApproval(row["id"], row["flow_id"], row["run_id"], row["node_id"], row["message"] or "",
-                            row["requested_at"].timestamp(), row["expires_at"].timestamp())
+                            row["requested_at"].timestamp(), row["expires_at"].timestamp(), int(row["required"] or 1),
+                            sum(1 for vote in votes[row["id"]] if vote.decision == "approve"), votes[row["id"]],
+                            row["escalated_at"] is not None, int(row["reminders_sent"] or 0))
             for row, claim in zip(rows, claimed, strict=True)
             if claim is None and (include_expired or row["expires_at"].timestamp() > now)]

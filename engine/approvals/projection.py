@@ -8,12 +8,14 @@ import sqlalchemy as sa
 
 from engine.approvals.claims import TIMEOUT_ACTOR
 from engine.events import Event
-from engine.events.models import ApprovalDecided, ApprovalRequested
+from engine.events.models import ApprovalDecided, ApprovalEscalated, ApprovalReminded, ApprovalRequested
 from engine.store.models import Approval
 from engine.store.types import utc_from_epoch
 
 APPROVALS = cast(sa.Table, Approval.__table__)
-APPROVAL_EVENT_TYPES = frozenset({"approval_requested", "approval_decided"})
+APPROVAL_EVENT_TYPES = frozenset({"approval_requested", "approval_decided", "approval_reminded",
+                                  "approval_escalated"})
+V2_SETTINGS = ("forbid_self", "remind_every", "escalate_at", "escalate_to", "notify_url")
 
 
 def apply_approval_events(conn: sa.Connection, runs: dict[str, dict[str, Any]], events: list[Event]) -> None:
@@ -27,7 +29,16 @@ def apply_approval_events(conn: sa.Connection, runs: dict[str, dict[str, Any]], 
                 conn.execute(sa.insert(APPROVALS).values(
                     id=event.approval_id, run_id=event.run_id, flow_id=runs[event.run_id]["flow_id"],
                     node_id=event.node, message=event.message, requested_at=utc_from_epoch(event.ts),
-                    expires_at=utc_from_epoch(event.timeout_at), status="pending"))
+                    expires_at=utc_from_epoch(event.timeout_at), status="pending", required=event.required,
+                    settings=_settings(event), reminders_sent=0))
+        elif isinstance(event, ApprovalReminded):
+            conn.execute(sa.update(APPROVALS)
+                         .where(APPROVALS.c.id == event.approval_id, APPROVALS.c.reminders_sent < event.reminder)
+                         .values(reminders_sent=event.reminder))
+        elif isinstance(event, ApprovalEscalated):
+            conn.execute(sa.update(APPROVALS)
+                         .where(APPROVALS.c.id == event.approval_id, APPROVALS.c.escalated_at.is_(None))
+                         .values(escalated_at=utc_from_epoch(event.ts)))
         elif isinstance(event, ApprovalDecided):
             timed_out = event.decided_by == TIMEOUT_ACTOR
             conn.execute(sa.update(APPROVALS)
@@ -36,3 +47,9 @@ def apply_approval_events(conn: sa.Connection, runs: dict[str, dict[str, Any]], 
                                  decision="approve" if event.decision == "approved" else "reject",
                                  decided_by=event.decided_by, comment=event.comment or None,
                                  decided_at=utc_from_epoch(event.ts)))
+
+
+def _settings(event: ApprovalRequested) -> dict[str, Any] | None:
+    """The v2 settings the request carried (None for a v1 approval)."""
+    found = {name: getattr(event, name) for name in V2_SETTINGS if getattr(event, name) not in (None, False, "")}
+    return found or None

@@ -1,4 +1,8 @@
-"""`lockgate approvals list [--json]` and `lockgate approvals decide ID approve|reject [--comment TEXT] --key K`.
+"""`lockgate approvals list [--json]`, `lockgate approvals decide ID approve|reject [--comment TEXT] --key K` and
+`lockgate approvals notify-secret` (the secret `notify_url` notices are signed with).
+
+A quorum approval lists its progress (`2 of 3 approved`), who decided, `escalated` and the reminders sent;
+a vote short of the quorum is accepted (exit 0) and says how many more are needed.
 
 Exit codes: 0 listed / decision accepted, 1 decision refused (unknown or already decided approval,
 after the timeout, bad or revoked key, no rights), 2 usage (no key given).
@@ -23,7 +27,7 @@ KEY_ENV = "LOCKGATE_API_KEY"
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("approvals", help="list pending approvals or decide one with an API key")
-    commands = parser.add_subparsers(dest="approvals_command", metavar="list|decide", required=True)
+    commands = parser.add_subparsers(dest="approvals_command", metavar="list|decide|notify-secret", required=True)
     listing = commands.add_parser("list", help="pending approvals, soonest to time out first")
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=list_command)
@@ -34,6 +38,9 @@ def register(subparsers: Any) -> None:
     decide.add_argument("--key", metavar="K", help=f"an API key from `lockgate keys create` (or set {KEY_ENV})")
     decide.add_argument("--json", action="store_true", help="print the result as JSON")
     decide.set_defaults(handler=decide_command)
+    secret = commands.add_parser("notify-secret", help="print the secret approvals' notify_url notices are signed "
+                                 "with (X-Hub-Signature-256)")
+    secret.set_defaults(handler=notify_secret_command)
 
 
 @contextmanager
@@ -75,6 +82,31 @@ def list_command(args: argparse.Namespace) -> int:
         print(f"{item.id}  {item.flow_id}/{item.node_id}  run {item.run_id}  expires {_when(item.expires_at)}")
         if item.message:
             print(f"    {item.message}")
+        for line in progress_lines(item):
+            print(f"    {line}")
+    return EXIT_OK
+
+
+def progress_lines(item: Any) -> list[str]:
+    """Quorum progress, each decision, the escalation and reminders of a pending approval (none for a plain v1 one)."""
+    lines = []
+    if item.required != 1 or item.decisions:
+        lines.append(f"{item.approved_count} of {item.required} approved")
+    for vote in item.decisions:
+        comment = f": {vote.comment}" if vote.comment else ""
+        lines.append(f"  {vote.decision}d by {vote.by} at {_when(vote.at)}{comment}")
+    if item.escalated:
+        lines.append("escalated: escalate_to may decide as well")
+    if item.reminders_sent:
+        lines.append(f"reminders sent: {item.reminders_sent}")
+    return lines
+
+
+def notify_secret_command(args: argparse.Namespace) -> int:
+    from engine.approvals.notices import notice_secret
+
+    with open_handles() as handles:
+        print(notice_secret(handles))
     return EXIT_OK
 
 

@@ -9,6 +9,8 @@ from typing import Any
 from engine.clock import Clock
 from engine.events.models import (
     ApprovalDecided,
+    ApprovalEscalated,
+    ApprovalReminded,
     ApprovalRequested,
     HoldCharged,
     HoldPlaced,
@@ -108,9 +110,19 @@ class EventStamper:
     # --- approvals and money (issues 4 and 5 emit these) ---------------------------------
 
     def approval_requested(self, node: str, approval_id: str, timeout_at: float,
-                           approvers: list[str] | str = "any", message: str = "") -> ApprovalRequested:
+                           approvers: list[str] | str = "any", message: str = "",
+                           **v2: Any) -> ApprovalRequested:
+        """`v2`: the approvals v2 fields (required, forbid_self, remind_every, escalate_at, escalate_to,
+        notify_url); a v1 approval gives none."""
         return ApprovalRequested(**self.stamp(), node=node, approval_id=approval_id, timeout_at=timeout_at,
-                                 approvers=approvers, message=message)
+                                 approvers=approvers, message=message, **v2)
+
+    def approval_reminded(self, node: str, approval_id: str, reminder: int) -> ApprovalReminded:
+        return ApprovalReminded(**self.stamp(), node=node, approval_id=approval_id, reminder=reminder)
+
+    def approval_escalated(self, node: str, approval_id: str,
+                           escalate_to: list[str] | str) -> ApprovalEscalated:
+        return ApprovalEscalated(**self.stamp(), node=node, approval_id=approval_id, escalate_to=escalate_to)
 
     def approval_decided(self, node: str, approval_id: str, decision: str, decided_by: str,
                          comment: str = "") -> ApprovalDecided:

@@ -142,6 +142,26 @@ class ApprovalRequested(EventBase):
     approvers: list[str] | Literal["any"] = "any"
     message: str = ""
     timeout_at: float
+    required: int = Field(default=1, ge=1, description="approvals v2: distinct approvers who must approve")
+    forbid_self: bool = Field(default=False, description="the run's starter may not decide")
+    remind_every: float | None = Field(default=None, gt=0, description="seconds between reminders while undecided")
+    escalate_at: float | None = Field(default=None, description="when `escalate_to` may decide as well")
+    escalate_to: list[str] | Literal["any"] | None = None
+    notify_url: str = Field(default="", description="rendered URL the signed notices go to (empty: none)")
+
+
+class ApprovalReminded(EventBase):
+    type: Literal["approval_reminded"] = "approval_reminded"
+    node: str
+    approval_id: str
+    reminder: int = Field(ge=1, description="1 for the first reminder, 2 for the next, ...")
+
+
+class ApprovalEscalated(EventBase):
+    type: Literal["approval_escalated"] = "approval_escalated"
+    node: str
+    approval_id: str
+    escalate_to: list[str] | Literal["any"]
 
 
 class ApprovalDecided(EventBase):
@@ -195,6 +215,8 @@ EVENT_MODELS: tuple[type[EventBase], ...] = (
     RunInterrupted,
     ApprovalRequested,
     ApprovalDecided,
+    ApprovalReminded,
+    ApprovalEscalated,
     HoldPlaced,
     HoldCharged,
     HoldReleased,
@@ -214,6 +236,8 @@ Event = Annotated[
     | RunInterrupted
     | ApprovalRequested
     | ApprovalDecided
+    | ApprovalReminded
+    | ApprovalEscalated
     | HoldPlaced
     | HoldCharged
     | HoldReleased,

@@ -38,6 +38,8 @@ def _fixture_events() -> list[EventBase]:
         stamper.hold_placed("reserve", "hold-1", "default", 0.5, 1_800_001_800.0),
         stamper.hold_charged("classify", "hold-1", 0.0123, "default"),
         stamper.hold_released("classify", "hold-1", 0.5, "pool_wait", "default"),
+        stamper.approval_reminded("review", "appr-1", 1),
+        stamper.approval_escalated("review", "appr-1", ["grace"]),
     ]
     ids = iter(f"evt-{n:04d}" for n in range(1, 1000))
     return [event.model_copy(update={"event_id": next(ids)}) for event in events]

@@ -145,7 +145,7 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
                budget_preflight: BudgetPreflight = no_budget_preflight,
                latest: LatestVersions | None = None, mode: RunMode = "sync",
                limits: InputLimits | None = None, parent_run_id: str | None = None,
-               call_depth: int = 0, rerun: RerunStart | None = None) -> CreatedRun:
+               call_depth: int = 0, rerun: RerunStart | None = None, started_by: str | None = None) -> CreatedRun:
     """Create a queued run of a published flow and enqueue its job; raises RunRefused / InputError.
 
     `mode="async"` records the acceptance time (the run's `created_at`) on its job, and so in its
@@ -153,6 +153,7 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
     `limits`: how large inputs may be (default: the environment's, `engine.config.input_limits`).
     `parent_run_id`, `call_depth`: set for the child run of a `flow.call` step (`engine.calls`).
     `rerun`: set for a rerun (`engine.runtime.rerun`): its record starts with the reused state and errors.
+    `started_by`: who asked for the run (`key:<name>`, `user:<name>`), for an approval's `forbid_self`.
     """
     if mode not in ("sync", "async"):
         raise ValueError(f'create_run mode must be "sync" or "async" (got {mode!r})')
@@ -202,7 +203,8 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
                 "cost_micros": 0, "last_seq": 0, "created_at": now, "updated_at": now,
                 "parent_run_id": parent_run_id, "call_depth": call_depth,
                 "rerun_of": rerun.rerun_of if rerun is not None else None,
-                "from_node": rerun.from_node if rerun is not None else None})
+                "from_node": rerun.from_node if rerun is not None else None,
+                "started_by": started_by})
     except sa.exc.IntegrityError:
         if idempotency_key:
             found = _existing_run(handles, idempotency_key)

@@ -101,6 +101,8 @@ class EngineServices:
         """How deep `flow.call` child runs may nest (None: `LOCKGATE_MAX_CALL_DEPTH`, else 8)."""
         self.calls: Any = None
         """`engine.calls.runtime.CallRuntime` once started (flow.call child runs)."""
+        self.approval_notices: Any = None
+        """`engine.approvals.notices.NoticeSender` once started (approvals' notify_url)."""
         self.consumers: ConsumerSlots | None = None
         self.process_entry: ProcessEntry | None = None
         self._stop = threading.Event()
@@ -138,6 +140,9 @@ class EngineServices:
         from engine.calls.runtime import CallRuntime  # flow.call: child runs and waking their parents
 
         self.calls = CallRuntime.start(self, self.max_call_depth)
+        from engine.approvals.notices import NoticeSender  # approvals v2: signed notify_url notices
+
+        self.approval_notices = NoticeSender.start(self, self._stop)
         plans = PlanCache(self.sql)
         for index, name in enumerate(names):
             worker = Worker(self.redis.client(), self.keys, plans, self.clock, name,

@@ -113,6 +113,8 @@ class Run(Base):
     """The finished run this one reruns from `from_node` (`engine.runtime.rerun`); None for any other run."""
     from_node: Mapped[str | None] = mapped_column(sa.String(128))
     """The node a rerun starts at: the steps before it are reused from `rerun_of`, never executed again."""
+    started_by: Mapped[str | None] = mapped_column(sa.String(255))
+    """Who started the run (`key:<name>`, `user:<name>`), when known: an approval's `forbid_self` refuses them."""
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     first_parked_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
@@ -241,6 +243,12 @@ class Approval(Base):
     decided_by: Mapped[str | None] = mapped_column(sa.String(255))
     comment: Mapped[str | None] = mapped_column(sa.Text)
     decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    required: Mapped[int] = mapped_column(sa.Integer, default=1, server_default="1")
+    """How many distinct approvers must approve (approvals v2; 1 for a v1 approval)."""
+    settings: Mapped[dict[str, Any] | None] = mapped_column(JsonDocument)
+    """The v2 settings as requested: approvers, forbid_self, remind_every, escalate_at, escalate_to, notify_url."""
+    reminders_sent: Mapped[int] = mapped_column(sa.Integer, default=0, server_default="0")
+    escalated_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
 
 class ApprovalAttempt(Base):
@@ -258,6 +266,7 @@ class ApprovalAttempt(Base):
     """'accepted' or 'refused'."""
     reason: Mapped[str | None] = mapped_column(sa.Text)
     attempted_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    comment: Mapped[str | None] = mapped_column(sa.Text)
 
 
 class ApiKey(Base):

@@ -186,6 +186,21 @@ class Keyspace:
         among concurrent attempts. Set by the approvals service."""
         return self._key("approval", approval_id, "decision")
 
+    def approval_votes(self, approval_id: str) -> str:
+        """Hash (TTL) of an approval's votes: actor -> its vote's JSON, and `#approved` counting approvals, so
+        a quorum is counted once per distinct approver. Written only by `engine.approvals.claims`' script."""
+        return self._key("approval", approval_id, "votes")
+
+    def approval_timers(self, approval_id: str) -> str:
+        """Hash (TTL) of an approval's timers: `timeout_at`, and the reminders and escalation announced so far
+        (`reminders`, `escalated`). Written by the `approval` body."""
+        return self._key("approval", approval_id, "timers")
+
+    @property
+    def approval_notify_secret(self) -> str:
+        """String: the secret that signs approvals' `notify_url` notices (made on first use, kept)."""
+        return self._key("approval", "notify_secret")
+
     def callback_claim(self, run_id: str, node: str) -> str:
         """String (NX, TTL) holding what resumed a `wait.callback` node of a run: the first POST's JSON body,
         or its timeout, so exactly one wins. Set by `engine.parking.callback_resume` and the node's body."""

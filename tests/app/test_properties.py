@@ -214,3 +214,26 @@ def test_retry_longest_wait_is_written_only_when_not_the_default(panel_on) -> No
     panel.retry_max_interval.line.setText("5m")
     panel.retry_max_interval.commit()
     assert document.node("refund").retry.model_dump(exclude_unset=True) == {}
+
+
+def test_approval_v2_fields_edit_the_node_and_validation_says_when_a_quorum_cannot_be_reached(qtbot, panel_on) -> None:
+    document, show = panel_on
+    panel = show("approve")
+    for key in ("required", "forbid_self", "remind_every", "notify_url", "escalate_after", "escalate_to"):
+        assert key in panel.editors, key
+    kinds = {f.key: f.kind for f in config_fields("approval")}
+    assert (kinds["required"], kinds["forbid_self"], kinds["remind_every"], kinds["notify_url"],
+            kinds["escalate_to"]) == ("int", "bool", "duration", "template", "approvers")
+    approvers = panel.editors["approvers"]
+    approvers.line.setText("ada, bob")  # type: ignore[attr-defined]
+    approvers.commit()
+    required = panel.editors["required"]
+    required.spin.setValue(3)  # type: ignore[attr-defined]
+    assert document.node("approve").config["required"] == 3
+    codes = [d.code for d in document.validate_now()]
+    assert "quorum_unreachable" in codes
+    required.spin.setValue(2)  # type: ignore[attr-defined]
+    assert "quorum_unreachable" not in [d.code for d in document.validate_now()]
+    check = panel.editors["forbid_self"].check  # type: ignore[attr-defined]
+    qtbot.mouseClick(check, Qt.MouseButton.LeftButton, pos=check.rect().center())
+    assert document.node("approve").config["forbid_self"] is True

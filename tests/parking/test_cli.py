@@ -72,3 +72,36 @@ def test_approvals_list_and_decide_by_key(tmp_path: Path, redis_url: str, key_pr
         assert json.loads(lockgate(env, "approvals", "list", "--json").stdout) == []
     finally:
         services.stop()
+
+
+def test_approvals_v2_quorum_progress_and_notify_secret(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    env = cli_env(tmp_path, redis_url, key_prefix, LOCKGATE_API_KEY="")
+    services, _ = start_engine(tmp_path, redis_url, f"sqlite:///{tmp_path / 'data' / 'lockgate.db'}", key_prefix)
+    try:
+        services.publish_flow(flow_from_data(make_flow("release", [
+            TRIGGER, {"id": "ask", "type": "approval", "config": {"timeout": "1h", "required": 2,
+                                                                   "message": "Release?"}},
+            {"id": "go", "type": "terminal", "config": {"output": "{{ 'released' }}"}},
+            {"id": "stop", "type": "terminal", "config": {"output": "{{ 'stopped' }}"}}],
+            [("start", "ask"), ("ask", "approved", "go"), ("ask", "rejected", "stop")])))
+        run_id = services.create_run("release", {}).run_id
+        services.wait_for_run(run_id, statuses=frozenset({"waiting"}))
+        ada = lockgate(env, "keys", "create", "ada").stdout.strip()
+        bob = lockgate(env, "keys", "create", "bob").stdout.strip()
+        [pending] = json.loads(lockgate(env, "approvals", "list", "--json").stdout)
+        assert (pending["required"], pending["approved_count"]) == (2, 0)
+        first = lockgate(env, "approvals", "decide", pending["id"], "approve", "--comment", "tests green", "--key", ada)
+        assert first.returncode == 0 and "1 of 2 approved" in first.stdout
+        assert "keeps waiting for 1 more" in first.stdout
+        listed = lockgate(env, "approvals", "list").stdout
+        assert "1 of 2 approved" in listed and "approved by key:ada" in listed and "tests green" in listed
+        twice = lockgate(env, "approvals", "decide", pending["id"], "approve", "--key", ada)
+        assert twice.returncode == 1 and "refused (already_voted)" in twice.stderr
+        last = lockgate(env, "approvals", "decide", pending["id"], "approve", "--key", bob, "--json")
+        assert last.returncode == 0 and json.loads(last.stdout)["port"] == "approved"
+        assert services.wait_for_run(run_id, timeout=10)["result"] == "released"
+        secret = lockgate(env, "approvals", "notify-secret")
+        assert secret.returncode == 0 and secret.stdout.startswith("lgan_")
+        assert lockgate(env, "approvals", "notify-secret").stdout == secret.stdout  # made once, then kept
+    finally:
+        services.stop()

@@ -15,7 +15,7 @@ from engine.config import EngineConfig
 from engine.store.db import init_db, make_engine, open_store, schema_revision
 from engine.store.models import Base
 
-HEAD = "0005_rerun"
+HEAD = "0006_approvals_v2"
 
 
 def test_models_and_migrations_agree(store: sa.Engine) -> None:
