@@ -1,7 +1,7 @@
 """approvals v2: quorum, reminders, escalation; who started a run (forbid_self); a decision's comment
 
 Revision ID: 0006_approvals_v2
-Revises: 0004_flow_call
+Revises: 0005_rerun
 Create Date: 2026-12-01
 """
 
