@@ -79,12 +79,15 @@ def test_command(args: argparse.Namespace) -> int:
 
 
 def save_test_command(args: argparse.Namespace) -> int:
-    from engine.cli.runs import _sql
+    from engine.cli.session import EngineUnavailable, engine_api, report_unavailable
     from engine.flowtest.model import save_test
-    from engine.flowtest.record import RecordRefused, record_test
+    from engine.flowtest.record import RecordRefused
 
     try:
-        test = record_test(_sql(), args.run_id, args.name)
+        with engine_api("lockgate runs save-test") as api:
+            test = api.record_test(args.run_id, args.name)
+    except EngineUnavailable as exc:
+        return report_unavailable(exc)
     except RecordRefused as exc:
         print(f"lockgate runs save-test: {exc}", file=sys.stderr)
         return EXIT_FAILED if exc.reason != "bad_name" else EXIT_USAGE
