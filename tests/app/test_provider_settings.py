@@ -94,11 +94,11 @@ def test_a_provider_added_in_settings_is_called_by_a_run_with_its_key(
     qtbot.waitUntil(lambda: (next(iter(window.runs.rows.values())).cost_usd or 0) > 0, timeout=5_000)
     # The engine's own queries carry what the app shows: cost per run, times per step (no SQL in the app).
     run_id = row.run_id
-    listed: list[object] = []
-    bridge.list_runs(lambda runs, error: listed.append(error or runs))
-    bridge.get_run(run_id, lambda run, error: listed.append(error or run))
-    qtbot.waitUntil(lambda: len(listed) == 2, timeout=5_000)
-    runs, run = listed
+    answers: dict[str, object] = {}
+    bridge.list_runs(lambda runs, error: answers.setdefault("list_runs", error or runs))
+    bridge.get_run(run_id, lambda run, error: answers.setdefault("get_run", error or run))
+    qtbot.waitUntil(lambda: len(answers) == 2, timeout=5_000)
+    runs, run = answers["list_runs"], answers["get_run"]
     assert isinstance(runs, list) and isinstance(run, dict)
     assert runs[0]["id"] == run_id and runs[0]["cost_micros"] > 0
     assert [s["node"] for s in run["steps"]] == ["start", "reserve", "model", "done"]
