@@ -48,6 +48,15 @@ end
 return 0
 """
 
+_PUBLISH_ALL = """
+for i = 1, #ARGV do
+  redis.call('PUBLISH', KEYS[1], ARGV[i])
+end
+return #ARGV
+"""
+"""A batch's live changes in one command: each is still its own message, in order, and the client packs one
+command instead of one per change (about 6 us each with redis-py)."""
+
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
@@ -189,8 +198,8 @@ class Projector:
                 pipe.xadd(self.keys.events_journal, {EVENT_FIELD: raw}, maxlen=self.journal, approximate=True)
         pipe.xack(self.keys.events, self.keys.events_group, *ids)
         pipe.xdel(self.keys.events, *ids)
-        for published in result.published:
-            pipe.publish(self.keys.live, published)
+        if result.published:
+            pipe.eval(_PUBLISH_ALL, 1, self.keys.live, *result.published)
         pipe.execute()
         if self.on_batch is not None:
             self.on_batch(result)
