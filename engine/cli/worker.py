@@ -88,6 +88,10 @@ def worker_command(args: argparse.Namespace) -> int:
         from engine.cli.supervise import supervise_command
 
         return supervise_command(args)
+    # httpx imports its command-line tool when click, rich and pygments are installed (they are, for the
+    # CLI); a worker never runs it, and without them each engine process is ~6 MB smaller. httpx falls back
+    # to a stub `main` when the import fails, as it does where they are not installed.
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     from engine.config import EngineConfig
     from engine.log_channel import LogPublisher
     from engine.logs import configured
