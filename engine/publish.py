@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -22,7 +23,9 @@ from engine.flow import MAX_DOCUMENT_DEPTH, Flow, dump_flow, flow_to_data, load_
 from engine.json_bounds import json_problems
 from engine.store.db import read_scope, session_scope
 from engine.store.models import FlowRecord, FlowVersion
-from engine.validation import Diagnostic, has_errors, validate
+
+if TYPE_CHECKING:
+    from engine.validation import Diagnostic
 
 Target = sa.Engine | Session
 
@@ -98,6 +101,10 @@ def publish(target: Target, flow: Flow, *, now: datetime | None = None) -> Publi
     `target`: an Engine (own transaction) or a Session (the caller's transaction, not committed here).
     Raises `PublishRefused` when validation finds errors.
     """
+    # Here, not at the top: validation pulls in networkx, which starting a worker or a CLI command
+    # (everything that imports this module for `get_version`) has no use for.
+    from engine.validation import Diagnostic, has_errors, validate
+
     diagnostics = validate(flow)
     if has_errors(diagnostics):
         raise PublishRefused(flow.id, diagnostics)

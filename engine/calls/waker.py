@@ -47,27 +47,34 @@ class ChildRunWaker:
         if not result.terminal_runs:
             return
         try:
-            self.handle(list(result.terminal_runs))
+            self.handle(list(result.terminal_runs), result.parents)
         except (redis.RedisError, sa.exc.SQLAlchemyError):
             log.exception("child runs: %d ended run(s) could not be handled; the next start's sweep will",
                           len(result.terminal_runs))
 
-    def handle(self, ended: list[tuple[str, str]]) -> None:
-        """Wake the parents of the ended child runs; cancel the unfinished children of runs that did not succeed."""
+    def handle(self, ended: list[tuple[str, str]], known_parents: dict[str, str] | None = None) -> None:
+        """Wake the parents of the ended child runs; cancel the unfinished children of runs that did not succeed.
+
+        `known_parents`: the parent of each ended run that has one, as the projector read it (then no query
+        looks them up; a batch of runs that all succeeded and have no parent costs nothing)."""
         ids = [run_id for run_id, _status in ended]
         unsuccessful = [run_id for run_id, status in ended if status != "succeeded"]
         parents: list[tuple[str, str]] = []
         orphans: list[tuple[str, str]] = []
-        with reading(self.handles.sql) as conn:
-            for start in range(0, len(ids), _CHUNK):
-                parents += [(row.id, row.parent_run_id) for row in conn.execute(
-                    sa.select(Run.id, Run.parent_run_id).where(Run.id.in_(ids[start:start + _CHUNK]),
-                                                               Run.parent_run_id.is_not(None)))]
-            for start in range(0, len(unsuccessful), _CHUNK):
-                chunk = unsuccessful[start:start + _CHUNK]
-                orphans += [(row.id, row.parent_run_id) for row in conn.execute(
-                    sa.select(Run.id, Run.parent_run_id).where(Run.parent_run_id.in_(chunk),
-                                                               Run.status.not_in(TERMINAL)))]
+        if known_parents is not None:
+            parents = [(run_id, known_parents[run_id]) for run_id in ids if run_id in known_parents]
+            ids = []
+        if ids or unsuccessful:
+            with reading(self.handles.sql) as conn:
+                for start in range(0, len(ids), _CHUNK):
+                    parents += [(row.id, row.parent_run_id) for row in conn.execute(
+                        sa.select(Run.id, Run.parent_run_id).where(Run.id.in_(ids[start:start + _CHUNK]),
+                                                                   Run.parent_run_id.is_not(None)))]
+                for start in range(0, len(unsuccessful), _CHUNK):
+                    chunk = unsuccessful[start:start + _CHUNK]
+                    orphans += [(row.id, row.parent_run_id) for row in conn.execute(
+                        sa.select(Run.id, Run.parent_run_id).where(Run.parent_run_id.in_(chunk),
+                                                                   Run.status.not_in(TERMINAL)))]
         for child_id, parent_id in parents:
             self.wake_parent(child_id, parent_id)
         for child_id, parent_id in orphans:

@@ -29,7 +29,6 @@ from engine.providers.base import ChatRequest
 from engine.providers.model_call import Answered, Failed, HoldRef, LedgerChange, Parked
 from engine.runtime.bodies import Park, StepCall, StepError, StepResult, TokenUsage, register_body
 from engine.templates import TemplateProblem, render
-from engine.validation import DEFAULT_LIMITS
 
 DEFAULT_HOLD_TTL = "30m"
 
@@ -141,6 +140,8 @@ def _request(call: StepCall, config: ModelConfig) -> ChatRequest:
 
 
 def _max_wait_seconds(services: MoneyServices, call: StepCall) -> float:
+    from engine.validation import DEFAULT_LIMITS  # here: validation pulls in networkx, a worker's start needs none
+
     flow = services.flow(call.ctx.flow_id, call.ctx.version)
     settings: Any = getattr(flow, "settings", None)
     configured = getattr(settings, "max_wait", None) if settings is not None else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import orjson
@@ -35,7 +35,7 @@ class BadJob(ValueError):
 
 def encode_job(job: Job) -> dict[Any, Any]:
     """Stream fields of a job message."""
-    return {JOB_FIELD: orjson.dumps(asdict(job))}
+    return {JOB_FIELD: orjson.dumps(job)}  # orjson writes a dataclass as asdict() would, without its deep copy
 
 
 def decode_job(fields: dict[bytes, bytes]) -> Job:

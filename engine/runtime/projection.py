@@ -14,6 +14,7 @@ duplicate and takes nothing; a batch that does not commit numbers nothing).
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -40,8 +41,13 @@ _RUN_MUTABLE = ("status", "state", "result", "error", "error_type", "errors", "w
 _STEP_MUTABLE = ("node_type", "status", "attempts", "input", "output", "ports", "error", "error_type",
                  "duration_ms", "tokens_in", "tokens_out", "started_at", "finished_at")
 _STEP_FINAL = frozenset({"succeeded", "failed", "skipped"})
-_RUN_LOADED = (RUNS.c.id, RUNS.c.flow_id, RUNS.c.version, *(RUNS.c[name] for name in _RUN_MUTABLE))
+_RUN_LOADED = (RUNS.c.id, RUNS.c.flow_id, RUNS.c.version, RUNS.c.parent_run_id,
+               *(RUNS.c[name] for name in _RUN_MUTABLE))
 _APPLIED_COLUMNS = ("event_id", "run_id", "seq", "event_type", "applied_at", "change")
+# Built once: an expanding IN is compiled once per statement, not rebuilt (and re-keyed) for every batch.
+_SELECT_APPLIED = sa.select(APPLIED.c.event_id).where(APPLIED.c.event_id.in_(sa.bindparam("ids", expanding=True)))
+_SELECT_RUNS = sa.select(*_RUN_LOADED).where(RUNS.c.id.in_(sa.bindparam("ids", expanding=True)))
+_SELECT_STEPS = sa.select(STEPS).where(STEPS.c.run_id.in_(sa.bindparam("ids", expanding=True)))
 
 
 @dataclass
@@ -75,6 +81,8 @@ class BatchResult:
     """Each change's JSON for the live channel, in the order of `changes` (the same text `applied_events` keeps)."""
     terminal_runs: list[tuple[str, str]] = field(default_factory=list)
     """(run id, final status) of runs that ended in this batch."""
+    parents: dict[str, str] = field(default_factory=dict)
+    """Parent run id of each run in `terminal_runs` that is a `flow.call` child (the others are absent)."""
 
 
 @dataclass
@@ -109,7 +117,7 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
         ids = list({event.event_id for _, event in decoded})
         seen: set[str] = set()
         for chunk in _chunks(ids):
-            seen.update(conn.execute(sa.select(APPLIED.c.event_id).where(APPLIED.c.event_id.in_(chunk))).scalars())
+            seen.update(conn.execute(_SELECT_APPLIED, {"ids": chunk}).scalars())
         fresh: list[tuple[str, Event]] = []
         for message_id, event in decoded:
             if event.event_id in seen:
@@ -149,6 +157,9 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
             result.published.append(published)
             if change.event in ("run_succeeded", "run_failed", "run_cancelled", "run_interrupted"):
                 result.terminal_runs.append((change.run_id, change.status))
+                parent = work.runs[change.run_id]["parent_run_id"]
+                if parent is not None:
+                    result.parents[change.run_id] = parent
         _write(conn, work, applied_rows, dead_rows)
         if money_events:
             apply_money_events(conn, money_events)
@@ -163,9 +174,9 @@ def _load(conn: sa.Connection, run_ids: set[str]) -> _Work:
     runs: dict[str, dict[str, Any]] = {}
     steps: dict[tuple[str, str], dict[str, Any]] = {}
     for chunk in _chunks(sorted(run_ids)):
-        for row in conn.execute(sa.select(*_RUN_LOADED).where(RUNS.c.id.in_(chunk))).mappings():
+        for row in conn.execute(_SELECT_RUNS, {"ids": chunk}).mappings():
             runs[row["id"]] = dict(row)
-        for row in conn.execute(sa.select(STEPS).where(STEPS.c.run_id.in_(chunk))).mappings():
+        for row in conn.execute(_SELECT_STEPS, {"ids": chunk}).mappings():
             steps[(row["run_id"], row["step"])] = dict(row)
     return _Work(runs, steps)
 
@@ -175,7 +186,7 @@ def _insert_applied(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
     # skipping SQLAlchemy's per-row parameter processing.
     dialect = conn.dialect
     mark = "?" if dialect.paramstyle in ("qmark", "numeric") else "%s"
-    to_db = APPLIED.c.applied_at.type.dialect_impl(dialect).bind_processor(dialect)
+    to_db = _bind_processors(dialect, APPLIED, ("applied_at",))[0]
     applied_at = rows[0]["applied_at"]
     stamp = to_db(applied_at) if to_db is not None else applied_at
     sql = (f"INSERT INTO {APPLIED.name} ({', '.join(_APPLIED_COLUMNS)}) "
@@ -187,12 +198,25 @@ def _insert_applied(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
 _STEP_INSERTED = ("run_id", "step", "node_id", *_STEP_MUTABLE)
 
 
+_processors: weakref.WeakKeyDictionary[sa.Dialect, dict[tuple[str, tuple[str, ...]], list[Any]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _bind_processors(dialect: sa.Dialect, table: sa.Table, columns: tuple[str, ...]) -> list[Any]:
+    """Each column's bind processor for `dialect`, looked up once per engine (a lookup costs ~20 us)."""
+    known = _processors.setdefault(dialect, {})
+    found = known.get((table.name, columns))
+    if found is None:
+        found = known[(table.name, columns)] = [table.c[name].type.dialect_impl(dialect).bind_processor(dialect)
+                                                for name in columns]
+    return found
+
+
 def _sqlite_executemany(conn: sa.Connection, sql: str, table: sa.Table, columns: tuple[str, ...],
                         rows: list[dict[str, Any]]) -> None:
-    # SQLite fast path: each column's own bind processor (same stored form as SQLAlchemy's), fetched
-    # once per batch, then straight to the driver.
-    dialect = conn.dialect
-    processors = [table.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in columns]
+    # SQLite fast path: each column's own bind processor (same stored form as SQLAlchemy's), then straight
+    # to the driver.
+    processors = _bind_processors(conn.dialect, table, columns)
     params = [tuple(value if process is None else process(value)
                     for value, process in zip((row[name] for name in columns), processors, strict=True))
               for row in rows]

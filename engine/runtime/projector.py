@@ -10,6 +10,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +28,10 @@ log = logging.getLogger("lockgate.projector")
 
 LEASE_SECONDS = 5.0
 BATCH_SIZE = 1000
+BATCH_INTERVAL_SECONDS = 0.01
+"""Least time between the starts of two batches applied back to back. A batch's transaction and commit cost
+the same whatever it holds (about 0.5 ms on SQLite), so under load the events of the next 10 ms are applied
+together; after a quiet spell the first event is applied at once."""
 
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -42,6 +47,15 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
+
+_PUBLISH_ALL = """
+for i = 1, #ARGV do
+  redis.call('PUBLISH', KEYS[1], ARGV[i])
+end
+return #ARGV
+"""
+"""A batch's live changes in one command: each is still its own message, in order, and the client packs one
+command instead of one per change (about 6 us each with redis-py)."""
 
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -106,7 +120,7 @@ class Projector:
 
     def __init__(self, client: redis.Redis, keys: Keyspace, sql: sa.Engine, *, holder: str | None = None,
                  on_batch: Callable[[BatchResult], None] | None = None, block_ms: int = 200,
-                 journal: int = 0) -> None:
+                 journal: int = 0, batch_interval: float = BATCH_INTERVAL_SECONDS) -> None:
         self.client = client
         self.keys = keys
         self.sql = sql
@@ -116,6 +130,7 @@ class Projector:
         self.block_ms = block_ms
         self.journal = journal
         """Applied events kept in `Keyspace.events_journal` (0: none)."""
+        self.batch_interval = batch_interval
         self.active = False
         self.done_through: str | None = None
         """Id of the last event message whose batch is applied and was passed to `on_batch`."""
@@ -134,7 +149,13 @@ class Projector:
                     if not self.active:
                         stop.wait(LEASE_SECONDS / 5)
                         continue
-                    self.step(block_ms=self.block_ms)
+                    began = time.monotonic()
+                    done = self.step(block_ms=self.block_ms)
+                    read = done.applied + done.duplicates + done.dead
+                    if 0 < read < BATCH_SIZE and not self._recover:  # a full batch: a backlog, go on at once
+                        rest = self.batch_interval - (time.monotonic() - began)
+                        if rest > 0:
+                            stop.wait(rest)
                 except redis.ConnectionError:
                     if stop.is_set():
                         return
@@ -177,8 +198,8 @@ class Projector:
                 pipe.xadd(self.keys.events_journal, {EVENT_FIELD: raw}, maxlen=self.journal, approximate=True)
         pipe.xack(self.keys.events, self.keys.events_group, *ids)
         pipe.xdel(self.keys.events, *ids)
-        for published in result.published:
-            pipe.publish(self.keys.live, published)
+        if result.published:
+            pipe.eval(_PUBLISH_ALL, 1, self.keys.live, *result.published)
         pipe.execute()
         if self.on_batch is not None:
             self.on_batch(result)

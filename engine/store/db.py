@@ -11,11 +11,13 @@ PostgreSQL: psycopg 3 (``postgresql+psycopg://``); plain ``postgresql://`` URLs 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
@@ -33,6 +35,23 @@ def normalize_url(url: str) -> str:
         if url.startswith(plain):
             return "postgresql+psycopg://" + url[len(plain) :]
     return url
+
+
+def json_text(value: Any) -> str:
+    """JSON columns' text: orjson (5-10x the standard library's speed); values it refuses (integers beyond 64
+    bits) fall back to the standard library."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(value)
+
+
+def json_value(text: str | bytes) -> Any:
+    """A JSON column's value; text orjson refuses (NaN written by the standard library) falls back to it."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -56,6 +75,8 @@ def _sqlite_begin(connection: sa.Connection) -> None:
 def make_engine(url: str, **options: Any) -> sa.Engine:
     """An engine for `url` (SQLite file or PostgreSQL) configured as the module docstring says."""
     url = normalize_url(url)
+    options.setdefault("json_serializer", json_text)
+    options.setdefault("json_deserializer", json_value)
     parsed = sa.make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":

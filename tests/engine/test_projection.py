@@ -75,6 +75,24 @@ def _messages(events: list[EventBase]) -> list[tuple[str, bytes]]:
     return [(f"{i}-0", encode_event(e)) for i, e in enumerate(events)]
 
 
+def test_a_batch_names_the_parent_of_each_child_run_it_ended(sql: sa.Engine) -> None:
+    """The child-run waker reads parents from the batch instead of querying SQL, so every ended child must be
+    named with its parent, and no run without one."""
+    _queued(sql, "parent")
+    _queued(sql, "child")
+    _queued(sql, "alone")
+    with sql.begin() as conn:
+        conn.execute(sa.update(Run).where(Run.id == "child").values(parent_run_id="parent", call_depth=1))
+    clock = ManualClock(1_800_000_000.0)
+    events: list[EventBase] = []
+    for run_id in ("child", "alone"):
+        s = EventStamper(run_id, clock)
+        events += [s.run_started("proj", 1, "start", {}), s.run_succeeded(None)]
+    result = apply_batch(sql, _messages(events))
+    assert sorted(result.terminal_runs) == [("alone", "succeeded"), ("child", "succeeded")]
+    assert result.parents == {"child": "parent"}
+
+
 def test_applying_every_event_twice_or_a_batch_again_changes_nothing(sql: sa.Engine) -> None:
     _queued(sql, "r1")
     events = _every_event_type("r1")
