@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.api.errors import ApiError
-from engine.api.runs import DISABLED_PHRASE
+from engine.api.runs import refused_run_error
 from engine.read_models import RerunRequest, RerunStarted
 from engine.runtime.create import RunRefused
 from engine.runtime.inputs import InputError
@@ -32,10 +32,5 @@ def rerun_answer(engine: EngineApi, run_id: str, body: RerunRequest) -> tuple[in
     except InputError as exc:
         raise ApiError(422, exc.kind, str(exc)) from None
     except RunRefused as exc:
-        reason = getattr(exc, "reason", None)
-        if reason == "budget_exhausted":
-            raise ApiError(402, "budget_exhausted", str(exc)) from None
-        if DISABLED_PHRASE in str(exc):
-            raise ApiError(409, "flow_disabled", str(exc)) from None
-        raise ApiError(409, reason or "run_refused", str(exc)) from None
+        raise refused_run_error(exc) from None
     return (200 if body.dry_run else 201), answer

@@ -29,7 +29,13 @@ RETRY_WHILE_RUNNING_SECONDS = 1
 RETRY_APPROVAL_SECONDS = 30
 RESERVED_KEY_PREFIXES = ("webhook:", "schedule:", "event:")
 """Idempotency keys of trigger-started runs; a caller's key must not collide with them."""
-DISABLED_PHRASE = "is disabled, so its triggers start nothing"
+REFUSED_RUN_STATUS = {"budget_exhausted": 402}
+"""HTTP status of a refused start by its reason; every other refusal (`flow_disabled`, `unknown_budget`, ...) is 409."""
+
+
+def refused_run_error(exc: RunRefused) -> ApiError:
+    """The answer to a start `create_run()` refused, named by the refusal's reason."""
+    return ApiError(REFUSED_RUN_STATUS.get(exc.reason, 409), exc.reason, str(exc))
 """How `create_run` says a flow is disabled."""
 
 
@@ -71,12 +77,7 @@ def start_run(services: EngineServices, body: dict[str, Any],
     except InputError as exc:
         raise ApiError(422, exc.kind, str(exc)) from None
     except RunRefused as exc:
-        reason = getattr(exc, "reason", None)
-        if reason == "budget_exhausted":
-            raise ApiError(402, "budget_exhausted", str(exc)) from None
-        if DISABLED_PHRASE in str(exc):
-            raise ApiError(409, "flow_disabled", str(exc)) from None
-        raise ApiError(409, reason or "run_refused", str(exc)) from None
+        raise refused_run_error(exc) from None
     secret = None
     if callback_url is not None and not created.duplicate:
         secret = register_callback(services._api(), created.run_id, callback_url)

@@ -85,9 +85,8 @@ def _start(call: StepCall, services: CallServices, key: str) -> str:
         raise StepError(f'{_where(call)}: flow "{flow_id}" refused the inputs given: {exc}', CALL_INPUTS_REFUSED) \
             from None
     except RunRefused as exc:
-        reason = getattr(exc, "reason", None)
         raise StepError(f'{_where(call)}: the child run of flow "{flow_id}" was refused: {exc}',
-                        reason if isinstance(reason, str) else CALL_REFUSED) from None
+                        CALL_REFUSED if exc.reason == RunRefused.reason else exc.reason) from None
     return created.run_id
 
 

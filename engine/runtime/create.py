@@ -78,7 +78,9 @@ class CreatedRun:
 
 
 class RunRefused(ValueError):
-    """create_run refused before any run existed."""
+    """create_run refused before any run existed; `reason` is the refusal's kind (the API's error code)."""
+
+    reason = "run_refused"
 
 
 class FlowDisabled(RunRefused):

@@ -125,8 +125,7 @@ def handle_webhook(handles: EngineHandles, create_run: Any, token: str, headers:
     except InputError as exc:
         return _error(422, "refused_inputs", "; ".join(exc.problems))
     except RunRefused as exc:
-        reason = getattr(exc, "reason", "run_refused")
-        return _error(402 if reason == "budget_exhausted" else 409, reason, str(exc))
+        return _error(402 if exc.reason == "budget_exhausted" else 409, exc.reason, str(exc))
     if created.duplicate:
         return WebhookAnswer(200, {"run_id": created.run_id, "status": created.status, "duplicate": True})
     return WebhookAnswer(202, {"run_id": created.run_id, "status": "queued", "duplicate": False})
