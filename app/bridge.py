@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from engine.log_channel import LogReceiver
 
 EngineState = Literal["stopped", "starting", "running", "stopping", "unavailable", "failed"]
-SERVICES_MODULE = "engine.runtime.services"
+SERVICES_MODULE = "engine.host"
 RUNS_LISTED = 200
 HOLDS_LISTED = 200
 WATCHDOG_MS = 2000
@@ -112,7 +112,7 @@ class EngineBridge(QObject):
                 services = services_module.EngineServices(self.config, workers=0, projector=False, due_waker=False)
             else:
                 services = services_module.EngineServices(self.config, clock=self.clock, workers=self.workers)
-                services.batch_listeners.append(self._on_projector_batch)
+                services.add_batch_listener(self._on_projector_batch)
             # Known to stop() even if the app quits before the GUI hears that the start finished.
             self._started_services = services
             try:

@@ -54,10 +54,10 @@ from engine.triggers.webhooks import WebhookAnswer, handle_webhook
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
+    from engine.parts import RunningEngine
     from engine.runtime.create import CreatedRun
     from engine.runtime.handles import EngineHandles
     from engine.runtime.rerun import RerunPlan
-    from engine.runtime.services import EngineServices
 
 DEFAULT_LIST_LIMIT = 50
 
@@ -99,13 +99,13 @@ def rerun_answer_of(plan: RerunPlan, created: CreatedRun | None = None) -> Rerun
 class EngineApi:
     """Typed calls on one process's started engine."""
 
-    def __init__(self, services: EngineServices, watch: RunWatch | None = None) -> None:
+    def __init__(self, services: RunningEngine, watch: RunWatch | None = None) -> None:
         self.services = services
         self.watch = watch or RunWatch()
         """Wakes a waiting `start_run` or `follow_run` when a change to its run is applied."""
 
     @classmethod
-    def on_live_channel(cls, services: EngineServices) -> EngineApi:
+    def on_live_channel(cls, services: RunningEngine) -> EngineApi:
         """A facade whose waits wake on the projector's live channel, whichever process projects (`close()` it)."""
         api = cls(services)
         api.watch = RunWatch(api._handles.client, services.keys.live)
@@ -117,10 +117,7 @@ class EngineApi:
 
     @property
     def _handles(self) -> EngineHandles:
-        handles = self.services.handles
-        if handles is None:
-            raise RuntimeError("the engine services are not started; call EngineServices.start() first")
-        return handles
+        return self.services.require_handles()
 
     @property
     def _sql(self) -> sa.Engine:

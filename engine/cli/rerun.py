@@ -40,10 +40,10 @@ def parse_version(text: str) -> int | str:
 
 def rerun_command(args: argparse.Namespace) -> int:
     from engine.config import EngineConfig
+    from engine.host import EngineServices
     from engine.runtime.create import RunRefused
     from engine.runtime.inputs import InputError
     from engine.runtime.rerun import RerunRefused
-    from engine.runtime.services import EngineServices
 
     try:
         version: Any = parse_version(args.version)

@@ -133,9 +133,9 @@ def print_run(run: dict[str, Any], as_json: bool) -> None:
 def run_command(args: argparse.Namespace) -> int:
     from engine.cli.validate import FileReport, print_human
     from engine.config import EngineConfig, input_limits
+    from engine.host import EngineServices
     from engine.runtime.create import RunRefused
     from engine.runtime.inputs import InputBoundsError, InputError, check_input_bounds, check_inputs
-    from engine.runtime.services import EngineServices
     from engine.runtime.transitions import TERMINAL
     from engine.validation import has_errors, validate_document
 

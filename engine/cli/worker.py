@@ -101,9 +101,9 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
     """The engine services of `args.role` with `args.workers`, and the HTTP API at `http_address`, until SIGINT or
     SIGTERM; `label` starts this process's messages, `port_option` is how its user picks another port."""
     from engine.config import EngineConfig
+    from engine.host import EngineServices
     from engine.log_channel import LogPublisher
     from engine.logs import configured
-    from engine.runtime.services import EngineServices
     from engine.store.schema_check import SchemaMismatch
 
     config = EngineConfig.from_env()

@@ -43,7 +43,7 @@ def redis_url() -> str | None:
 CREATE_SCRIPT = """
 import os, sys
 from engine.config import EngineConfig
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 services = EngineServices(EngineConfig.from_env(), workers=0, projector=False, due_waker=False).start()
 for index in range(int(sys.argv[1])):
     services.create_run("stall-bench", {"name": f"n{index}"})
