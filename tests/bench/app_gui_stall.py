@@ -20,6 +20,10 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.facade import EngineApi
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -121,9 +125,9 @@ def measure(create_in_app: bool) -> dict[str, object]:
         ticker.start()
         created: list[object] = []
 
-        def create_all(services: object) -> int:
+        def create_all(api: EngineApi) -> int:
             for index in range(RUNS):
-                services.create_run("stall-bench", {"name": f"n{index}"})  # type: ignore[attr-defined]
+                api.create_run("stall-bench", {"name": f"n{index}"})
             return RUNS
 
         started = time.perf_counter()
