@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.config import EngineConfig
 from engine.flow import Flow
-from engine.runtime.create import BudgetPreflight, CreatedRun, LatestVersions, RerunStart, RunMode
+from engine.runtime.create import BudgetPreflight, CreatedRun, LatestVersions, StartsRuns
 from engine.runtime.handles import EngineHandles
 from engine.runtime.projection import BatchResult
 from engine.transport.connection import RedisHandle
@@ -27,25 +27,6 @@ if TYPE_CHECKING:
 
 BatchListener = Callable[[BatchResult], None]
 """Called with every batch of events the projector applied, on the projector's thread."""
-
-
-class StartsRuns(Protocol):
-    """The host's `create_run`: `engine.runtime.create.create_run` with this engine's preflight and versions."""
-
-    def __call__(
-        self,
-        flow_id: str,
-        inputs: dict[str, Any] | None = None,
-        *,
-        version: int | None = None,
-        trigger: str | None = None,
-        idempotency_key: str | None = None,
-        mode: RunMode = "sync",
-        parent_run_id: str | None = None,
-        call_depth: int = 0,
-        rerun: RerunStart | None = None,
-        started_by: str | None = None,
-    ) -> CreatedRun: ...
 
 
 @dataclass(frozen=True)
