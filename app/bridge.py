@@ -1,7 +1,8 @@
 """The seam between the window and the embedded engine.
 
-`EngineBridge` owns the engine thread: `EngineServices` (Redis, SQL store and the Python API)
-starts and is called there, never on the GUI thread. By default the workers, projector and due
+`EngineBridge` owns the engine thread: `EngineServices` (Redis, SQL store, the engine's parts)
+starts there, and its typed facade (`engine.facade.EngineApi`) is called there, never on the GUI thread;
+every request answers the facade's read models. By default the workers, projector and due
 waker run in a child process (`EngineProcess`) so their hot loops never hold the GUI's GIL; the
 projector's live channel comes back through a pub/sub thread. Results arrive as callbacks on the
 GUI thread, live changes as the `live_changes` signal. It never invents data: when the engine
@@ -13,7 +14,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -25,16 +26,38 @@ from engine.config import EngineConfig
 from engine.logs import RecordBuffer
 
 if TYPE_CHECKING:
+    from engine.approvals.keys import KeyInfo
     from engine.clock import Clock
+    from engine.facade import EngineApi
+    from engine.flow import Flow
+    from engine.flowtest.model import FlowTest
+    from engine.host import EngineServices
     from engine.log_channel import LogReceiver
+    from engine.money.ledger import BudgetState
+    from engine.read_models import (
+        Approval,
+        CancelledRun,
+        Decision,
+        FlowVersion,
+        Hold,
+        PublishedFlow,
+        Run,
+        RunSummary,
+        StartedRun,
+    )
+    from engine.runtime.projection import BatchResult
+    from engine.triggers.settings import TriggerSetting
+    from engine.triggers.status import TriggerStatus
 
 EngineState = Literal["stopped", "starting", "running", "stopping", "unavailable", "failed"]
-SERVICES_MODULE = "engine.runtime.services"
+HOST_MODULE = "engine.host"
+FACADE_MODULE = "engine.facade"
 RUNS_LISTED = 200
 HOLDS_LISTED = 200
 WATCHDOG_MS = 2000
 T = TypeVar("T")
-Done = Callable[[Any, BaseException | None], None]
+Answer: TypeAlias = Callable[[T | None, BaseException | None], None]
+"""Called on the GUI thread with a request's result, or None and the error."""
 
 
 class EngineBridge(QObject):
@@ -66,11 +89,13 @@ class EngineBridge(QObject):
         self.workers = workers
         self.out_of_process = out_of_process
         self.engine_thread = EngineThread()
-        self.services: Any = None
+        self.services: EngineServices | None = None
+        """The running engine's services (lifecycle and live channel); requests go through `api`."""
+        self.api: EngineApi | None = None
         self.engine_process: EngineProcess | None = None
         self.http_url: str | None = None
         self.http_problem = ""
-        self._started_services: Any = None
+        self._started_services: EngineServices | None = None
         self.simulator: SimulatorProcess | None = None
         self.subscriber: LiveSubscriber | None = None
         self.log_records = log_records
@@ -87,7 +112,7 @@ class EngineBridge(QObject):
 
     @property
     def available(self) -> bool:
-        return self.state == "running" and self.services is not None
+        return self.state == "running" and self.api is not None
 
     def _set_state(self, state: EngineState, message: str = "") -> None:
         self.state = state
@@ -105,25 +130,27 @@ class EngineBridge(QObject):
         self._set_state("starting", f"Starting the engine (data folder {self.config.data_dir})")
         self.engine_thread.start()
 
-        def start_services() -> Any:
+        def start_services() -> EngineApi:
             # Imported here, on the engine thread: SQLAlchemy and friends stay off the GUI's startup path.
-            services_module = importlib.import_module(SERVICES_MODULE)
+            host = importlib.import_module(HOST_MODULE)
+            facade = importlib.import_module(FACADE_MODULE)
+            services: EngineServices
             if self.out_of_process:
-                services = services_module.EngineServices(self.config, workers=0, projector=False, due_waker=False)
+                services = host.EngineServices(self.config, workers=0, projector=False, due_waker=False)
             else:
-                services = services_module.EngineServices(self.config, clock=self.clock, workers=self.workers)
-                services.batch_listeners.append(self._on_projector_batch)
+                services = host.EngineServices(self.config, clock=self.clock, workers=self.workers)
+                services.add_batch_listener(self._on_projector_batch)
             # Known to stop() even if the app quits before the GUI hears that the start finished.
             self._started_services = services
             try:
                 # First: it writes the `local` provider's URL into providers.json, which the engine reads at start.
                 self.simulator = SimulatorProcess(self.config.data_dir).start()
                 services.start()
-                if self.budgets:
-                    ledger = _ledger(services)
-                    for budget in self.budgets:
-                        ledger.set_budget(budget.name, budget.limit_usd, budget.period)
+                api: EngineApi = facade.EngineApi(services)
+                for budget in self.budgets:
+                    api.set_budget(budget.name, budget.limit_usd, budget.period)
                 if self.out_of_process:
+                    assert services.redis is not None
                     if self.log_records is not None:
                         from engine.log_channel import LogReceiver
 
@@ -137,21 +164,23 @@ class EngineBridge(QObject):
             except BaseException:
                 self._stop_parts(services)  # what did start must not outlive a failed start
                 raise
-            return services
+            return api
 
-        def started(services: Any, error: BaseException | None) -> None:
+        def started(api: EngineApi | None, error: BaseException | None) -> None:
             if isinstance(error, ImportError):
                 self.unavailable_reason = (f"the embedded engine is not part of this build ({error}); "
                                            "editing, validation and saving work, runs do not")
                 self._set_state("unavailable", f"Engine unavailable: {self.unavailable_reason}")
                 return
-            if error is not None:
+            if error is not None or api is None:
                 self.services = None
+                self.api = None
                 self.unavailable_reason = f"the engine did not start: {error}"
                 self._set_state("failed", f"Engine failed to start: {error}; check the data folder, Redis URL and "
                                           "database URL in Settings")
                 return
-            self.services = services
+            self.api = api
+            self.services = self._started_services
             self.unavailable_reason = ""
             if self.engine_process is not None:
                 self._watchdog.start()
@@ -179,13 +208,14 @@ class EngineBridge(QObject):
                 self._set_state("stopped")
             return
         self.services = None
+        self.api = None
         self._set_state("stopping", "Stopping the engine; parked runs stay parked")
         # Runs after any start still queued on the engine loop, so it sees what that start made.
         self.engine_thread.stop(_sync(lambda: self._stop_parts(self._started_services)))
         if self.state != "unavailable":
             self._set_state("stopped")
 
-    def _stop_parts(self, services: Any) -> None:
+    def _stop_parts(self, services: EngineServices | None) -> None:
         if self.subscriber is not None:
             self.subscriber.stop()
             self.subscriber = None
@@ -215,190 +245,113 @@ class EngineBridge(QObject):
 
     # ----- requests (run on the engine thread, answered on the GUI thread) ---------------
 
-    def request(self, work: Callable[[Any], T], on_done: Callable[[T | None, BaseException | None], None]) -> None:
-        """Call `work(services)` on the engine thread; `on_done(result, error)` on the GUI thread."""
-        services = self.services
-        if services is None or not self.engine_thread.running:
+    def request(self, work: Callable[[EngineApi], T], on_done: Answer[T]) -> None:
+        """Call `work(api)` on the engine thread; `on_done(result, error)` on the GUI thread."""
+        api = self.api
+        if api is None or not self.engine_thread.running:
             on_done(None, RuntimeError(f"the engine is not running: {self.unavailable_reason or self.state}"))
             return
-        self.engine_thread.call(_sync(lambda: work(services)), on_done)
+        self.engine_thread.call(_sync(lambda: work(api)), on_done)
 
-    def publish(self, flow: Any, on_done: Done) -> None:
-        self.request(lambda services: services.publish_flow(flow), on_done)
+    def publish(self, flow: Flow, on_done: Answer[PublishedFlow]) -> None:
+        """Store the flow's next version (`engine.publish.PublishRefused`, with its diagnostics, when refused)."""
+        self.request(lambda api: api.publish(flow), on_done)
 
-    def create_run(self, flow_id: str, inputs: dict[str, Any], on_done: Done, started_by: str | None = None) -> None:
+    def create_run(self, flow_id: str, inputs: dict[str, object], on_done: Answer[StartedRun],
+                   started_by: str | None = None) -> None:
         """`started_by`: the app's user (Settings ▸ General ▸ Your name), whom `forbid_self` approvals refuse."""
-        if started_by is None:
-            self.request(lambda services: services.create_run(flow_id, inputs), on_done)
-        else:
-            self.request(lambda services: services.create_run(flow_id, inputs, started_by=started_by), on_done)
+        self.request(lambda api: api.create_run(flow_id, inputs, started_by=started_by), on_done)
 
-    def cancel_run(self, run_id: str, on_done: Done) -> None:
-        self.request(lambda services: services.cancel_run(run_id), on_done)
+    def cancel_run(self, run_id: str, on_done: Answer[CancelledRun]) -> None:
+        self.request(lambda api: api.cancel_run(run_id), on_done)
 
-    def list_runs(self, on_done: Done) -> None:
-        """The newest runs, each with its `cost_micros`, current node and `waiting_on` (`engine.runtime.queries`)."""
-        self.request(lambda services: services.list_runs(limit=RUNS_LISTED), on_done)
+    def list_runs(self, on_done: Answer[list[RunSummary]]) -> None:
+        """The newest runs, each with its `cost_micros`, current node and `waiting_on`."""
+        self.request(lambda api: api.list_runs(limit=RUNS_LISTED).runs, on_done)
 
-    def get_run(self, run_id: str, on_done: Done) -> None:
-        """A run with its steps, each step with `started_at` / `finished_at` (for the timeline)."""
-        self.request(lambda services: services.get_run(run_id, with_steps=True), on_done)
+    def get_run(self, run_id: str, on_done: Answer[Run]) -> None:
+        """A run with its steps, each step with `started_at` / `finished_at` (for the timeline); None: no such run."""
+        self.request(lambda api: api.get_run(run_id), on_done)
 
-    def record_test(self, run_id: str, name: str, on_done: Done) -> None:
-        """The flow test of a finished run (`engine.flowtest.model.FlowTest`), read from the store."""
+    def record_test(self, run_id: str, name: str, on_done: Answer[FlowTest]) -> None:
+        """The flow test of a finished run, read from the store."""
+        self.request(lambda api: api.record_test(run_id, name), on_done)
 
-        def record(services: Any) -> Any:
-            from engine.flowtest.record import record_test
-
-            return record_test(services.sql, run_id, name)
-
-        self.request(record, on_done)
-
-    def money(self, on_done: Done) -> None:
+    def money(self, on_done: Answer[tuple[list[BudgetState], list[Hold]]]) -> None:
         """`(budgets, holds)`: every budget from the ledger (live), and the newest holds from the store
-        (placed ones first, then charged and released), as dicts of the `holds` table."""
+        (placed ones first, then charged and released)."""
+        self.request(lambda api: (api.budgets(), api.holds(HOLDS_LISTED)), on_done)
 
-        def read(services: Any) -> tuple[list[Any], list[dict[str, Any]]]:
-            from engine.store.reads import list_holds
+    def list_budgets(self, on_done: Answer[list[BudgetState]]) -> None:
+        """Every budget in the ledger."""
+        self.request(lambda api: api.budgets(), on_done)
 
-            budgets = _ledger(services).budgets()
-            holds = list_holds(services.sql, HOLDS_LISTED)
-            return budgets, holds
+    def flow_version(self, flow_id: str, version: int, on_done: Answer[tuple[PublishedFlow, Flow]]) -> None:
+        """One published version and its flow."""
+        self.request(lambda api: api.flow(flow_id, version), on_done)
 
-        self.request(read, on_done)
+    def list_flow_ids(self, on_done: Answer[set[str]]) -> None:
+        """The ids of every published flow."""
+        self.request(lambda api: api.flow_ids(), on_done)
 
-    def list_budgets(self, on_done: Done) -> None:
-        """Every budget in the ledger (`engine.money.ledger.BudgetInfo`)."""
-        self.request(lambda services: _ledger(services).budgets(), on_done)
+    def list_versions(self, flow_id: str, on_done: Answer[list[FlowVersion]]) -> None:
+        """Every published version of a flow, oldest first (none: never published)."""
 
-    def flow_version(self, flow_id: str, version: int, on_done: Done) -> None:
-        """`(PublishedVersion, Flow)` of one published version."""
-
-        def read(services: Any) -> Any:
-            from engine.publish import get_version
-
-            return get_version(services.sql, flow_id, version)
-
-        self.request(read, on_done)
-
-    def list_flow_ids(self, on_done: Done) -> None:
-        """The ids of every published flow (a set)."""
-
-        def read(services: Any) -> set[str]:
-            from engine.store.reads import flow_ids
-
-            return flow_ids(services.sql)
+        def read(api: EngineApi) -> list[FlowVersion]:
+            versions = api.flow_versions(flow_id)
+            return list(versions.versions) if versions is not None else []
 
         self.request(read, on_done)
 
-    def list_versions(self, flow_id: str, on_done: Done) -> None:
-        """Every published version of a flow, oldest first."""
-
-        def read(services: Any) -> Any:
-            from engine.publish import list_versions
-
-            return list_versions(services.sql, flow_id)
-
-        self.request(read, on_done)
-
-    def get_version(self, flow_id: str, version: int, on_done: Done) -> None:
+    def get_version(self, flow_id: str, version: int, on_done: Answer[Flow]) -> None:
         """The flow document of one published version."""
+        self.request(lambda api: api.flow(flow_id, version)[1], on_done)
 
-        def read(services: Any) -> Any:
-            from engine.publish import get_version
-
-            return get_version(services.sql, flow_id, version)[1]
-
-        self.request(read, on_done)
-
-    def apply_budgets(self, budgets: list[BudgetSetting], on_done: Done) -> None:
+    def apply_budgets(self, budgets: list[BudgetSetting], on_done: Answer[int]) -> None:
         """Create or change budgets in the engine's ledger (limits and periods; spent and held are kept)."""
         self.budgets = list(budgets)
 
-        def write(services: Any) -> int:
-            ledger = _ledger(services)
+        def write(api: EngineApi) -> int:
             for budget in budgets:
-                ledger.set_budget(budget.name, budget.limit_usd, budget.period)
+                api.set_budget(budget.name, budget.limit_usd, budget.period)
             return len(budgets)
 
         self.request(write, on_done)
 
-    def list_approval_keys(self, on_done: Done) -> None:
+    def list_approval_keys(self, on_done: Answer[list[KeyInfo]]) -> None:
         """Every approval API key by name (never the key or its hash)."""
+        self.request(lambda api: api.approval_keys(), on_done)
 
-        def read(services: Any) -> Any:
-            from engine.approvals.keys import list_keys
-
-            return list_keys(services.sql)
-
-        self.request(read, on_done)
-
-    def create_approval_key(self, name: str, on_done: Done) -> None:
+    def create_approval_key(self, name: str, on_done: Answer[str]) -> None:
         """A new approval API key named `name`; the result is the key, the only time it exists in full."""
+        self.request(lambda api: api.create_approval_key(name), on_done)
 
-        def create(services: Any) -> Any:
-            from engine.approvals.keys import create_key
+    def revoke_approval_key(self, name: str, on_done: Answer[None]) -> None:
+        self.request(lambda api: api.revoke_approval_key(name), on_done)
 
-            return create_key(services.sql, name, services.clock)
+    def pending_approvals(self, on_done: Answer[list[Approval]]) -> None:
+        """Approvals still open, soonest to expire first."""
+        self.request(lambda api: api.pending_approvals().approvals, on_done)
 
-        self.request(create, on_done)
-
-    def revoke_approval_key(self, name: str, on_done: Done) -> None:
-        def revoke(services: Any) -> Any:
-            from engine.approvals.keys import revoke_key
-
-            return revoke_key(services.sql, name, services.clock)
-
-        self.request(revoke, on_done)
-
-    def pending_approvals(self, on_done: Done) -> None:
-        """Approvals still open (`engine.approvals.pending.list_pending`), soonest to expire first."""
-
-        def read(services: Any) -> Any:
-            from engine.approvals.pending import list_pending
-
-            return list_pending(services.handles)
-
-        self.request(read, on_done)
-
-    def decide_approval(self, approval_id: str, approved: bool, actor: str, comment: str, on_done: Done) -> None:
+    def decide_approval(self, approval_id: str, approved: bool, actor: str, comment: str,
+                        on_done: Answer[Decision]) -> None:
         """Approve or reject as `actor`; the result says whether the decision was taken or why not."""
+        decision = "approve" if approved else "reject"
+        self.request(lambda api: api.decide(approval_id, decision, actor=actor, comment=comment or None), on_done)
 
-        def send(services: Any) -> Any:
-            from engine.approvals.decide import decide
-
-            return decide(services.handles, approval_id, "approve" if approved else "reject", actor, comment or None)
-
-        self.request(send, on_done)
-
-    def trigger_status(self, flow_id: str, on_done: Done) -> None:
-        """`app.trigger_rows.TriggerStatus` of the flow's latest published version (settings, counters, runs)."""
-
-        def read(services: Any) -> Any:
-            from app.trigger_rows import read_trigger_status
-
-            return read_trigger_status(services, flow_id)
-
-        self.request(read, on_done)
+    def trigger_status(self, flow_id: str, on_done: Answer[TriggerStatus]) -> None:
+        """The triggers of the flow's latest published version (settings, counters, runs)."""
+        self.request(lambda api: api.trigger_status(flow_id), on_done)
 
     def set_trigger_enabled(self, flow_id: str, node_id: str, trigger_type: str, enabled: bool,
-                            on_done: Done) -> None:
-        """Enable or disable one webhook/schedule trigger of the latest published version
-        (`engine.triggers.settings.set_enabled`; a webhook gets its token on first enable)."""
-
-        def write(services: Any) -> Any:
-            from engine.publish import get_version
-            from engine.triggers.settings import set_enabled
-
-            _published, flow = get_version(services.sql, flow_id)
-            return set_enabled(services.handles.client, services.keys, flow, trigger_type, enabled,
-                               services.clock.now(), node_id=node_id)
-
-        self.request(write, on_done)
+                            on_done: Answer[list[TriggerSetting]]) -> None:
+        """Enable or disable one webhook/schedule trigger of the latest published version (a webhook gets its
+        token on first enable)."""
+        self.request(lambda api: api.set_trigger_enabled(flow_id, node_id, trigger_type, enabled), on_done)
 
     # ----- live channel ------------------------------------------------------------------
 
-    def _on_projector_batch(self, result: Any) -> None:
+    def _on_projector_batch(self, result: BatchResult) -> None:
         if result.changes:
             self._batch_from_projector.emit([change.to_data() for change in result.changes])
 
@@ -417,12 +370,6 @@ class EngineBridge(QObject):
             self.run_updated.emit(change)
         # Holds and budgets move with steps (reserve, model call, run end); the panel refresh is coalesced.
         self.holds_changed.emit()
-
-
-def _ledger(services: Any) -> Any:
-    from engine.money.ledger import BudgetLedger
-
-    return BudgetLedger(services.redis.client(), services.keys, services.clock)
 
 
 async def _sync(call: Callable[[], T]) -> T:

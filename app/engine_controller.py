@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from app.run_details import RunDetails
     from app.window import MainWindow
     from canvas.document import FlowDocument
+    from engine.money.ledger import BudgetState
+    from engine.read_models import Hold, Run, RunSummary
 
 REFRESH_DELAY_MS = 150
 LIVE_RUNS_REFRESH_MS = 1000
@@ -177,7 +179,8 @@ class EngineController(QObject):
 
     def cancel_run(self, run_id: str) -> None:
         def done(status: Any, error: BaseException | None) -> None:
-            self._say(f"Run {run_id[:8]} not cancelled: {error}" if error else f"Run {run_id[:8]}: {status}")
+            self._say(f"Run {run_id[:8]} not cancelled: {error}" if error or status is None
+                      else f"Run {run_id[:8]}: {status.status}")
             self._runs_timer.start()
 
         self.bridge.cancel_run(run_id, done)
@@ -185,10 +188,11 @@ class EngineController(QObject):
     # ----- runs and money ------------------------------------------------------------------
 
     def refresh_runs(self) -> None:
-        def done(runs: Any, error: BaseException | None) -> None:
-            if error is not None:
+        def done(summaries: list[RunSummary] | None, error: BaseException | None) -> None:
+            if error is not None or summaries is None:
                 self.window.log.append(f"Runs could not be read: {error}")
                 return
+            runs = [summary.model_dump() for summary in summaries]
             for run in runs:
                 self.live.seed_from_run(run)
             self.window.runs.set_runs([run_row(run) for run in runs])
@@ -200,8 +204,8 @@ class EngineController(QObject):
             self.bridge.list_runs(done)
 
     def refresh_money(self) -> None:
-        def done(result: Any, error: BaseException | None) -> None:
-            if error is not None:
+        def done(result: tuple[list[BudgetState], list[Hold]] | None, error: BaseException | None) -> None:
+            if error is not None or result is None:
                 self.window.log.append(f"Budgets could not be read: {error}")
                 return
             budgets, holds = result
@@ -211,8 +215,9 @@ class EngineController(QObject):
                 for b in budgets
             ])
             self.window.holds.set_holds([
-                HoldRow(h["id"], h["run_id"], h["node_id"], _micros(h["amount_micros"]), h["state"], h["expires_at"],
-                        _micros(h["charged_micros"]) if h["charged_micros"] is not None else None)
+                HoldRow(h.id, h.run_id, h.node_id, _micros(h.amount_micros), h.state,
+                        datetime.fromisoformat(h.expires_at),
+                        _micros(h.charged_micros) if h.charged_micros is not None else None)
                 for h in holds
             ])
 
@@ -331,7 +336,8 @@ class EngineController(QObject):
         """
         self.selected_run = run_id
 
-        def got_run(run: Any, error: BaseException | None) -> None:
+        def got_run(found: Run | None, error: BaseException | None) -> None:
+            run = found.model_dump() if found is not None else None
             if error is None and run is not None and self.selected_run == run_id:
                 self.window.properties.set_preview_run(run)
             if error is not None or run is None or not self.live_on:
@@ -413,7 +419,8 @@ class EngineController(QObject):
             table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
             numbers = [version.version for version in reversed(versions)]
             for row, version in enumerate(reversed(versions)):
-                for column, text in enumerate((f"v{version.version}", local_time(version.published_at),
+                for column, text in enumerate((f"v{version.version}",
+                                               local_time(datetime.fromisoformat(version.published_at)),
                                                version.content_hash[:12])):
                     item = QTableWidgetItem(text)
                     item.setToolTip("Double-click to open this version in a new tab (to compare it with another)")
@@ -442,7 +449,8 @@ class EngineController(QObject):
             self.details.rerun_requested.connect(self.reruns.ask)
             self.details.save_test_requested.connect(self.save_run_as_test)
 
-        def done(run: Any, error: BaseException | None) -> None:
+        def done(found: Run | None, error: BaseException | None) -> None:
+            run = found.model_dump() if found is not None else None
             if error is not None or run is None or self.details is None:
                 self._say(f"Run {run_id[:8]} cannot be shown: {error or 'it does not exist'}")
                 return
@@ -496,7 +504,8 @@ class EngineController(QObject):
         details = self.details
         if details is not None and details.isVisible() and details.run is not None:
             run_id = str(details.run["id"])
-            def shown(run: Any, error: BaseException | None) -> None:
+            def shown(found: Run | None, error: BaseException | None) -> None:
+                run = found.model_dump() if found is not None else None
                 # Another run may have been opened meanwhile (a rerun opens itself): an older answer is stale.
                 if run and not error and details.run is not None and details.run.get("id") == run_id:
                     details.show_run(run)

@@ -118,7 +118,7 @@ def _moment(value: Any) -> datetime | None:
 
 
 def run_row(run: dict[str, Any]) -> RunRow:
-    """A Runs panel row from the engine's run record (`engine.runtime.queries`)."""
+    """A Runs panel row from the engine's run record (a `RunSummary` of the facade, as a dict)."""
     waiting = run.get("waiting_on") if run.get("status") == "waiting" else None
     due_at = (waiting or {}).get("due_at")
     cost = run.get("cost_micros")

@@ -11,15 +11,16 @@ from PySide6.QtWidgets import QMenu
 
 from app.engine_messages import without_cli_hints
 from app.rerun_dialog import RerunDialog, RerunOption
-from engine.facade import rerun_answer_of
-from engine.read_models import ErrorDetail
+from engine.read_models import ErrorDetail, RerunRequest
 from engine.runtime.transitions import TERMINAL
 
 if TYPE_CHECKING:
     from app.engine_controller import EngineController
+    from engine.facade import EngineApi
+    from engine.read_models import RerunStarted
 
 
-def rerun_options(services: Any, run_id: str, node: str) -> list[RerunOption]:
+def rerun_options(api: EngineApi, run_id: str, node: str) -> list[RerunOption]:
     """The original version's dry run, and the current one's when it is another version (engine thread)."""
     from engine.runtime.rerun import RerunRefused
 
@@ -27,7 +28,8 @@ def rerun_options(services: Any, run_id: str, node: str) -> list[RerunOption]:
     original: int | None = None
     for choice in ("original", "current"):
         try:
-            plan = services.plan_rerun(run_id, node, choice)
+            dry_run = RerunRequest.model_validate({"from_node": node, "version": choice, "dry_run": True})
+            plan = api.rerun(run_id, dry_run)
         except RerunRefused as exc:
             refusal = ErrorDetail(code=exc.kind, message=str(exc), nodes=list(exc.nodes) or None,
                                   original_version=exc.original_version)
@@ -41,7 +43,7 @@ def rerun_options(services: Any, run_id: str, node: str) -> list[RerunOption]:
             break
         label = f"Original version (v{plan.version})" if choice == "original" else \
             f"Current published version (v{plan.version})"
-        options.append(RerunOption(choice, label, preview=rerun_answer_of(plan)))
+        options.append(RerunOption(choice, label, preview=plan))
     return options
 
 
@@ -92,26 +94,25 @@ class RerunFlow(QObject):
             self.dialog.accepted.connect(lambda: self._start(run_id, node))
             self.dialog.open()
 
-        self.controller.bridge.request(lambda services: rerun_options(services, run_id, node), done)
+        self.controller.bridge.request(lambda api: rerun_options(api, run_id, node), done)
 
     def _start(self, run_id: str, node: str) -> None:
         option = self.dialog.chosen() if self.dialog is not None else None
         if option is None:
             return
 
-        def done(result: Any, error: BaseException | None) -> None:
-            if error is not None:
+        def done(started: RerunStarted | None, error: BaseException | None) -> None:
+            if error is not None or started is None or started.run_id is None:
                 self.controller._say(f"Rerun of {run_id[:8]} from {node} refused: {without_cli_hints(str(error))}")
                 return
-            created, plan = result
-            self.controller._say(f"Run {created.run_id[:8]} started: a rerun of {run_id[:8]} from {node} "
-                                 f"(v{plan.version})")
-            self.controller.run_started.emit(created.run_id)
+            self.controller._say(f"Run {started.run_id[:8]} started: a rerun of {run_id[:8]} from {node} "
+                                 f"(v{started.version})")
+            self.controller.run_started.emit(started.run_id)
             self.controller.refresh_runs()
-            self.controller.open_run(created.run_id)
+            self.controller.open_run(started.run_id)
 
-        choice = option.choice
-        self.controller.bridge.request(lambda services: services.rerun_run(run_id, node, choice), done)
+        request = RerunRequest.model_validate({"from_node": node, "version": option.choice})
+        self.controller.bridge.request(lambda api: api.rerun(run_id, request), done)
 
     def _canvas_node(self) -> str | None:
         editor = self.controller.window.tabs.current_editor()

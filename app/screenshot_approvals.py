@@ -54,7 +54,6 @@ def _progress_shown(window: MainWindow) -> bool:
 def render_approvals(folder: Path) -> Path:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from app.gui import create_application
-    from engine.approvals.decide import decide
 
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
@@ -74,10 +73,10 @@ def render_approvals(folder: Path) -> Path:
         window.run_flow()
         _wait_for(lambda: bool(window.approvals.approvals))
         approval = window.approvals.approvals[0]
-        services = window.bridge.services
-        assert services is not None
-        decide(services.handles, approval.approval_id, "approve", "ada", "changelog reviewed")
-        decide(services.handles, approval.approval_id, "approve", "bob", "load test green")
+        api = window.bridge.api
+        assert api is not None
+        api.decide(approval.approval_id, "approve", actor="ada", comment="changelog reviewed")
+        api.decide(approval.approval_id, "approve", actor="bob", comment="load test green")
 
         def refreshed() -> bool:
             assert window.engine is not None

@@ -74,7 +74,7 @@ def render_rerun(folder: Path) -> list[Path]:
         _wait_for(lambda: any(r.flow_id == "refund" and r.status == "succeeded" for r in window.runs.rows.values()))
         run_id = next(r.run_id for r in window.runs.rows.values() if r.flow_id == "refund")
         published: list[object] = []
-        engine.bridge.request(lambda services: services.publish_flow(flow_from_data(_flow(url, "Hi"))),
+        engine.bridge.request(lambda api: api.publish(flow_from_data(_flow(url, "Hi"))),
                               lambda result, _error: published.append(result))
         _wait_for(lambda: bool(published))
         engine.reruns.ask(run_id, "notify")

@@ -20,7 +20,7 @@ def render_triggers(folder: Path) -> Path:
     from PySide6.QtCore import Qt
 
     from app.gui import create_application
-    from engine.triggers.webhooks import handle_webhook, signature_of
+    from engine.triggers.webhooks import signature_of
 
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
@@ -36,10 +36,10 @@ def render_triggers(folder: Path) -> Path:
         _wait_for(lambda: bool((row := panel.row_of("hook")) and row.state == "disabled"))
         row = panel.row_of("hook")
         assert row is not None
-        services = window.bridge.services
+        api = window.bridge.api
+        assert api is not None
         body = b'{"ticket": {"id": 42, "body": "I was charged twice"}}'
-        handle_webhook(services.handles, services.create_run, row.token,
-                       {"X-Hub-Signature-256": signature_of(body, row.token), "X-Delivery-Id": "d-1"}, body)
+        api.webhook(row.token, {"X-Hub-Signature-256": signature_of(body, row.token), "X-Delivery-Id": "d-1"}, body)
         window.trigger_watch.refresh()
         _wait_for(lambda: bool((r := panel.row_of("hook")) and r.disabled_hits))
         editor = window.tabs.current_editor()

@@ -9,14 +9,15 @@ canvas, so a schedule firing into a disabled flow is never a silent void.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.durations import parse_duration
+from engine.triggers.status import TriggerNode, TriggerStatus
 
-if TYPE_CHECKING:
-    from engine.triggers.settings import TriggerSetting
+__all__ = ["TriggerNode", "TriggerRow", "TriggerStatus", "mask_token", "next_fire_time", "trigger_rows",
+           "webhook_base_url", "webhook_refusals"]
 
 # Redis and croniter are imported where used: this module loads with the window, before the engine starts.
 
@@ -28,29 +29,6 @@ WEBHOOK_REFUSALS = ("webhook_unsigned", "webhook_bad_signature", "webhook_unknow
 
 def webhook_base_url() -> str:
     return os.environ.get("LOCKGATE_HTTP_URL", DEFAULT_BASE_URL)
-
-
-@dataclass(frozen=True)
-class TriggerNode:
-    node_id: str
-    type: str
-    title: str
-    config: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class TriggerStatus:
-    """One read of the engine for a flow's latest published version (`version` None: never published)."""
-
-    flow_id: str
-    version: int | None
-    flow_enabled: bool = True
-    nodes: list[TriggerNode] = field(default_factory=list)
-    settings: dict[str, TriggerSetting] = field(default_factory=dict)
-    counters: dict[str, int] = field(default_factory=dict)
-    fired: dict[str, int] = field(default_factory=dict)
-    """Runs each trigger node started, by node id."""
-    now: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -154,24 +132,3 @@ def trigger_rows(status: TriggerStatus, base_url: str = "") -> list[TriggerRow]:
 def webhook_refusals(counters: dict[str, int]) -> dict[str, int]:
     """Deliveries refused before any flow was known: unsigned, mis-signed, unknown token."""
     return {name: counters.get(name, 0) for name in WEBHOOK_REFUSALS}
-
-
-def read_trigger_status(services: Any, flow_id: str) -> TriggerStatus:
-    """Read a flow's triggers from the engine (call on the engine thread)."""
-    from engine.publish import UnknownFlowVersion, get_version
-    from engine.store.reads import runs_by_trigger
-    from engine.triggers.settings import SWITCHED_TYPES, counters, setting_of
-
-    now = services.clock.now()
-    try:
-        published, flow = get_version(services.sql, flow_id)
-    except UnknownFlowVersion:
-        return TriggerStatus(flow_id, None, now=now)
-    client, keys = services.handles.client, services.keys
-    nodes = [TriggerNode(n.id, n.type, n.title or n.id, dict(n.config)) for n in flow.nodes
-             if n.type.startswith("trigger.")]
-    settings = {n.node_id: setting_of(client, keys, flow_id, n.node_id, n.type) for n in nodes
-                if n.type in SWITCHED_TYPES}
-    fired = runs_by_trigger(services.sql, flow_id)
-    return TriggerStatus(flow_id, int(published.version), bool(flow.enabled), nodes, settings,
-                         counters(client, keys), fired, now)

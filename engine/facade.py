@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -17,11 +18,12 @@ import orjson
 from engine.api.run_watch import RunWatch
 from engine.api.runs import start_run
 from engine.approvals.decide import DecisionResult, decide, decide_with_key
-from engine.approvals.keys import KeyCheck, check_key
+from engine.approvals.keys import KeyCheck, KeyInfo, check_key, create_key, list_keys, revoke_key
 from engine.approvals.pending import list_pending
 from engine.flow import Flow, FlowLoadError, flow_from_data, parse_document
 from engine.flowtest.model import FlowTest
 from engine.flowtest.record import record_test
+from engine.money.ledger import BudgetLedger, BudgetState
 from engine.parking.callback_resume import CallbackOutcome, resume_callback
 from engine.publish import PublishRefused, get_version, list_versions
 from engine.read_models import (
@@ -49,15 +51,17 @@ from engine.read_models import (
 )
 from engine.runtime.transitions import TERMINAL
 from engine.store import reads
+from engine.triggers.settings import TriggerSetting, set_enabled
+from engine.triggers.status import TriggerStatus, read_trigger_status
 from engine.triggers.webhooks import WebhookAnswer, handle_webhook
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
 
+    from engine.parts import RunningEngine
     from engine.runtime.create import CreatedRun
     from engine.runtime.handles import EngineHandles
     from engine.runtime.rerun import RerunPlan
-    from engine.runtime.services import EngineServices
 
 DEFAULT_LIST_LIMIT = 50
 
@@ -99,13 +103,13 @@ def rerun_answer_of(plan: RerunPlan, created: CreatedRun | None = None) -> Rerun
 class EngineApi:
     """Typed calls on one process's started engine."""
 
-    def __init__(self, services: EngineServices, watch: RunWatch | None = None) -> None:
+    def __init__(self, services: RunningEngine, watch: RunWatch | None = None) -> None:
         self.services = services
         self.watch = watch or RunWatch()
         """Wakes a waiting `start_run` or `follow_run` when a change to its run is applied."""
 
     @classmethod
-    def on_live_channel(cls, services: EngineServices) -> EngineApi:
+    def on_live_channel(cls, services: RunningEngine) -> EngineApi:
         """A facade whose waits wake on the projector's live channel, whichever process projects (`close()` it)."""
         api = cls(services)
         api.watch = RunWatch(api._handles.client, services.keys.live)
@@ -117,10 +121,7 @@ class EngineApi:
 
     @property
     def _handles(self) -> EngineHandles:
-        handles = self.services.handles
-        if handles is None:
-            raise RuntimeError("the engine services are not started; call EngineServices.start() first")
-        return handles
+        return self.services.require_handles()
 
     @property
     def _sql(self) -> sa.Engine:
@@ -162,9 +163,44 @@ class EngineApi:
                 if run.status in TERMINAL:
                     return
                 changed.wait(self.watch.poll_seconds)
+    def wait_for_run(self, run_id: str, *, statuses: frozenset[str] = TERMINAL, timeout: float | None = None,
+                     on_change: Callable[[Run], None] | None = None) -> Run:
+        """The run once it reaches one of `statuses`; `on_change` sees each distinct state on the way. LookupError
+        for an unknown run, TimeoutError when `timeout` seconds pass first. Wakes on applied changes when the
+        facade's watch hears them (`on_live_channel`, or the host's batch listener), else polls."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        last: Run | None = None
+        with self.watch.watching(run_id) as changed:
+            while True:
+                changed.clear()
+                run = self.get_run(run_id)
+                if run is None:
+                    raise LookupError(f'run "{run_id}" does not exist')
+                if run != last:
+                    last = run
+                    if on_change is not None:
+                        on_change(run)
+                if run.status in statuses:
+                    return run
+                wait = self.watch.poll_seconds
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise TimeoutError(f'run "{run_id}" is still {run.status} after {timeout:g}s')
+                    wait = left if wait is None else min(wait, left)
+                changed.wait(wait)
+
     def record_test(self, run_id: str, name: str) -> FlowTest:
         """The flow test of a finished run (`engine.flowtest.record.RecordRefused`: unknown, unfinished, bad name)."""
         return record_test(self._sql, run_id, name)
+
+    def create_run(self, flow_id: str, inputs: dict[str, object], *, started_by: str | None = None) -> StartedRun:
+        """Queue a run of the flow's latest published version and return at once (`RunRefused`, `InputError`,
+        `UnknownFlowVersion` when it cannot start). `started_by`: who asks, for approvals' `forbid_self`."""
+        created = self.services.create_run(flow_id, dict(inputs), started_by=started_by)
+        return StartedRun.model_validate({"run_id": created.run_id, "status": created.status,
+                                          "duplicate": created.duplicate, "flow_id": created.flow_id,
+                                          "version": created.version})
 
     def cancel_run(self, run_id: str, reason: str = "cancelled by request") -> CancelledRun:
         """LookupError for an unknown run."""
@@ -238,11 +274,49 @@ class EngineApi:
     def check_key(self, key: str) -> KeyCheck:
         return check_key(self._sql, key)
 
+    def approval_keys(self) -> list[KeyInfo]:
+        """Every approval API key by name, revoked ones included (never the key or its hash)."""
+        return list_keys(self._sql)
+
+    def create_approval_key(self, name: str) -> str:
+        """A new approval API key named `name`: the only time it exists in full (`KeyProblem` when it cannot)."""
+        return create_key(self._sql, name, self._handles.clock)
+
+    def revoke_approval_key(self, name: str) -> None:
+        revoke_key(self._sql, name, self._handles.clock)
+
     # --- money ------------------------------------------------------------------------------------
+
+    def budgets(self) -> list[BudgetState]:
+        """Every budget of the ledger as of now."""
+        return self._ledger().budgets()
+
+    def set_budget(self, name: str, limit_usd: float, period: str) -> BudgetState:
+        """Create or change a budget's limit and period (what is spent and held is kept)."""
+        return self._ledger().set_budget(name, limit_usd, period)
+
+    def _ledger(self) -> BudgetLedger:
+        handles = self._handles
+        return BudgetLedger(handles.client, handles.keys, handles.clock)
 
     def holds(self, limit: int) -> list[Hold]:
         rows = reads.list_holds(self._sql, limit)
         return [Hold(**{**row, "expires_at": row["expires_at"].isoformat()}) for row in rows]
+
+    # --- triggers ---------------------------------------------------------------------------------
+
+    def trigger_status(self, flow_id: str) -> TriggerStatus:
+        """The triggers of the flow's latest published version: settings, counters, runs started."""
+        return read_trigger_status(self._handles, flow_id)
+
+    def set_trigger_enabled(self, flow_id: str, node_id: str, trigger_type: str,
+                            enabled: bool) -> list[TriggerSetting]:
+        """Enable or disable one webhook/schedule trigger of the latest published version (a webhook gets its
+        token on first enable)."""
+        handles = self._handles
+        _published, flow = get_version(handles.sql, flow_id)
+        return set_enabled(handles.client, handles.keys, flow, trigger_type, enabled, handles.clock.now(),
+                           node_id=node_id)
 
     # --- webhooks ---------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import redis
 
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 
 
 def _last_id(client: redis.Redis, stream: str) -> str:
@@ -38,7 +38,7 @@ class Idle:
         assert services.projector is not None, "the idle signal needs the projector in this process"
         self.services = services
         self.projector = services.projector
-        self.client = services._api().client
+        self.client = services.require_handles().client
         keys = services.keys
         drained = _drained(self.client, keys.events, keys.events_group)
         self.initial_event = _last_id(self.client, keys.events) if drained else None

@@ -33,7 +33,7 @@ from engine.runtime.queries import RunAt, changes_after, get_run_at
 from engine.runtime.transitions import TERMINAL
 
 if TYPE_CHECKING:
-    from engine.runtime.services import EngineServices
+    from engine.parts import RunningEngine
 
 HEARTBEAT_SECONDS = 15.0
 RUN_ID = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -56,7 +56,7 @@ class LiveSettings:
     """Changes read from the store per query while catching up."""
 
 
-def live_feed_for(services: EngineServices, *, queue_size: int | None = None) -> LiveFeed:
+def live_feed_for(services: RunningEngine, *, queue_size: int | None = None) -> LiveFeed:
     """A feed of the started services' live channel (async Redis client made in the serving event loop)."""
     handle = services.redis
     assert handle is not None, "start the services before serving live runs"

@@ -12,7 +12,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from engine.api.callbacks import CallbackSender, register_callback
+from engine.api.callbacks import register_callback
 from engine.api.errors import ApiError
 from engine.api.run_watch import RunWatch
 from engine.publish import UnknownFlowVersion
@@ -21,7 +21,7 @@ from engine.runtime.inputs import InputError
 from engine.runtime.transitions import TERMINAL
 
 if TYPE_CHECKING:
-    from engine.runtime.services import EngineServices
+    from engine.parts import RunningEngine
 
 DEFAULT_WAIT_SECONDS = 10.0
 MAX_WAIT_SECONDS = 60.0
@@ -46,7 +46,7 @@ def _number(body: dict[str, Any], name: str, default: float) -> float:
     return float(value)
 
 
-def start_run(services: EngineServices, body: dict[str, Any],
+def start_run(services: RunningEngine, body: dict[str, Any],
               watch: RunWatch | None = None, started_by: str | None = None) -> tuple[int, dict[str, Any]]:
     flow_id = body.get("flow_id", body.get("flow"))
     if not isinstance(flow_id, str) or not flow_id:
@@ -80,7 +80,7 @@ def start_run(services: EngineServices, body: dict[str, Any],
         raise refused_run_error(exc) from None
     secret = None
     if callback_url is not None and not created.duplicate:
-        secret = register_callback(services._api(), created.run_id, callback_url)
+        secret = register_callback(services.require_handles(), created.run_id, callback_url)
         _deliver_if_already_finished(services, created.run_id)
     status, answer = answer_for(services, created.run_id, wait, duplicate=created.duplicate, watch=watch)
     if secret is not None:
@@ -88,12 +88,11 @@ def start_run(services: EngineServices, body: dict[str, Any],
     return status, answer
 
 
-def _deliver_if_already_finished(services: EngineServices, run_id: str) -> None:
+def _deliver_if_already_finished(services: RunningEngine, run_id: str) -> None:
     """A run that ended before its callback was stored was passed over by the sender; push it from here."""
     run = services.get_run(run_id, with_steps=False)
     if run is not None and run["status"] in TERMINAL:
-        runtime = services.triggers
-        sender = runtime.callbacks if runtime is not None else CallbackSender(services._api())
+        sender = services.callback_sender()
         threading.Thread(target=sender.deliver, args=(run_id,), name="lockgate-callback-late", daemon=True).start()
 
 
@@ -108,7 +107,7 @@ def retry_after(waiting_on: dict[str, Any] | None, now: float) -> int:
     return until_due
 
 
-def answer_for(services: EngineServices, run_id: str, wait: float, *, duplicate: bool = False,
+def answer_for(services: RunningEngine, run_id: str, wait: float, *, duplicate: bool = False,
                watch: RunWatch | None = None) -> tuple[int, dict[str, Any]]:
     deadline = time.monotonic() + wait
     watcher = watch or RunWatch()
@@ -124,7 +123,7 @@ def answer_for(services: EngineServices, run_id: str, wait: float, *, duplicate:
                 waiting = run.get("waiting_on") or {}
                 return 202, {"run_id": run_id, "status": "waiting", "duplicate": duplicate,
                              "waiting_on": {"node": waiting.get("node"), "reason": waiting.get("reason")},
-                             "retry_after_seconds": retry_after(waiting, services.clock.now())}
+                             "retry_after_seconds": retry_after(waiting, services.require_handles().clock.now())}
             left = deadline - time.monotonic()
             if left <= 0:
                 return 202, {"run_id": run_id, "status": status, "duplicate": duplicate,

@@ -24,7 +24,7 @@ from engine.api.run_watch import RunWatch
 from engine.facade import EngineApi
 
 if TYPE_CHECKING:
-    from engine.runtime.services import EngineServices
+    from engine.parts import RunningEngine
 
 __all__ = ["MAX_BODY_BYTES", "ApiServer", "ServerLimits"]
 
@@ -58,7 +58,7 @@ def _protocol(limits: ServerLimits) -> type | str:
 class ApiServer:
     """The HTTP API of started `EngineServices`; `start()` serves in a thread, `stop()` closes."""
 
-    def __init__(self, services: EngineServices, host: str = "127.0.0.1", port: int = 0, *,
+    def __init__(self, services: RunningEngine, host: str = "127.0.0.1", port: int = 0, *,
                  limits: ServerLimits | None = None, routers: Sequence[APIRouter] = ()) -> None:
         """Binds at once (the services may still be starting: clients wait in the backlog until `start()`)."""
         self.services = services
@@ -80,7 +80,7 @@ class ApiServer:
 
     def _serve_app(self) -> uvicorn.Server:
         """The application on the started services: the API, webhooks, callbacks and the live routes."""
-        handles = self.services._api()
+        handles = self.services.require_handles()
         self.watch = RunWatch(handles.client, self.services.keys.live)
         self.engine = EngineApi(self.services, self.watch)
         feed = live_feed_for(self.services)
@@ -99,7 +99,7 @@ class ApiServer:
     def start(self) -> ApiServer:
         server = self.server = self._serve_app()
         assert self.watch is not None
-        self.services.batch_listeners.append(self.watch.on_batch)
+        self.services.add_batch_listener(self.watch.on_batch)
         self.services.callback_links.serve_at(self.url)
         self.thread = threading.Thread(target=server.run, kwargs={"sockets": [self.socket]},
                                        name="lockgate-http", daemon=True)
@@ -114,8 +114,8 @@ class ApiServer:
         return self
 
     def stop(self) -> None:
-        if self.watch is not None and self.watch.on_batch in self.services.batch_listeners:
-            self.services.batch_listeners.remove(self.watch.on_batch)
+        if self.watch is not None:
+            self.services.remove_batch_listener(self.watch.on_batch)
         if self.server is not None:
             self.server.should_exit = True
         if self.thread is not None:

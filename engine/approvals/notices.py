@@ -15,20 +15,18 @@ import queue
 import secrets
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import httpx
 import orjson
 import sqlalchemy as sa
 
+from engine.parts import PartContext
 from engine.runtime.handles import EngineHandles
 from engine.runtime.projection import BatchResult, LiveChange
 from engine.store.models import Approval, ApprovalAttempt
 from engine.triggers.settings import count
 from engine.triggers.webhooks import signature_of
-
-if TYPE_CHECKING:
-    from engine.runtime.services import EngineServices
 
 log = logging.getLogger("lockgate.approval_notices")
 APPROVALS = cast(sa.Table, Approval.__table__)
@@ -121,11 +119,11 @@ class NoticeSender:
         """Delivery ids of the notices delivered (for tests and the log)."""
 
     @classmethod
-    def start(cls, engine: EngineServices, stop: threading.Event) -> NoticeSender:
-        sender = cls(engine._api())
-        if engine.run_projector:
-            engine.batch_listeners.append(sender.on_batch)
-            threading.Thread(target=sender.run, args=(stop,), name="lockgate-approval-notices", daemon=True).start()
+    def start(cls, parts: PartContext) -> NoticeSender:
+        sender = cls(parts.handles)
+        if parts.add_batch_listener is not None:
+            parts.add_batch_listener(sender.on_batch)
+            parts.spawn("lockgate-approval-notices", sender.run)
         return sender
 
     def on_batch(self, result: BatchResult) -> None:

@@ -40,10 +40,12 @@ def parse_version(text: str) -> int | str:
 
 def rerun_command(args: argparse.Namespace) -> int:
     from engine.config import EngineConfig
+    from engine.facade import EngineApi
+    from engine.host import EngineServices
+    from engine.read_models import RerunRequest
     from engine.runtime.create import RunRefused
     from engine.runtime.inputs import InputError
     from engine.runtime.rerun import RerunRefused
-    from engine.runtime.services import EngineServices
 
     try:
         version: Any = parse_version(args.version)
@@ -51,16 +53,19 @@ def rerun_command(args: argparse.Namespace) -> int:
         print(f"lockgate runs rerun: {exc}", file=sys.stderr)
         return EXIT_USAGE
     services = EngineServices(EngineConfig.from_env())
+    api = EngineApi(services)
+    request = {"from_node": args.from_node, "version": version}
     try:
         services.start()
+        services.add_batch_listener(api.watch.on_batch)
         try:
-            plan = services.plan_rerun(args.run_id, args.from_node, version)
+            plan = api.rerun(args.run_id, RerunRequest.model_validate({**request, "dry_run": True}))
             if plan.repeated_effects and not args.yes:
                 print(f"lockgate runs rerun: these nodes are not idempotent and already had their effect in run "
-                      f"{plan.run_id}; the rerun executes them again: {', '.join(plan.repeated_effects)}. "
+                      f"{plan.rerun_of}; the rerun executes them again: {', '.join(plan.repeated_effects)}. "
                       "Pass --yes to start it anyway", file=sys.stderr)
                 return EXIT_FAILED
-            created, plan = services.rerun_run(args.run_id, args.from_node, version)
+            started = api.rerun(args.run_id, RerunRequest.model_validate(request))
         except RerunRefused as exc:
             print(f"lockgate runs rerun: {exc.kind}: {exc}", file=sys.stderr)
             if exc.nodes:
@@ -69,16 +74,17 @@ def rerun_command(args: argparse.Namespace) -> int:
         except (RunRefused, InputError) as exc:
             print(f"lockgate runs rerun: {exc}", file=sys.stderr)
             return EXIT_FAILED
-        reused = ", ".join(step.node for step in plan.reused) or "none"
-        print(f"run {created.run_id} queued: rerun of {plan.run_id} from {plan.from_node} (flow {plan.flow_id} "
-              f"v{plan.version}); reused: {reused}", file=sys.stderr)
+        assert started.run_id is not None  # not a dry run: it started one
+        reused = ", ".join(started.reused_steps) or "none"
+        print(f"run {started.run_id} queued: rerun of {started.rerun_of} from {started.from_node} (flow "
+              f"{started.flow_id} v{started.version}); reused: {reused}", file=sys.stderr)
         if args.detach:
             if args.json:
-                print(json.dumps({"run_id": created.run_id, "status": created.status, "rerun_of": plan.run_id,
-                                  "from_node": plan.from_node}))
+                print(json.dumps({"run_id": started.run_id, "status": started.status, "rerun_of": started.rerun_of,
+                                  "from_node": started.from_node}))
             return EXIT_OK
-        run = services.wait_for_run(created.run_id, timeout=10 * 365 * 86400.0)
+        run = api.wait_for_run(started.run_id)
         print_run(run, args.json)
-        return EXIT_OK if run["status"] == "succeeded" else EXIT_FAILED
+        return EXIT_OK if run.status == "succeeded" else EXIT_FAILED
     finally:
         services.stop()

@@ -16,7 +16,10 @@ import signal
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.read_models import Run
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -82,60 +85,62 @@ class _Progress:
         self.seen: dict[str, str] = {}
         self.status = ""
 
-    def __call__(self, run: dict[str, Any]) -> None:
-        for step in run.get("steps", []):
-            if self.seen.get(step["step"]) != step["status"]:
-                self.seen[step["step"]] = step["status"]
-                extra = f": {step['error']}" if step["error"] and step["status"] == "failed" else ""
-                print(f"  {step['step']} ({step['type'] or '?'}): {step['status']}{extra}", file=sys.stderr)
-        if run["status"] != self.status:
-            self.status = run["status"]
-            if run["status"] == "waiting" and run["waiting_on"]:
-                waiting = run["waiting_on"]
-                print(f"run {run['id']} parked at {waiting['node']} ({waiting['reason']}) until "
+    def __call__(self, run: Run) -> None:
+        for step in run.steps:
+            if self.seen.get(step.step) != step.status:
+                self.seen[step.step] = step.status
+                extra = f": {step.error}" if step.error and step.status == "failed" else ""
+                print(f"  {step.step} ({step.type or '?'}): {step.status}{extra}", file=sys.stderr)
+        if run.status != self.status:
+            self.status = run.status
+            waiting = run.waiting_on if isinstance(run.waiting_on, dict) else None
+            if run.status == "waiting" and waiting:
+                print(f"run {run.id} parked at {waiting['node']} ({waiting['reason']}) until "
                       f"{_when(waiting.get('due_at'))}", file=sys.stderr)
             else:
-                print(f"run {run['id']}: {run['status']}", file=sys.stderr)
+                print(f"run {run.id}: {run.status}", file=sys.stderr)
 
 
-def print_run(run: dict[str, Any], as_json: bool) -> None:
+def print_run(run: Run | None, as_json: bool) -> None:
     from engine.money.amounts import format_usd
 
     if as_json:
-        from engine.read_models import Run
-
         # The run as `GET /api/v1/runs/{id}` answers it (and `lockgate runs show --json` prints it).
-        print(Run.model_validate(run).model_dump_json(indent=2) if run else "{}")
+        print(run.model_dump_json(indent=2) if run is not None else "{}")
         return
-    print(f"run {run['id']} {run['status']} (flow {run['flow_id']} v{run['version']})")
-    if run["result"] is not None:
-        result = run["result"]
+    if run is None:
+        return
+    print(f"run {run.id} {run.status} (flow {run.flow_id} v{run.version})")
+    if run.result is not None:
+        result = run.result
         print(f"result: {result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)}")
-    if run["error"]:
-        print(f"error: {run['error']}")
-    if run["waiting_on"]:
-        child = run["waiting_on"].get("child_run_id")
-        print(f"waiting on: {run['waiting_on']['node']} ({run['waiting_on']['reason']}"
-              + (f" {child})" if child else ")"))
-    if run.get("parent_run_id"):
-        print(f"called by run {run['parent_run_id']}")
-    if run.get("rerun_of"):
-        print(f"rerun of run {run['rerun_of']} from node {run['from_node']}")
-    if run.get("child_run_ids"):
-        print(f"child runs: {', '.join(run['child_run_ids'])}")
-    if run.get("cost_micros") or run.get("tokens_in") or run.get("tokens_out"):
-        print(f"cost: {format_usd(run.get('cost_micros') or 0)}, tokens: {run.get('tokens_in') or 0:,} in, "
-              f"{run.get('tokens_out') or 0:,} out")
-    for step, failure in (run.get("errors") or {}).items():
+    if run.error:
+        print(f"error: {run.error}")
+    waiting = run.waiting_on if isinstance(run.waiting_on, dict) else None
+    if waiting:
+        child = waiting.get("child_run_id")
+        print(f"waiting on: {waiting['node']} ({waiting['reason']}" + (f" {child})" if child else ")"))
+    if run.parent_run_id:
+        print(f"called by run {run.parent_run_id}")
+    if run.rerun_of:
+        print(f"rerun of run {run.rerun_of} from node {run.from_node}")
+    if run.child_run_ids:
+        print(f"child runs: {', '.join(run.child_run_ids)}")
+    if run.cost_micros or run.tokens_in or run.tokens_out:
+        print(f"cost: {format_usd(run.cost_micros or 0)}, tokens: {run.tokens_in or 0:,} in, "
+              f"{run.tokens_out or 0:,} out")
+    errors = run.errors if isinstance(run.errors, dict) else {}
+    for step, failure in errors.items():
         print(f"went on past {step}: {failure.get('type')}: {failure.get('message')}")
 
 
 def run_command(args: argparse.Namespace) -> int:
     from engine.cli.validate import FileReport, print_human
     from engine.config import EngineConfig, input_limits
+    from engine.facade import EngineApi
+    from engine.host import EngineServices
     from engine.runtime.create import RunRefused
     from engine.runtime.inputs import InputBoundsError, InputError, check_input_bounds, check_inputs
-    from engine.runtime.services import EngineServices
     from engine.runtime.transitions import TERMINAL
     from engine.validation import has_errors, validate_document
 
@@ -169,13 +174,15 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"lockgate run: {exc}", file=sys.stderr)
         return EXIT_USAGE
     services = EngineServices(EngineConfig.from_env())
+    api = EngineApi(services)
     previous = _stop_on_signals()
     run_id: str | None = None
     try:
         services.start()
-        published = services.publish_flow(flow)
+        services.add_batch_listener(api.watch.on_batch)
+        published = api.publish(flow)
         try:
-            created = services.create_run(flow.id, inputs)
+            created = api.create_run(flow.id, inputs)
             run_id = created.run_id
         except InputBoundsError as exc:
             print(f"lockgate run: {exc}", file=sys.stderr)
@@ -188,22 +195,20 @@ def run_command(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         print(f"run {created.run_id} queued (flow {flow.id} v{published.version})", file=sys.stderr)
         wait_for = frozenset({"waiting", *TERMINAL}) if args.detach else TERMINAL
-        timeout = args.timeout if args.timeout is not None else 10 * 365 * 86400.0
         try:
-            run = services.wait_for_run(created.run_id, timeout=timeout, statuses=wait_for, on_change=_Progress())
+            run = api.wait_for_run(created.run_id, timeout=args.timeout, statuses=wait_for, on_change=_Progress())
         except TimeoutError as exc:
             print(f"lockgate run: {exc}; it continues with the next engine on this data folder", file=sys.stderr)
-            run = services.get_run(created.run_id) or {}
-            print_run(run, args.json)
+            print_run(api.get_run(created.run_id), args.json)
             return EXIT_FAILED
         print_run(run, args.json)
-        if run["status"] == "succeeded" or (args.detach and run["status"] not in TERMINAL):
+        if run.status == "succeeded" or (args.detach and run.status not in TERMINAL):
             return EXIT_OK
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("lockgate run: interrupted; a parked or queued run continues with the next engine on this data folder",
               file=sys.stderr)
-        current = services.get_run(run_id) if run_id is not None and services.handles is not None else None
+        current = api.get_run(run_id) if run_id is not None and services.handles is not None else None
         if current is not None:
             print_run(current, args.json)
         return EXIT_INTERRUPTED

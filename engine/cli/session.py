@@ -26,7 +26,7 @@ def engine_api(command: str) -> Iterator[EngineApi]:
     from engine.cli.worker import auto_migrate
     from engine.config import EngineConfig
     from engine.facade import EngineApi
-    from engine.runtime.services import EngineServices
+    from engine.host import EngineServices
     from engine.store.schema_check import SchemaMismatch
 
     config = EngineConfig.from_env()

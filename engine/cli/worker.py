@@ -105,9 +105,9 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
     # to a stub `main` when the import fails, as it does where they are not installed.
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     from engine.config import EngineConfig
+    from engine.host import EngineServices
     from engine.log_channel import LogPublisher
     from engine.logs import configured
-    from engine.runtime.services import EngineServices
     from engine.store.schema_check import SchemaMismatch
 
     config = EngineConfig.from_env()

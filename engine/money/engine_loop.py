@@ -1,7 +1,7 @@
 """The money side of a running engine: ledger restore at start, the budget preflight, the expired-hold
 sweep, the concurrency control loop, and returning whatever a finished run still holds.
 
-`EngineServices.start()` calls `MoneyRuntime.start(services)`; `stop()` calls `stop()`.
+The host (`engine.host`) calls `MoneyRuntime.start(parts)` and installs its `preflight`; `stop()` ends it.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis
 import sqlalchemy as sa
@@ -23,13 +23,11 @@ from engine.money.ledger import Settled, UnknownBudget, UnknownHold
 from engine.money.preflight import BudgetExhausted, ledger_preflight
 from engine.money.sql_sync import restore_ledger
 from engine.money.wiring import MoneyServices, build_money_services, install, uninstall
-from engine.runtime.create import RunRefused, no_budget_preflight
+from engine.parts import PartContext
+from engine.runtime.create import RunRefused
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.projection import BatchResult
 from engine.store.models import Run
-
-if TYPE_CHECKING:
-    from engine.runtime.services import EngineServices
 
 log = logging.getLogger("lockgate.money")
 
@@ -55,26 +53,25 @@ class MoneyRuntime:
         self._threads: list[threading.Thread] = []
 
     @classmethod
-    def start(cls, engine: EngineServices, stop: threading.Event, *, control_loop: bool = True) -> MoneyRuntime:
-        assert engine.redis is not None and engine.sql is not None
-        telemetry = engine.redis.client(socket_timeout=FAIL_SOFT_TIMEOUT_SECONDS,
-                                        socket_connect_timeout=FAIL_SOFT_TIMEOUT_SECONDS, retry_on_timeout=False)
-        services = build_money_services(engine.redis.client(), engine.keys, engine.sql, engine.clock,
-                                        engine.config.data_dir, telemetry)
+    def start(cls, parts: PartContext, *, control_loop: bool = True) -> MoneyRuntime:
+        """Restore the ledger, install the money services bodies use, and start the sweep and control loops."""
+        handles = parts.handles
+        telemetry = parts.redis.client(socket_timeout=FAIL_SOFT_TIMEOUT_SECONDS,
+                                       socket_connect_timeout=FAIL_SOFT_TIMEOUT_SECONDS, retry_on_timeout=False)
+        services = build_money_services(parts.redis.client(), handles.keys, handles.sql, handles.clock,
+                                        parts.config.data_dir, telemetry)
         runtime = cls(services)
-        restored = restore_ledger(engine.sql, services.ledger)
+        restored = restore_ledger(handles.sql, services.ledger)
         if restored.budgets or restored.holds:
             log.info("money: restored %d budgets and %d holds from SQL", restored.budgets, restored.holds)
         install(services)
-        if engine.budget_preflight is no_budget_preflight:
-            engine.budget_preflight = runtime.preflight
-        if engine.run_projector:
-            engine.batch_listeners.append(runtime.on_batch)
-        runtime._spawn("lockgate-hold-sweep", runtime._sweep_loop, stop)
+        if parts.add_batch_listener is not None:
+            parts.add_batch_listener(runtime.on_batch)
+        runtime._threads.append(parts.spawn("lockgate-hold-sweep", runtime._sweep_loop))
         if control_loop:
             runtime.control = ControlLoop(services.client, services.keys, services.registry.configs(),
-                                          clock=engine.clock, db_pool_limit=sql_pool_limit(engine.sql))
-            runtime._spawn("lockgate-concurrency-control", runtime._control_loop, stop)
+                                          clock=handles.clock, db_pool_limit=sql_pool_limit(handles.sql))
+            runtime._threads.append(parts.spawn("lockgate-concurrency-control", runtime._control_loop))
         return runtime
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -82,11 +79,6 @@ class MoneyRuntime:
             thread.join(timeout)
         uninstall(self.services)
         self.services.close()
-
-    def _spawn(self, name: str, target: Any, stop: threading.Event) -> None:
-        thread = threading.Thread(target=target, args=(stop,), name=name, daemon=True)
-        thread.start()
-        self._threads.append(thread)
 
     # --- create_run's preflight ------------------------------------------------------------------
 

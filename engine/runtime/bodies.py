@@ -1,7 +1,9 @@
 """The body registry: what a node of each type does, keyed by node type.
 
-The scheduler knows kinds only; adding a node type means registering a body here (or in the
-issue that owns it) and never touching the scheduler.
+A leaf: body modules import it to register (`register_body`), it imports none of them;
+`engine.runtime.body_table` imports every body module. The scheduler knows kinds only; adding a node
+type means registering a body (in the part that owns it), listing its module in the body table, and
+never touching the scheduler.
 """
 
 from __future__ import annotations
@@ -131,21 +133,10 @@ def register_body(type_name: str, *, blocking: bool = False,
     return decorate
 
 
-_builtins_loaded = False
-
-
 def body_for(type_name: str) -> BodySpec | None:
-    """The registered body of a node type, or None."""
-    global _builtins_loaded
-    if not _builtins_loaded:
-        # Not "registry empty": a second worker thread would see the first bodies registered while the
-        # import is still running and miss the rest (`no_body`); the import lock makes it wait instead.
-        import engine.runtime.builtin_bodies  # noqa: F401  (registers the built-in bodies)
-
-        _builtins_loaded = True
+    """The registered body of a node type, or None (`engine.runtime.body_table` registers them all)."""
     return _REGISTRY.get(type_name)
 
 
 def registered_types() -> tuple[str, ...]:
-    body_for("")
     return tuple(_REGISTRY)

@@ -126,11 +126,3 @@ def queue_body(call: StepCall) -> StepResult | Park:
     if call.resumed:
         return StepResult(ports=("default",))
     return Park("queue_delay", due_at=call.clock.now() + call.given["delay_seconds"])
-
-
-import engine.approvals.body  # noqa: E402  (registers approval)
-import engine.calls.body  # noqa: E402  (registers flow.call)
-import engine.money.bodies  # noqa: E402  (registers budget.reserve and ai.model)
-import engine.parking.callback_body  # noqa: E402  (registers wait.callback)
-import engine.runtime.http_body  # noqa: E402  (registers http.request)
-import engine.runtime.script_body  # noqa: E402,F401  (registers script)

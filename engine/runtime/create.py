@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 import redis
 import sqlalchemy as sa
@@ -75,6 +75,25 @@ class CreatedRun:
     status: str
     duplicate: bool = False
     """True when the idempotency key had already created this run."""
+
+
+class StartsRuns(Protocol):
+    """`create_run` bound to one engine (`EngineServices.create_run`): its budget preflight and versions in hand."""
+
+    def __call__(
+        self,
+        flow_id: str,
+        inputs: dict[str, Any] | None = None,
+        *,
+        version: int | None = None,
+        trigger: str | None = None,
+        idempotency_key: str | None = None,
+        mode: RunMode = "sync",
+        parent_run_id: str | None = None,
+        call_depth: int = 0,
+        rerun: RerunStart | None = None,
+        started_by: str | None = None,
+    ) -> CreatedRun: ...
 
 
 class RunRefused(ValueError):

@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 
 import redis
 
+import engine.runtime.body_table  # noqa: F401  (registers every node type's body)
 from engine.catalog import RETRY_PARK_REASON
 from engine.clock import Clock
 from engine.events import EventBase, EventStamper

@@ -19,14 +19,13 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
 import sqlalchemy as sa
 
 from engine.catalog import EVENT_TYPES
-from engine.runtime.create import RunRefused
+from engine.runtime.create import RunRefused, StartsRuns
 from engine.runtime.handles import EngineHandles
 from engine.runtime.inputs import InputError
 from engine.runtime.projection import BatchResult, LiveChange
@@ -69,7 +68,7 @@ class EventTarget:
 class EventTriggers:
     """Batch listener plus the thread that starts the runs (kept off the projector's thread)."""
 
-    def __init__(self, handles: EngineHandles, create_run: Callable[..., Any]) -> None:
+    def __init__(self, handles: EngineHandles, create_run: StartsRuns) -> None:
         self.handles = handles
         self.create_run = create_run
         self.pending: queue.Queue[LiveChange] = queue.Queue()

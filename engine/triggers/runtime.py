@@ -3,15 +3,10 @@
 
 from __future__ import annotations
 
-import threading
-from typing import TYPE_CHECKING
-
 from engine.api.callbacks import CallbackSender
+from engine.parts import PartContext
 from engine.triggers.events import EventTriggers
 from engine.triggers.schedules import TICK_SECONDS, Scheduler
-
-if TYPE_CHECKING:
-    from engine.runtime.services import EngineServices
 
 
 class TriggerRuntime:
@@ -21,20 +16,17 @@ class TriggerRuntime:
         self.callbacks = callbacks
 
     @classmethod
-    def start(cls, engine: EngineServices, stop: threading.Event, *, tick_seconds: float = TICK_SECONDS,
+    def start(cls, parts: PartContext, *, tick_seconds: float = TICK_SECONDS,
               scheduler_thread: bool = True) -> TriggerRuntime:
-        handles = engine._api()
-        runtime = cls(Scheduler(handles, engine.create_run, engine.clock), EventTriggers(handles, engine.create_run),
+        handles = parts.handles
+        runtime = cls(Scheduler(handles, parts.create_run, handles.clock), EventTriggers(handles, parts.create_run),
                       CallbackSender(handles))
-        if engine.run_projector:
+        if parts.add_batch_listener is not None:
             # Only the process applying events sees them; a standby projector's process fires nothing.
-            engine.batch_listeners.append(runtime.events.on_batch)
-            engine.batch_listeners.append(runtime.callbacks.on_batch)
-            threading.Thread(target=runtime.events.run, args=(stop,), name="lockgate-event-triggers",
-                             daemon=True).start()
-            threading.Thread(target=runtime.callbacks.run, args=(stop,), name="lockgate-callbacks",
-                             daemon=True).start()
+            parts.add_batch_listener(runtime.events.on_batch)
+            parts.add_batch_listener(runtime.callbacks.on_batch)
+            parts.spawn("lockgate-event-triggers", runtime.events.run)
+            parts.spawn("lockgate-callbacks", runtime.callbacks.run)
         if scheduler_thread:
-            threading.Thread(target=runtime.scheduler.run, args=(stop, tick_seconds), name="lockgate-scheduler",
-                             daemon=True).start()
+            parts.spawn("lockgate-scheduler", lambda stop: runtime.scheduler.run(stop, tick_seconds))
         return runtime

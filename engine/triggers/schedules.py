@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -21,7 +20,7 @@ from croniter import croniter
 from engine.clock import Clock
 from engine.durations import parse_duration
 from engine.flow import Flow, Node
-from engine.runtime.create import RunRefused
+from engine.runtime.create import RunRefused, StartsRuns
 from engine.runtime.handles import EngineHandles
 from engine.runtime.inputs import InputError
 from engine.triggers.catalog_index import LatestFlows
@@ -67,7 +66,7 @@ class Fired:
 class Scheduler:
     """Fires enabled schedule triggers of the latest published versions; `tick()` is one pass."""
 
-    def __init__(self, handles: EngineHandles, create_run: Callable[..., Any], clock: Clock) -> None:
+    def __init__(self, handles: EngineHandles, create_run: StartsRuns, clock: Clock) -> None:
         self.handles = handles
         self.create_run = create_run
         self.clock = clock

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from engine.publish import UnknownFlowVersion, get_version
-from engine.runtime.create import LatestVersions, RunRefused
+from engine.runtime.create import LatestVersions, RunRefused, StartsRuns
 from engine.runtime.handles import EngineHandles
 from engine.runtime.inputs import InputError
 from engine.templates import TemplateProblem, render
@@ -69,9 +69,9 @@ def dedupe_key(template: str | None, headers: dict[str, str], body: bytes, data:
     return render(template, context).strip()
 
 
-def handle_webhook(handles: EngineHandles, create_run: Any, token: str, headers: dict[str, str],
+def handle_webhook(handles: EngineHandles, create_run: StartsRuns, token: str, headers: dict[str, str],
                    body: bytes, latest: LatestVersions | None = None) -> WebhookAnswer:
-    """Answer one webhook delivery; `create_run` is `EngineServices.create_run`, `latest` its version cache."""
+    """Answer one webhook delivery; `create_run` is the engine's, `latest` its version cache."""
     lower = {name.lower(): value for name, value in headers.items()}
     target = webhook_target(handles.client, handles.keys, token)
     if target is None:

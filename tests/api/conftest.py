@@ -16,7 +16,7 @@ from engine.approvals.keys import create_key
 from engine.clock import ManualClock
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 from tests.engine.conftest import make_flow, site  # noqa: F401  (site: fixture)
 from tests.idle import Idle
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from engine.clock import ManualClock
 from engine.config import EngineConfig
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 from engine.triggers.schedules import Scheduler
 
 BARRIER_SECONDS = 10.0

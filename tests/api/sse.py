@@ -19,7 +19,7 @@ from engine.api.app import build_app
 from engine.api.live_feed import LiveFeed
 from engine.api.live_routes import LiveSettings, live_feed_for, live_router
 from engine.facade import EngineApi
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 
 
 @dataclass

@@ -19,7 +19,7 @@ from engine.api.server import ApiServer
 from engine.approvals.keys import create_key
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 from engine.transport.keys import Keyspace
 from engine.triggers.settings import counters
 from engine.triggers.webhooks import signature_ok

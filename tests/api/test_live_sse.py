@@ -45,7 +45,7 @@ def _parked_for_approval(api: Api) -> tuple[str, str]:
     api.publish(APPROVAL)
     run_id = api.services.create_run("ask").run_id
     api.services.wait_for_run(run_id, timeout=GUARD, statuses=frozenset({"waiting"}))
-    [pending] = [item for item in list_pending(api.services._api()) if item.run_id == run_id]
+    [pending] = [item for item in list_pending(api.services.require_handles()) if item.run_id == run_id]
     return run_id, pending.id
 
 
@@ -61,7 +61,7 @@ async def _run_to_end_while_streaming(api: Api, sse: SseServer, run_id: str, app
     async with httpx.AsyncClient(base_url=sse.url, timeout=GUARD) as client:
         reading = asyncio.create_task(collect(client, f"/api/v1/runs/{run_id}/events", headers, opened=opened))
         await asyncio.wait_for(opened.wait(), GUARD)
-        result = await asyncio.to_thread(decide, api.services._api(), approval_id, "approve", "user:ada")
+        result = await asyncio.to_thread(decide, api.services.require_handles(), approval_id, "approve", "user:ada")
         assert result.accepted
         return await asyncio.wait_for(reading, GUARD)
 
@@ -265,8 +265,8 @@ def test_a_hundred_concurrent_clients_each_see_every_change_of_their_run_and_mem
             def settle() -> None:
                 for run_id in runs:
                     api.services.wait_for_run(run_id, timeout=GUARD, statuses=frozenset({"waiting"}))
-                for item in list_pending(api.services._api()):
-                    assert decide(api.services._api(), item.id, "approve", "user:ada").accepted
+                for item in list_pending(api.services.require_handles()):
+                    assert decide(api.services.require_handles(), item.id, "approve", "user:ada").accepted
 
             await asyncio.to_thread(settle)
             return list(await asyncio.wait_for(asyncio.gather(*tasks), GUARD * 4))

@@ -14,7 +14,7 @@ from engine.api.run_watch import RunWatch
 from engine.api.server import ApiServer
 from engine.approvals.keys import create_key
 from engine.flow import flow_from_data
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 from engine.store.models import AppliedEvent
 from tests.api.conftest import HELLO
 from tests.engine.conftest import start_engine, wait_until

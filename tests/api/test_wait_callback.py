@@ -60,7 +60,7 @@ def _waiting_at(api: Api, run_id: str, node: str) -> dict[str, Any]:
 
 
 def _redis_snapshot(api: Api) -> dict[bytes, Any]:
-    client = api.services._api().client
+    client = api.services.require_handles().client
     keys = sorted(client.scan_iter(match=f"{api.services.keys.prefix}:*", count=1000))
     values: dict[bytes, Any] = {}
     for key in keys:
@@ -84,7 +84,7 @@ def _sql_snapshot(api: Api, run_id: str) -> tuple[Any, ...]:
 
 def _applied(api: Api, run_id: str, event_type: str) -> int:
     """How many events of `event_type` the projector applied for the run."""
-    with api.services._api().sql.connect() as conn:
+    with api.services.require_handles().sql.connect() as conn:
         return len(conn.execute(sa.select(AppliedEvent.event_id).where(AppliedEvent.run_id == run_id,
                                                                        AppliedEvent.event_type == event_type)).all())
 
@@ -140,7 +140,8 @@ def test_bad_bodies_are_refused_and_change_nothing(any_db_api: Api) -> None:
     wrong_method = any_db_api.http.get(path)
     assert wrong_method.status_code == 405
     # The engine function applies the limit itself too (a server in front of it may not).
-    direct = resume_callback(any_db_api.services._api(), path.rsplit("/", 1)[1], b" " * (MAX_CALLBACK_BODY_BYTES + 1))
+    direct = resume_callback(any_db_api.services.require_handles(), path.rsplit("/", 1)[1],
+                             b" " * (MAX_CALLBACK_BODY_BYTES + 1))
     assert (direct.status, direct.code) == (413, "too_large")
     any_db_api.idle.wait()
     assert _redis_snapshot(any_db_api) == redis_before
@@ -215,7 +216,7 @@ def test_a_post_for_a_run_that_ended_changes_nothing(any_db_api: Api) -> None:
     any_db_api.services.wait_for_run(run_id, timeout=10)
     answer = any_db_api.http.post(path, json={"status": "ok"})
     assert answer.status_code == 409 and answer.json()["error"]["code"] == "run_not_waiting"
-    client = any_db_api.services._api().client
+    client = any_db_api.services.require_handles().client
     assert client.get(any_db_api.services.keys.callback_claim(run_id, "wait")) is None
 
 

@@ -11,6 +11,7 @@ from app.examples import FIRST_START_EXAMPLE, example_bytes
 from app.window import MainWindow
 from engine.flow import load_flow_text
 from engine.providers.simulator import DEMO_REFUNDS_PATH
+from engine.read_models import Run
 
 TICKET = {"id": 42, "body": "I was charged twice, please refund me"}
 
@@ -55,6 +56,7 @@ def test_the_first_start_example_runs_through_its_approval_to_succeeded(
     window.bridge.get_run(approval.run_id, lambda run, error: found.append(run if error is None else error))
     qtbot.waitUntil(lambda: bool(found), timeout=10_000)
     run = found[0]
-    assert window.runs.rows[approval.run_id].status == "succeeded", run.get("error") if isinstance(run, dict) else run
-    refund = run["state"]["refund"]
+    assert isinstance(run, Run), run
+    assert window.runs.rows[approval.run_id].status == "succeeded", run.error
+    refund = run.state["refund"]  # type: ignore[index]
     assert refund["status"] == 201 and refund["body"]["status"] == "issued" and refund["body"]["ticket"] == 42

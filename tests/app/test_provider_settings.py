@@ -17,6 +17,7 @@ from engine.flow import flow_from_data
 from engine.providers.config import simulator_provider
 from engine.providers.registry import PROVIDERS_FILE, MissingProviderKey, ProviderRegistry, providers_in
 from engine.providers.simulator import ProviderSimulator, SimulatorSettings
+from engine.read_models import Run, RunSummary
 from tests.app.cells import cell
 
 PRO_KEY = "sk-pro-secret-7777abcd"
@@ -99,10 +100,10 @@ def test_a_provider_added_in_settings_is_called_by_a_run_with_its_key(
     bridge.get_run(run_id, lambda run, error: answers.setdefault("get_run", error or run))
     qtbot.waitUntil(lambda: len(answers) == 2, timeout=5_000)
     runs, run = answers["list_runs"], answers["get_run"]
-    assert isinstance(runs, list) and isinstance(run, dict)
-    assert runs[0]["id"] == run_id and runs[0]["cost_micros"] > 0
-    assert [s["node"] for s in run["steps"]] == ["start", "reserve", "model", "done"]
-    assert all(s["started_at"] and s["finished_at"] and s["started_at"] <= s["finished_at"] for s in run["steps"])
+    assert isinstance(runs, list) and isinstance(run, Run)
+    assert isinstance(runs[0], RunSummary) and runs[0].id == run_id and (runs[0].cost_micros or 0) > 0
+    assert [s.node for s in run.steps] == ["start", "reserve", "model", "done"]
+    assert all(s.started_at and s.finished_at and s.started_at <= s.finished_at for s in run.steps)
     # The bundled simulator's `local` entry was added beside the Settings provider, not over it.
     names = {p.name: p.managed_by for p in providers_in(data_dir)}
     assert names == {"pro": SETTINGS_MANAGER, "local": SIMULATOR_MANAGER}

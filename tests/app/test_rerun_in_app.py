@@ -96,7 +96,7 @@ def test_runs_context_menu_reruns_from_the_canvas_node_and_refuses_a_changed_ups
     run_id = _first_run(qtbot, window, site)
     assert window.engine is not None
     published: list[Any] = []
-    window.engine.bridge.request(lambda services: services.publish_flow(flow_from_data(_flow(site, "Hi"))),
+    window.engine.bridge.request(lambda api: api.publish(flow_from_data(_flow(site, "Hi"))),
                                  lambda result, error: published.append((result, error)))
     qtbot.waitUntil(lambda: bool(published), timeout=10_000)
     assert published[0][1] is None

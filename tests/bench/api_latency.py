@@ -25,8 +25,8 @@ from engine.api.server import ApiServer
 from engine.approvals.keys import create_key
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
+from engine.host import EngineServices
 from engine.publish import get_version
-from engine.runtime.services import EngineServices
 from engine.triggers.settings import set_enabled
 from engine.triggers.webhooks import signature_of
 

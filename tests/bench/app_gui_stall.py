@@ -20,6 +20,10 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.facade import EngineApi
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -43,7 +47,7 @@ def redis_url() -> str | None:
 CREATE_SCRIPT = """
 import os, sys
 from engine.config import EngineConfig
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 services = EngineServices(EngineConfig.from_env(), workers=0, projector=False, due_waker=False).start()
 for index in range(int(sys.argv[1])):
     services.create_run("stall-bench", {"name": f"n{index}"})
@@ -121,9 +125,9 @@ def measure(create_in_app: bool) -> dict[str, object]:
         ticker.start()
         created: list[object] = []
 
-        def create_all(services: object) -> int:
+        def create_all(api: EngineApi) -> int:
             for index in range(RUNS):
-                services.create_run("stall-bench", {"name": f"n{index}"})  # type: ignore[attr-defined]
+                api.create_run("stall-bench", {"name": f"n{index}"})
             return RUNS
 
         started = time.perf_counter()

@@ -157,7 +157,7 @@ def _config(data_dir: str, db_url: str, prefix: str) -> Any:
 
 def worker_process(data_dir: str, db_url: str, prefix: str, workers: int, ready: Any, stop: Any) -> None:
     """One `lockgate worker`-like process: job consumers only (the main process projects)."""
-    from engine.runtime.services import EngineServices
+    from engine.host import EngineServices
 
     services = EngineServices(_config(data_dir, db_url, prefix), workers=workers, projector=False,
                               due_waker=False).start()
@@ -171,10 +171,10 @@ def run_through_runs(processes: int, attempts: int, fits: int, workers_per_proce
     from pathlib import Path
 
     from engine.flow import flow_from_data
+    from engine.host import EngineServices
     from engine.money.sql_sync import save_budget_definition
     from engine.providers.config import simulator_provider
     from engine.providers.simulator import ProviderSimulator, SimulatorSettings
-    from engine.runtime.services import EngineServices
 
     client = redis.Redis.from_url(REDIS_URL)
     prefix = f"lgbench-{uuid.uuid4().hex[:8]}"

@@ -39,9 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from engine.api.server import ApiServer
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
+from engine.host import EngineServices
 from engine.parking.callback_claims import read_callback_claim
 from engine.parking.callback_links import callback_token
-from engine.runtime.services import EngineServices
 from engine.store.models import AppliedEvent, Run, Step
 
 FLOW = {"format": "lockgate.flow/1", "id": "callback-bench", "name": "callback bench", "inputs": {},

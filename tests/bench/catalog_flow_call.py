@@ -29,7 +29,7 @@ from typing import Any
 
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 
 _INPUTS = {"n": {"type": "number", "required": True}}
 CHILD = {"format": "lockgate.flow/1", "id": "bench-child", "name": "bench child", "inputs": _INPUTS,

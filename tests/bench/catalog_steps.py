@@ -26,8 +26,8 @@ from typing import Any
 
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
+from engine.host import EngineServices
 from engine.runtime.script_runner import ScriptRequest, marked_processes, run_script
-from engine.runtime.services import EngineServices
 
 ECHO = "import json, sys\nprint(json.dumps(json.load(sys.stdin)['inputs']))\n"
 FLOW = {"format": "lockgate.flow/1", "id": "echo", "name": "echo",

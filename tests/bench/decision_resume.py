@@ -30,7 +30,7 @@ from engine.approvals.decide import decide
 from engine.approvals.pending import list_pending
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 from engine.store.models import Step
 from tests.parking.conftest import approval_flow
 

@@ -32,8 +32,8 @@ from typing import Any
 
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
+from engine.host import EngineServices
 from engine.runtime.projection import BatchResult
-from engine.runtime.services import EngineServices
 from engine.runtime.transitions import TERMINAL
 
 PG_ADMIN_URL = "postgresql+psycopg://root@127.0.0.1:5432/test"
@@ -113,7 +113,7 @@ def bench(db: str, runs: int, workers: int, submitters: int) -> dict[str, Any]:
 
     try:
         services.start()
-        services.batch_listeners.append(on_batch)
+        services.add_batch_listener(on_batch)
         services.publish_flow(flow_from_data(FLOW))
         warm = services.create_run("bench5", {"n": 0})
         warm_ids.add(warm.run_id)

@@ -34,8 +34,8 @@ from engine.config import EngineConfig
 from engine.flowtest.model import save_test
 from engine.flowtest.record import record_test
 from engine.flowtest.suite import run_files
+from engine.host import EngineServices
 from engine.providers.simulator import ProviderSimulator, SimulatorSettings
-from engine.runtime.services import EngineServices
 from tests.conftest import EXAMPLES
 from tests.money.conftest import START, MoneyEngine, provider_file, triage_document
 

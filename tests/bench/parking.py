@@ -36,7 +36,7 @@ import sqlalchemy as sa
 
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 from engine.transport.connection import redis_client
 from engine.transport.keys import Keyspace
 

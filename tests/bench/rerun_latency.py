@@ -23,7 +23,7 @@ import redis
 
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 
 
 def _chain(steps: int) -> dict[str, Any]:

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 
 LOCKGATE = [sys.executable, "-m", "app.main"]
 DELAY_SECONDS = 2.0

@@ -79,7 +79,7 @@ def test_retry_starts_a_fresh_child_per_attempt(engine: Engine) -> None:
     assert len(run["child_run_ids"]) == 2
     assert engine.step(run, "call")["attempts"] == 2
     keys = {child_idempotency_key(run["id"], "call", attempt) for attempt in (1, 2)}
-    with engine.services._api().sql.connect() as conn:
+    with engine.services.require_handles().sql.connect() as conn:
         import sqlalchemy as sa
 
         from engine.store.models import Run

@@ -21,7 +21,7 @@ def _refused(engine: Engine, document: dict) -> list[tuple[str, str, str | None]
 @pytest.mark.postgres
 def test_an_unpublished_target_is_refused_at_publish(any_db_engine: Engine) -> None:
     assert _refused(any_db_engine, parent_flow(target="nowhere")) == [("call_target_unknown", "error", "call")]
-    assert list_versions(any_db_engine.services._api().sql, "parent") == []
+    assert list_versions(any_db_engine.services.require_handles().sql, "parent") == []
     any_db_engine.services.publish_flow(flow_from_data(child_flow()))
     assert _refused(any_db_engine, parent_flow(version=2)) == [("call_target_unknown", "error", "call")]
     assert any_db_engine.services.publish_flow(flow_from_data(parent_flow(version=1))).version == 1
@@ -39,7 +39,7 @@ def test_a_flow_calling_back_to_its_caller_is_refused(any_db_engine: Engine) -> 
     services.publish_flow(flow_from_data(parent_flow("a", target="b")))
     codes = _refused(any_db_engine, parent_flow("c", target="a"))
     assert codes == [("call_cycle", "error", "call")]
-    assert [v.version for v in list_versions(services._api().sql, "c")] == [1]
+    assert [v.version for v in list_versions(services.require_handles().sql, "c")] == [1]
     with pytest.raises(PublishRefused) as refused:
         services.publish_flow(flow_from_data(parent_flow("c", target="a")))
     assert "c -> a -> b -> c" in str(refused.value)

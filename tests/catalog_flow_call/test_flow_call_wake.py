@@ -50,7 +50,7 @@ def test_a_child_that_ends_before_its_parent_parks_wakes_the_parent(tmp_path: Pa
 
         services.publish_flow(flow_from_data(child_flow()))
         services.publish_flow(flow_from_data(parent_flow()))
-        api = services._api()
+        api = services.require_handles()
         client, keys = api.client, api.keys
         plans = PlanCache(api.sql)
         parent_worker = Worker(client, keys, plans, services.clock, "manual-parent", box=services.box)
@@ -97,7 +97,7 @@ def test_a_parent_whose_childs_end_was_never_handled_is_woken_at_start(tmp_path:
     from engine.runtime.projector import Projector
 
     first, _sleeps = start_engine(tmp_path, redis_url, sqlite_url, key_prefix, projector=False)
-    api = first._api()
+    api = first.require_handles()
     bare = Projector(api.client, api.keys, api.sql, block_ms=50)  # applies events, wakes nobody
     stop = threading.Event()
     thread = threading.Thread(target=bare.run, args=(stop,), daemon=True)

@@ -22,11 +22,11 @@ import sqlalchemy as sa
 
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
+from engine.host import EngineServices
 from engine.runtime.crashpoints import CRASH_EXIT_CODE
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.jobs import encode_job, resume_job
 from engine.runtime.projection import apply_batch
-from engine.runtime.services import EngineServices
 from engine.runtime.transitions import TERMINAL
 from engine.store.db import init_db, make_engine
 from engine.store.models import FlowRecord, FlowVersion, Run, Step

@@ -29,7 +29,7 @@ def _callback_flow() -> dict[str, Any]:
 
 def _wait_completions(deployment: Deployment, run_id: str) -> list[list[str]]:
     """The ports of every `step_completed` of node `wait` the projector applied for the run (from the journal)."""
-    client = deployment.handle._api().client
+    client = deployment.handle.require_handles().client
     found = []
     journal: Any = client.xrange(deployment.handle.keys.events_journal)
     for _id, fields in journal:
@@ -48,7 +48,7 @@ def test_a_worker_killed_around_a_callback_resume_resumes_each_run_once(deployme
     deployment.wait_for(run_ids, frozenset({"waiting"}), timeout=60)
     deployment.stop(parker)
 
-    handles = deployment.handle._api()
+    handles = deployment.handle.require_handles()
     tokens = {run_id: callback_token(deployment.handle.box, run_id, "wait") for run_id in run_ids}
     for index, run_id in enumerate(run_ids):
         outcome = resume_callback(handles, tokens[run_id], orjson.dumps({"n": index}))

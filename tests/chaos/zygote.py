@@ -21,11 +21,11 @@ import time
 
 import app.main
 import engine.cli.worker
-import engine.runtime.services
+import engine.host
 import engine.store.db
 from engine.runtime import crashpoints
 
-assert engine.runtime.services and engine.store.db and engine.cli.worker
+assert engine.host and engine.store.db and engine.cli.worker
 
 
 def _child(env: dict[str, str], argv: list[str], log_path: str) -> None:

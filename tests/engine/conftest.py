@@ -15,7 +15,7 @@ import pytest
 from engine.clock import Clock
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 
 
 def make_flow(flow_id: str, nodes: list[dict[str, Any]], edges: list[tuple[str, str] | tuple[str, str, str]],

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 from engine.store.db import init_db, make_engine, schema_revision
 from tests.cli import cli_env, lockgate
 from tests.engine.conftest import make_flow

@@ -13,9 +13,9 @@ import redis
 
 from engine.config import InputLimits
 from engine.flow import flow_from_data
+from engine.host import EngineServices
 from engine.publish import PublishRefused
 from engine.runtime.inputs import InputBoundsError, InputError
-from engine.runtime.services import EngineServices
 from tests.cli import LOCKGATE, cli_env
 from tests.engine.conftest import Engine, make_flow, start_engine
 

@@ -12,10 +12,10 @@ import sqlalchemy as sa
 from engine.clock import ManualClock
 from engine.events import ExternalStamper, encode_event
 from engine.flow import flow_from_data
+from engine.host import EngineServices
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.jobs import decode_job
 from engine.runtime.orphans import ORPHAN_GRACE_SECONDS, OrphanSweep
-from engine.runtime.services import EngineServices
 from engine.store.models import Run
 from tests.engine.conftest import make_flow, start_engine, wait_until
 

@@ -16,7 +16,7 @@ import pytest
 
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 from tests.cli import LOCKGATE, cli_env
 from tests.engine.conftest import make_flow
 

@@ -23,9 +23,9 @@ import pytest
 from engine.clock import ManualClock
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
+from engine.host import EngineServices
 from engine.runtime.create import RunRefused
 from engine.runtime.sealed import SEALED_FIELD
-from engine.runtime.services import EngineServices
 from engine.secret_box import ENV_KEY, VERSION
 from tests.engine.conftest import LocalServer, QuietHandler, make_flow, start_engine, wait_until
 

@@ -16,9 +16,9 @@ from engine.clock import ManualClock
 from engine.flow import flow_from_data
 from engine.flowtest.record import record_test
 from engine.flowtest.suite import run_test
+from engine.host import EngineServices
 from engine.parking.callback_links import callback_token
 from engine.parking.callback_resume import resume_callback
-from engine.runtime.services import EngineServices
 from tests.engine.conftest import make_flow, start_engine
 
 START = 1_800_000_000.0

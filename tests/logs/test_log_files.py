@@ -11,7 +11,7 @@ from pathlib import Path
 
 from engine.config import EngineConfig
 from engine.flow import load_flow_text
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 from tests.cli import LOCKGATE, cli_env, lockgate
 from tests.conftest import EXAMPLES
 

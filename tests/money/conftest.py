@@ -17,12 +17,12 @@ import sqlalchemy as sa
 from engine.clock import ManualClock
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
+from engine.host import EngineServices
 from engine.money.ledger import BudgetState
 from engine.money.sql_sync import hold_rows, save_budget_definition
 from engine.money.wiring import MoneyServices
 from engine.providers.config import SIMULATOR_PRICES
 from engine.providers.simulator import FAULT_MODEL_PREFIX, FAULTS, ProviderSimulator, SimulatorSettings
-from engine.runtime.services import EngineServices
 from engine.runtime.transitions import TERMINAL
 from engine.store.models import Budget, Run
 from tests.conftest import EXAMPLES

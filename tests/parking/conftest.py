@@ -11,8 +11,8 @@ import pytest
 
 from engine.clock import ManualClock
 from engine.flow import flow_from_data
+from engine.host import EngineServices
 from engine.runtime.handles import EngineHandles
-from engine.runtime.services import EngineServices
 from tests.engine.conftest import make_flow, site, start_engine, wait_until  # noqa: F401  (site: fixture)
 from tests.idle import Idle
 

@@ -12,7 +12,7 @@ import pytest
 from engine.api.runs import start_run
 from engine.clock import ManualClock
 from engine.flow import flow_from_data
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 from tests.engine.conftest import make_flow, start_engine
 from tests.idle import Idle
 from tests.parking.conftest import HOUR, START, TRIGGER, Parked

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
+import engine.runtime.body_table  # noqa: F401  (every body registered before one is replaced)
 from engine.clock import ManualClock
 from engine.flow import FlowSettings, flow_from_data
 from engine.parking.limits import WaitLimits, park_record
-from engine.runtime.bodies import _REGISTRY, Park, StepCall, StepResult, body_for, register_body
+from engine.runtime.bodies import _REGISTRY, Park, StepCall, StepResult, register_body
 from engine.runtime.jobs import encode_job, resume_job
 from tests.engine.conftest import Site, make_flow, start_engine, wait_until
 from tests.parking.conftest import HOUR, START, TRIGGER, Parked
@@ -97,7 +98,6 @@ def test_a_lost_due_member_is_rebuilt_from_the_store_at_start(tmp_path: Path, re
 @pytest.fixture
 def suspending_model() -> Any:
     """`ai.model` replaced by a body that suspends until resumed (what a background call does)."""
-    body_for("")
     previous = _REGISTRY.get("ai.model")
 
     @register_body("ai.model")

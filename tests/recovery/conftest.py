@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from engine.config import EngineConfig
+from engine.host import EngineServices
 from engine.runtime.reclaim import RecoveryThresholds
-from engine.runtime.services import EngineServices
 from tests.engine.conftest import LocalServer, QuietHandler
 from tests.engine.conftest import wait_until as engine_wait_until
 

@@ -14,9 +14,9 @@ import pytest
 
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
+from engine.host import EngineServices
 from engine.money.sql_sync import hold_rows, save_budget_definition
 from engine.providers.simulator import ProviderSimulator, SimulatorSettings
-from engine.runtime.services import EngineServices
 from tests.money.conftest import model_flow, provider_file
 from tests.recovery.conftest import FAST, WorkerProcess, wait_until
 

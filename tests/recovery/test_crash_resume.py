@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from engine.flow import flow_from_data
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 from engine.store.models import AppliedEvent, DeadLetter
 from tests.engine.conftest import make_flow
 from tests.recovery.conftest import HoldingSite, WorkerProcess, wait_until
@@ -88,7 +88,7 @@ def test_a_zombie_worker_cannot_complete_the_job_taken_from_it(
     holding_site.release.set()  # the zombie's own call of /hold now answers (count 1)
     zombie.signal(signal.SIGCONT)
     wait_until(lambda: "fenced" in zombie.log(), what="the zombie to try to write its result")
-    client = supervisor._api().client
+    client = supervisor.require_handles().client
     assert client.xlen(supervisor.keys.events) == 0  # the fenced write added no event
     wait_until(lambda: zombie.proc.poll() is None and "fenced" in zombie.log(), what="the zombie to go on serving")
     after_run = supervisor.get_run(run_id)

@@ -8,8 +8,8 @@ import redis
 
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
+from engine.host import EngineServices
 from engine.runtime.reclaim import RecoveryThresholds
-from engine.runtime.services import EngineServices
 from engine.transport.keys import Keyspace
 from tests.engine.conftest import make_flow
 from tests.recovery.conftest import wait_until
@@ -37,7 +37,7 @@ def test_an_interrupted_run_starts_its_listener(recovery_config: EngineConfig) -
         engine.publish_flow(flow_from_data(make_flow("lost", [T, DONE], [("start", "done")])))
         engine.publish_flow(flow_from_data(LISTENER))
         run_id = engine.create_run("lost", {}).run_id
-        _take_and_die(engine._api().client, engine.keys)
+        _take_and_die(engine.require_handles().client, engine.keys)
         assert engine.wait_for_run(run_id, timeout=10)["status"] == "interrupted"
 
         def listener_run() -> dict[str, Any] | None:

@@ -10,12 +10,12 @@ import redis
 from engine.clock import ManualClock
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
+from engine.host import EngineServices
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.fencing import CommandRecorder, FencedWriter, JobFence
 from engine.runtime.jobs import ATTEMPT_FIELD, ORIGIN_FIELD
 from engine.runtime.reaper import Reaper
 from engine.runtime.reclaim import Reclaimer, RecoveryThresholds
-from engine.runtime.services import EngineServices
 from engine.runtime.watchdog import Watchdog
 from engine.transport.keys import Keyspace
 from tests.engine.conftest import make_flow
@@ -39,7 +39,7 @@ def test_a_job_lost_past_the_retry_cap_is_dead_lettered_and_its_run_interrupted(
     with EngineServices(recovery_config, workers=0, scheduler=False, block_ms=100, recovery=thresholds) as engine:
         engine.publish_flow(flow_from_data(make_flow("lost", [T, DONE], [("start", "done")])))
         run_id = engine.create_run("lost", {}).run_id
-        client, keys = engine._api().client, engine.keys
+        client, keys = engine.require_handles().client, engine.keys
 
         first_id, first = _read_as_dead_consumer(client, keys)
         assert ATTEMPT_FIELD not in first

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from engine.config import EngineConfig
-from engine.runtime.services import EngineServices
+from engine.host import EngineServices
 
 
 def main() -> int:

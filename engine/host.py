@@ -1,6 +1,7 @@
-"""`EngineServices`: Redis (embedded or configured), the SQL store, workers, the projector, heartbeats
-and the due waker, as threads — the app runs it in a background thread, `lockgate worker` in the
-foreground — plus the Python API the CLI, the app and the HTTP API call.
+"""The engine's composition root. `EngineServices` builds every part — Redis (embedded or configured), the SQL
+store, workers, the projector, heartbeats, the due waker, money, triggers, flow calls, approval notices — and
+hands each what it needs (`engine.parts.PartContext`); no part imports this module. The app runs it in a
+background thread, `lockgate worker` in the foreground; the facade (`engine.facade.EngineApi`) is its front door.
 """
 
 from __future__ import annotations
@@ -14,17 +15,29 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from engine.api.callbacks import CallbackSender
+from engine.approvals.notices import NoticeSender
+from engine.calls.runtime import CallRuntime
 from engine.clock import Clock, SystemClock
-from engine.config import EngineConfig
+from engine.config import EngineConfig, InputLimits
 from engine.flow import Flow
+from engine.money.engine_loop import MoneyRuntime
 from engine.parking.callback_links import CallbackLinks
 from engine.parking.rebuild import rebuild_due_set
+from engine.parts import BatchListener, PartContext
 from engine.publish import PublishedVersion, publish
 from engine.runtime import create as create_module
 from engine.runtime import queries
 from engine.runtime import rerun as rerun_module
 from engine.runtime.consumers import ConsumerSlots, drain_predecessors
-from engine.runtime.create import BudgetPreflight, CreatedRun, LatestVersions, no_budget_preflight
+from engine.runtime.create import (
+    BudgetPreflight,
+    CreatedRun,
+    LatestVersions,
+    RerunStart,
+    RunMode,
+    no_budget_preflight,
+)
 from engine.runtime.handles import EngineHandles
 from engine.runtime.jobs import encode_job, resume_job
 from engine.runtime.orphans import OrphanSweep
@@ -42,6 +55,7 @@ from engine.store.schema_check import require_current_schema
 from engine.transport.connection import RedisHandle, open_redis
 from engine.transport.due import DueItem, DueSet, DueWaker
 from engine.transport.keys import Keyspace
+from engine.triggers.runtime import TriggerRuntime
 
 log = logging.getLogger("lockgate.services")
 
@@ -91,18 +105,17 @@ class EngineServices:
         self.projector: Projector | None = None
         self.due: DueSet | None = None
         self.waker: DueWaker | None = None
-        self.batch_listeners: list[Callable[[BatchResult], None]] = []
-        self.money: Any = None
-        """`engine.money.engine_loop.MoneyRuntime` once started."""
-        self.triggers: Any = None
-        """`engine.triggers.runtime.TriggerRuntime` once started (schedules, event triggers)."""
+        self._batch_listeners: list[Callable[[BatchResult], None]] = []
+        self.money: MoneyRuntime | None = None
+        self.triggers: TriggerRuntime | None = None
+        """Schedules, event triggers and outgoing run callbacks, once started."""
         self.latest_versions = LatestVersions()
         self.max_call_depth = max_call_depth
         """How deep `flow.call` child runs may nest (None: `LOCKGATE_MAX_CALL_DEPTH`, else 8)."""
-        self.calls: Any = None
-        """`engine.calls.runtime.CallRuntime` once started (flow.call child runs)."""
-        self.approval_notices: Any = None
-        """`engine.approvals.notices.NoticeSender` once started (approvals' notify_url)."""
+        self.calls: CallRuntime | None = None
+        """flow.call child runs, once started."""
+        self.approval_notices: NoticeSender | None = None
+        """Approvals' notify_url notices, once started."""
         self.consumers: ConsumerSlots | None = None
         self.process_entry: ProcessEntry | None = None
         self._stop = threading.Event()
@@ -125,24 +138,19 @@ class EngineServices:
         ensure_group(client, self.keys.jobs, self.keys.jobs_group)
         ensure_group(client, self.keys.events, self.keys.events_group)
         self.due = DueSet(client, self.keys)
-        from engine.money.engine_loop import MoneyRuntime  # budgets, holds, providers: issue 5's part
-
-        self.money = MoneyRuntime.start(self, self._stop)
+        self.money = MoneyRuntime.start(self._part_context())
+        if self.budget_preflight is no_budget_preflight:
+            self.budget_preflight = self.money.preflight
         reclaimer = Reclaimer(self.redis.client(), self.keys, self.sql, self.clock, self.recovery)
         self.consumers = ConsumerSlots(client, self.keys)
         names = self.consumers.acquire(self.worker_count)
         # Before the rebuild: the jobs reclaimed here are live again, so the rebuild gives their runs no second job.
         drain_predecessors(reclaimer, names)
         rebuild_due_set(self.sql, client, self.keys)
-        from engine.triggers.runtime import TriggerRuntime  # webhooks, schedules, event triggers: the API issue
-
-        self.triggers = TriggerRuntime.start(self, self._stop, scheduler_thread=self.run_scheduler)
-        from engine.calls.runtime import CallRuntime  # flow.call: child runs and waking their parents
-
-        self.calls = CallRuntime.start(self, self.max_call_depth)
-        from engine.approvals.notices import NoticeSender  # approvals v2: signed notify_url notices
-
-        self.approval_notices = NoticeSender.start(self, self._stop)
+        parts = self._part_context()
+        self.triggers = TriggerRuntime.start(parts, scheduler_thread=self.run_scheduler)
+        self.calls = CallRuntime.start(parts, self.max_call_depth)
+        self.approval_notices = NoticeSender.start(parts)
         plans = PlanCache(self.sql)
         for index, name in enumerate(names):
             worker = Worker(self.redis.client(), self.keys, plans, self.clock, name,
@@ -237,16 +245,41 @@ class EngineServices:
         drain_predecessors(reclaimer, [consumer], why="its batch was cut short by a Redis failure", counted=False)
 
     def _resume_due(self, items: list[DueItem]) -> None:
-        pipe = self._api().client.pipeline(transaction=False)
+        pipe = self.require_handles().client.pipeline(transaction=False)
         for item in items:
             pipe.xadd(self.keys.jobs, encode_job(resume_job(item.member)))
         pipe.execute()
 
+    def _part_context(self) -> PartContext:
+        assert self.redis is not None
+        return PartContext(handles=self.require_handles(), redis=self.redis, config=self.config,
+                           create_run=self.create_run, latest_versions=self.latest_versions,
+                           preflight=self._preflight,
+                           add_batch_listener=self.add_batch_listener if self.run_projector else None,
+                           stop=self._stop)
+
+    def _preflight(self, flow: Flow, inputs: dict[str, Any]) -> None:
+        self.budget_preflight(flow, inputs)
+
+    def add_batch_listener(self, listener: BatchListener) -> None:
+        """Call `listener` with every batch this process's projector applies (nothing if it runs none)."""
+        self._batch_listeners.append(listener)
+
+    def remove_batch_listener(self, listener: BatchListener) -> None:
+        if listener in self._batch_listeners:
+            self._batch_listeners.remove(listener)
+
+    def callback_sender(self) -> CallbackSender:
+        """The sender of runs' `execution.finished` callbacks (the trigger part's, once started)."""
+        if self.triggers is not None:
+            return self.triggers.callbacks
+        return CallbackSender(self.require_handles())
+
     def _on_batch(self, result: BatchResult) -> None:
-        for listener in list(self.batch_listeners):
+        for listener in list(self._batch_listeners):
             listener(result)
 
-    def _api(self) -> EngineHandles:
+    def require_handles(self) -> EngineHandles:
         if self.handles is None:
             raise RuntimeError("the engine services are not started; call EngineServices.start() first")
         return self.handles
@@ -255,7 +288,7 @@ class EngineServices:
 
     def publish_flow(self, flow: Flow) -> PublishedVersion:
         """Validate and store `flow` as its next version (PublishRefused on validation errors)."""
-        published = publish(self._api().sql, flow)
+        published = publish(self.require_handles().sql, flow)
         self.latest_versions.invalidate(flow.id)
         if self.triggers is not None:
             try:
@@ -265,30 +298,36 @@ class EngineServices:
                               published.version)
         return published
 
-    def create_run(self, flow_id: str, inputs: dict[str, Any] | None = None, **options: Any) -> CreatedRun:
-        """See `engine.runtime.create.create_run`."""
-        options.setdefault("budget_preflight", self.budget_preflight)
-        options.setdefault("latest", self.latest_versions)
-        return create_module.create_run(self._api(), flow_id, inputs, **options)
+    def create_run(self, flow_id: str, inputs: dict[str, Any] | None = None, *, version: int | None = None,
+                   trigger: str | None = None, idempotency_key: str | None = None, mode: RunMode = "sync",
+                   parent_run_id: str | None = None, call_depth: int = 0, rerun: RerunStart | None = None,
+                   started_by: str | None = None, limits: InputLimits | None = None) -> CreatedRun:
+        """See `engine.runtime.create.create_run` (with this engine's budget preflight and latest versions)."""
+        return create_module.create_run(self.require_handles(), flow_id, inputs, version=version, trigger=trigger,
+                                        idempotency_key=idempotency_key, budget_preflight=self.budget_preflight,
+                                        latest=self.latest_versions, mode=mode, limits=limits,
+                                        parent_run_id=parent_run_id, call_depth=call_depth, rerun=rerun,
+                                        started_by=started_by)
 
     def plan_rerun(self, run_id: str, from_node: str,
                    version: rerun_module.RerunVersion = "original") -> rerun_module.RerunPlan:
         """See `engine.runtime.rerun.plan_rerun`."""
-        return rerun_module.plan_rerun(self._api().sql, run_id, from_node, version)
+        return rerun_module.plan_rerun(self.require_handles().sql, run_id, from_node, version)
 
     def rerun_run(self, run_id: str, from_node: str, version: rerun_module.RerunVersion = "original",
                   ) -> tuple[CreatedRun, rerun_module.RerunPlan]:
         """See `engine.runtime.rerun.rerun_run` (with this engine's budget preflight)."""
-        return rerun_module.rerun_run(self._api(), run_id, from_node, version, budget_preflight=self.budget_preflight)
+        return rerun_module.rerun_run(self.require_handles(), run_id, from_node, version,
+                                      budget_preflight=self.budget_preflight)
 
     def cancel_run(self, run_id: str, reason: str = "cancelled by request") -> str:
-        return create_module.cancel_run(self._api(), run_id, reason)
+        return create_module.cancel_run(self.require_handles(), run_id, reason)
 
     def get_run(self, run_id: str, with_steps: bool = True) -> dict[str, Any] | None:
-        return queries.get_run(self._api().sql, run_id, with_steps=with_steps)
+        return queries.get_run(self.require_handles().sql, run_id, with_steps=with_steps)
 
     def list_runs(self, **filters: Any) -> list[dict[str, Any]]:
-        return queries.list_runs(self._api().sql, **filters)
+        return queries.list_runs(self.require_handles().sql, **filters)
 
     def wait_for_run(self, run_id: str, timeout: float = 30.0, statuses: frozenset[str] = TERMINAL,
                      on_change: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
