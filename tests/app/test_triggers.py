@@ -13,7 +13,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QPushButton
 
 from app.examples import example_bytes
-from app.panels.triggers import TOGGLE_COLUMN, WHERE_COLUMN
+from app.panels.triggers import COPY_COLUMN, TOGGLE_COLUMN, WHERE_COLUMN
 from app.trigger_rows import TriggerNode, TriggerStatus, mask_token, next_fire_time, trigger_rows
 from app.window import MainWindow
 from canvas.document import FlowDocument
@@ -61,6 +61,13 @@ def click_toggle(qtbot, window: MainWindow, node_id: str, text: str) -> None:
     button = window.triggers.table.cellWidget(index, TOGGLE_COLUMN)
     assert isinstance(button, QPushButton) and button.objectName() == f"toggle_{node_id}"
     assert button.text() == text
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+
+
+def click_copy(qtbot, window: MainWindow, node_id: str) -> None:
+    index = next(i for i, row in enumerate(window.triggers.rows) if row.node_id == node_id)
+    button = window.triggers.table.cellWidget(index, COPY_COLUMN)  # not findChild: see click_toggle
+    assert isinstance(button, QPushButton) and button.objectName() == f"copy_{node_id}"
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
 
 
@@ -118,9 +125,7 @@ def test_webhook_url_is_masked_and_a_signed_post_to_a_disabled_webhook_shows(qtb
     assert row is not None
     shown = window.triggers.cell_text("hook", WHERE_COLUMN)
     assert row.token not in shown and shown.endswith(mask_token(row.token)) and "/webhooks/" in shown
-    copy = window.triggers.findChild(QPushButton, "copy_hook")
-    assert copy is not None
-    qtbot.mouseClick(copy, Qt.MouseButton.LeftButton)
+    click_copy(qtbot, window, "hook")
     assert QGuiApplication.clipboard().text() == row.url and row.url.endswith(row.token)
 
     click_toggle(qtbot, window, "hook", "Disable")
