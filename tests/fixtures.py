@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import redis
@@ -36,15 +37,22 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.stop()
 
 
-@pytest.fixture
-def key_prefix(redis_url: str) -> Iterator[str]:
-    """A Redis key namespace of this test alone; its keys are deleted afterwards."""
+@contextmanager
+def own_key_prefix(redis_url: str) -> Iterator[str]:
+    """A fresh Redis key namespace; its keys are deleted afterwards."""
     prefix = f"lgtest-{uuid.uuid4().hex[:12]}"
     yield prefix
     client = redis.Redis.from_url(redis_url, socket_timeout=5)
     keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
     if keys:
         client.delete(*keys)
+
+
+@pytest.fixture
+def key_prefix(redis_url: str) -> Iterator[str]:
+    """A Redis key namespace of this test alone; its keys are deleted afterwards."""
+    with own_key_prefix(redis_url) as prefix:
+        yield prefix
 
 
 def _pg_answers() -> bool:
@@ -69,9 +77,9 @@ def sqlite_url(tmp_path) -> str:  # type: ignore[no-untyped-def]
     return f"sqlite:///{tmp_path / 'lockgate.db'}"
 
 
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A fresh PostgreSQL database, dropped afterwards; skipped only where no server answers."""
+@contextmanager
+def own_pg_database() -> Iterator[str]:
+    """A fresh PostgreSQL database's URL, dropped afterwards; skips the test where no server answers."""
     if not PG_AVAILABLE:
         pytest.skip("no PostgreSQL answers at 127.0.0.1:5432 on this machine")
     import sqlalchemy as sa
@@ -86,6 +94,13 @@ def pg_url() -> Iterator[str]:
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh PostgreSQL database, dropped afterwards; skipped only where no server answers."""
+    with own_pg_database() as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -7,7 +7,6 @@ import json
 import signal
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,14 +15,13 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
-import redis
 
 from engine.approvals.keys import create_key
 from engine.store.db import make_engine
 from tests.cli import LOCKGATE, cli_env, lockgate
 from tests.conftest import ROOT
 from tests.engine.conftest import make_flow
-from tests.fixtures import PG_ADMIN_URL, PG_AVAILABLE
+from tests.fixtures import own_key_prefix, own_pg_database
 
 OPENAPI = json.loads((ROOT / "engine" / "api" / "openapi.json").read_text(encoding="utf-8"))
 START_GUARD_SECONDS = 60.0
@@ -127,31 +125,15 @@ def serve(folder: Path, redis_url: str, key_prefix: str, **extra: str) -> Served
 
 @pytest.fixture(scope="module")
 def module_prefix(redis_url: str) -> Iterator[str]:
-    prefix = f"lgtest-{uuid.uuid4().hex[:12]}"
-    yield prefix
-    client = redis.Redis.from_url(redis_url, socket_timeout=5)
-    keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
-    if keys:
-        client.delete(*keys)
+    with own_key_prefix(redis_url) as prefix:
+        yield prefix
 
 
 @pytest.fixture(scope="module")
 def module_pg_url() -> Iterator[str]:
     """A fresh PostgreSQL database for the module, dropped afterwards."""
-    if not PG_AVAILABLE:
-        pytest.skip("no PostgreSQL answers at 127.0.0.1:5432 on this machine")
-    import sqlalchemy as sa
-
-    name = f"lgtest_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with own_pg_database() as url:
+        yield url
 
 
 def write_flow(folder: Path, doc: dict[str, Any]) -> Path:
