@@ -150,24 +150,22 @@ class EngineApi:
     def follow_run(self, run_id: str) -> Iterator[Run]:
         """The run now, then again after each applied change to it, until (and including) it ends; LookupError
         for an unknown run. Woken by the live channel (`on_live_channel`), so it reads the store only on a change."""
-        last: Run | None = None
-        with self.watch.watching(run_id) as changed:
-            while True:
-                changed.clear()
-                run = self.get_run(run_id)
-                if run is None:
-                    raise LookupError(f'run "{run_id}" does not exist')
-                if run != last:
-                    last = run
-                    yield run
-                if run.status in TERMINAL:
-                    return
-                changed.wait(self.watch.poll_seconds)
+        return self._changes(run_id, TERMINAL, None)
+
     def wait_for_run(self, run_id: str, *, statuses: frozenset[str] = TERMINAL, timeout: float | None = None,
                      on_change: Callable[[Run], None] | None = None) -> Run:
         """The run once it reaches one of `statuses`; `on_change` sees each distinct state on the way. LookupError
         for an unknown run, TimeoutError when `timeout` seconds pass first. Wakes on applied changes when the
         facade's watch hears them (`on_live_channel`, or the host's batch listener), else polls."""
+        run: Run | None = None
+        for run in self._changes(run_id, statuses, timeout):
+            if on_change is not None:
+                on_change(run)
+        assert run is not None  # _changes yields at least the run as it is now
+        return run
+
+    def _changes(self, run_id: str, statuses: frozenset[str], timeout: float | None) -> Iterator[Run]:
+        """Each distinct state of the run, woken by the watch, until (and including) one in `statuses`."""
         deadline = None if timeout is None else time.monotonic() + timeout
         last: Run | None = None
         with self.watch.watching(run_id) as changed:
@@ -178,10 +176,9 @@ class EngineApi:
                     raise LookupError(f'run "{run_id}" does not exist')
                 if run != last:
                     last = run
-                    if on_change is not None:
-                        on_change(run)
+                    yield run
                 if run.status in statuses:
-                    return run
+                    return
                 wait = self.watch.poll_seconds
                 if deadline is not None:
                     left = deadline - time.monotonic()
