@@ -42,13 +42,15 @@ def claim_decision(client: Any, keys: Keyspace, approval_id: str, claim: Claim) 
 
 # KEYS[1] decision, KEYS[2] votes hash; ARGV: actor, verdict, vote JSON, required, ttl, decision JSON.
 # Returns {outcome, detail, approved count}: decided (detail: the decision already made), duplicate (the
-# actor's earlier vote), counted (quorum not yet reached), completed (this vote decided).
+# actor's earlier vote), counted (quorum not yet reached), completed (this vote decided). `#order:<actor>` keeps
+# the order votes were cast in: votes cast in one clock tick share `decided_at`, and hosts' clocks differ.
 _CAST_VOTE = """
 local decided = redis.call('GET', KEYS[1])
 if decided then return {'decided', decided, tonumber(redis.call('HGET', KEYS[2], '#approved') or '0')} end
 local earlier = redis.call('HGET', KEYS[2], ARGV[1])
 if earlier then return {'duplicate', earlier, tonumber(redis.call('HGET', KEYS[2], '#approved') or '0')} end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+redis.call('HSET', KEYS[2], '#order:' .. ARGV[1], redis.call('HINCRBY', KEYS[2], '#cast', 1))
 local approved = 0
 if ARGV[2] == 'approved' then
   approved = redis.call('HINCRBY', KEYS[2], '#approved', 1)
@@ -87,10 +89,11 @@ def cast_vote(client: Any, keys: Keyspace, approval_id: str, claim: Claim, requi
 
 def read_votes(client: Any, keys: Keyspace, approval_id: str) -> list[Claim]:
     """Every vote cast so far, earliest first."""
-    raw = client.hgetall(keys.approval_votes(approval_id))
-    votes = [Claim(**orjson.loads(value)) for field, value in raw.items()
-             if not (field.decode() if isinstance(field, bytes) else field).startswith("#")]
-    return sorted(votes, key=lambda vote: vote.decided_at)
+    raw = {(field.decode() if isinstance(field, bytes) else field): value
+           for field, value in client.hgetall(keys.approval_votes(approval_id)).items()}
+    votes = [(Claim(**orjson.loads(value)), int(raw.get(f"#order:{field}", 0)))
+             for field, value in raw.items() if not field.startswith("#")]
+    return [vote for vote, _ in sorted(votes, key=lambda pair: (pair[1], pair[0].decided_at))]
 
 
 def read_claim(client: Any, keys: Keyspace, approval_id: str) -> Claim | None:
