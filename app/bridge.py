@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.engine_process import DEFAULT_HTTP_URL, EngineProcess, SimulatorProcess, http_address, port_is_free
+from app.engine_process import (
+    DEFAULT_HTTP_URL,
+    EngineProcess,
+    SimulatorProcess,
+    http_address,
+    port_accepts,
+    port_is_free,
+)
 from app.engine_thread import EngineThread
 from app.live_subscriber import LiveSubscriber
 from app.settings import BudgetSetting
@@ -55,6 +62,7 @@ FACADE_MODULE = "engine.facade"
 RUNS_LISTED = 200
 HOLDS_LISTED = 200
 WATCHDOG_MS = 2000
+HTTP_PROBE_MS = 100
 T = TypeVar("T")
 Answer: TypeAlias = Callable[[T | None, BaseException | None], None]
 """Called on the GUI thread with a request's result, or None and the error."""
@@ -104,6 +112,11 @@ class EngineBridge(QObject):
         self._watchdog = QTimer(self)
         self._watchdog.setInterval(WATCHDOG_MS)
         self._watchdog.timeout.connect(self._check_engine_process)
+        self.http_listening = False
+        """True once the engine child accepts connections on `http_url` (announced in the log then)."""
+        self._http_probe = QTimer(self)
+        self._http_probe.setInterval(HTTP_PROBE_MS)
+        self._http_probe.timeout.connect(self._probe_http)
         self.state: EngineState = "stopped"
         self.unavailable_reason = ""
         # Emitted from the projector's thread; the queued connection lands it on the GUI thread.
@@ -187,7 +200,8 @@ class EngineBridge(QObject):
             where = self.config.redis_url or "embedded Redis"
             self._set_state("running", f"Engine running ({where}, {self.config.sql_url.split(':')[0]})")
             if self.http_url is not None:
-                self.log_message.emit(f"HTTP API and webhooks on {self.http_url}")
+                self.http_listening = False
+                self._http_probe.start()
             elif self.http_problem:
                 self.log_message.emit(f"HTTP API and webhooks are off: {self.http_problem}")
             if self.simulator is not None and self.simulator.wanted:
@@ -203,6 +217,7 @@ class EngineBridge(QObject):
     def stop(self) -> None:
         """Stop the engine cleanly (parked runs stay parked) and end its thread; blocks until done."""
         self._watchdog.stop()
+        self._http_probe.stop()
         if not self.engine_thread.running:
             if self.state not in ("unavailable", "failed"):
                 self._set_state("stopped")
@@ -231,6 +246,17 @@ class EngineBridge(QObject):
         if services is not None:
             services.stop()
         self._started_services = None
+
+    def _probe_http(self) -> None:
+        """Announce the HTTP API once the engine child has bound its port (it does so after the app's engine
+        reports running), so a URL the log shows answers."""
+        if self.http_url is None or self.state != "running":
+            self._http_probe.stop()
+            return
+        if port_accepts(*http_address(self.http_url)):
+            self._http_probe.stop()
+            self.http_listening = True
+            self.log_message.emit(f"HTTP API and webhooks on {self.http_url}")
 
     def _check_engine_process(self) -> None:
         process = self.engine_process

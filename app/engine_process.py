@@ -168,6 +168,15 @@ def port_is_free(host: str, port: int) -> bool:
     return True
 
 
+def port_accepts(host: str, port: int) -> bool:
+    """True when something accepts connections on host:port."""
+    try:
+        with socket.create_connection((host, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
 def app_executor_processes() -> int:
     """Executor processes of the app's engine child: one per core but the one the window needs. 0 on a machine
     of 2 cores or fewer: there the child is one process, as the single core left for the engine would be shared

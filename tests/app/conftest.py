@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
+from pytestqt.exceptions import TimeoutError as WaitTimeout
 
 from app.bridge import EngineBridge
 from app.examples import example_bytes
@@ -85,7 +86,13 @@ def wait_for_workers(qtbot, bridge: EngineBridge, starts: int = 1) -> None:
     def served() -> bool:  # the child, or every executor process under it (a supervisor), has said it serves
         return log.exists() and log.read_text(errors="replace").count(line) >= count
 
-    qtbot.waitUntil(served, timeout=ENGINE_START_MS)
+    try:
+        qtbot.waitUntil(served, timeout=ENGINE_START_MS)
+    except WaitTimeout as exc:
+        said = log.read_text(errors="replace")[-3000:] if log.exists() else "(no log written)"
+        code = bridge.engine_process.exit_code()
+        raise AssertionError(f"the worker process did not serve in {ENGINE_START_MS} ms (exit code {code}); "
+                             f"its log ends:\n{said}") from exc
 
 
 def unexpected_publish_question(document: FlowDocument, versions: int) -> bool:
