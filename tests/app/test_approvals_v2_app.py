@@ -139,7 +139,7 @@ def test_a_quorum_in_the_app_panel_and_canvas_badge(qtbot, engine_window: MainWi
     qtbot.waitUntil(
         lambda: bool(window.approvals.approvals) and window.approvals.approvals[0].approved_count == 1, timeout=10_000
     )
-    qtbot.waitUntil(lambda: window.approvals.approve_button.isEnabled(), timeout=5_000)
+    qtbot.waitUntil(lambda: window.approvals.approve_button.isEnabled(), timeout=20_000)
     assert [(v.by, v.comment) for v in window.approvals.approvals[0].decisions] == [("ada", "tests are green")]
     services = window.bridge.services if window.bridge is not None else None
     assert services is not None

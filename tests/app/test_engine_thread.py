@@ -27,7 +27,7 @@ def test_results_come_back_on_the_gui_thread(qtbot) -> None:
         seen["callback_thread"] = threading.current_thread()
 
     engine.call(work(), done)
-    qtbot.waitUntil(lambda: "result" in seen, timeout=3000)
+    qtbot.waitUntil(lambda: "result" in seen, timeout=20_000)
     assert seen["result"] == "done" and seen["error"] is None
     assert seen["work_thread"] == "lockgate-engine"
     assert seen["callback_thread"] is threading.main_thread()
@@ -36,7 +36,7 @@ def test_results_come_back_on_the_gui_thread(qtbot) -> None:
         raise ValueError("boom")
 
     engine.call(fail(), done)
-    qtbot.waitUntil(lambda: isinstance(seen.get("error"), ValueError), timeout=3000)
+    qtbot.waitUntil(lambda: isinstance(seen.get("error"), ValueError), timeout=20_000)
 
     stopped: list[bool] = []
 

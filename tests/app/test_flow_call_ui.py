@@ -113,7 +113,7 @@ def test_run_details_link_the_parent_and_open_it_on_click(qtbot) -> None:
     assert "1a2b3c4d" in details.related.text()
     prefix = QFontMetrics(details.related.font()).horizontalAdvance("called by run ")
     height = details.related.height()
-    with qtbot.waitSignal(details.open_run_requested, timeout=2000) as opened:
+    with qtbot.waitSignal(details.open_run_requested, timeout=20_000) as opened:
         QTest.mouseClick(details.related, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
                          QPoint(prefix + 12, height // 2))
     assert opened.args == [PARENT]

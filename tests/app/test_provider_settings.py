@@ -92,13 +92,13 @@ def test_a_provider_added_in_settings_is_called_by_a_run_with_its_key(
     assert row.status == "succeeded"
     assert keyed_simulator.counters.completed == 1  # the call carried the key the simulator requires
     # The Runs panel's cost comes from the engine's list_runs (the run was charged for the call).
-    qtbot.waitUntil(lambda: (next(iter(window.runs.rows.values())).cost_usd or 0) > 0, timeout=5_000)
+    qtbot.waitUntil(lambda: (next(iter(window.runs.rows.values())).cost_usd or 0) > 0, timeout=20_000)
     # The engine's own queries carry what the app shows: cost per run, times per step (no SQL in the app).
     run_id = row.run_id
     answers: dict[str, object] = {}
     bridge.list_runs(lambda runs, error: answers.setdefault("list_runs", error or runs))
     bridge.get_run(run_id, lambda run, error: answers.setdefault("get_run", error or run))
-    qtbot.waitUntil(lambda: len(answers) == 2, timeout=5_000)
+    qtbot.waitUntil(lambda: len(answers) == 2, timeout=20_000)
     runs, run = answers["list_runs"], answers["get_run"]
     assert isinstance(runs, list) and isinstance(run, Run)
     assert isinstance(runs[0], RunSummary) and runs[0].id == run_id and (runs[0].cost_micros or 0) > 0

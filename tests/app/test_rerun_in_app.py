@@ -66,7 +66,7 @@ def test_rerun_from_run_details_repeats_no_upstream_effect(qtbot, engine_window:
     assert window.engine is not None
     window.engine.open_run(run_id)
     qtbot.waitUntil(lambda: window.engine is not None and window.engine.details is not None
-                    and window.engine.details.isVisible(), timeout=5_000)
+                    and window.engine.details.isVisible(), timeout=20_000)
     details = window.engine.details
     assert details is not None
     rows = {cell(details.steps, r, 0).text(): r for r in range(details.steps.rowCount())}
@@ -110,7 +110,7 @@ def test_runs_context_menu_reruns_from_the_canvas_node_and_refuses_a_changed_ups
                                                                table.viewport().mapToGlobal(at)))
     menu = window.runs.menu
     assert isinstance(menu, QMenu)
-    qtbot.waitUntil(menu.isVisible, timeout=5_000)
+    qtbot.waitUntil(menu.isVisible, timeout=20_000)
     action = next(a for a in menu.actions() if a.objectName() == "rerunFromHereAction")
     assert action.isEnabled()
     qtbot.mouseClick(menu, Qt.MouseButton.LeftButton, pos=menu.actionGeometry(action).center())
@@ -138,14 +138,14 @@ def test_the_canvas_node_menu_reruns_the_selected_run_from_that_node(qtbot, engi
                      pos=table.visualRect(window.runs.model.index(0, 0)).center())
     editor = window.tabs.current_editor()
     assert editor is not None and window.engine is not None
-    qtbot.waitUntil(lambda: window.engine is not None and window.engine.selected_run is not None, timeout=5_000)
+    qtbot.waitUntil(lambda: window.engine is not None and window.engine.selected_run is not None, timeout=20_000)
     view = editor.view
     at = view.mapFromScene(view.flow_scene.node_items["greet"].sceneBoundingRect().center())
     QApplication.sendEvent(view.viewport(), QContextMenuEvent(QContextMenuEvent.Reason.Mouse, at,
                                                               view.viewport().mapToGlobal(at)))
     menu = view.context_menu
     assert menu is not None
-    qtbot.waitUntil(menu.isVisible, timeout=5_000)
+    qtbot.waitUntil(menu.isVisible, timeout=20_000)
     entry = next(a for a in menu.actions() if a.objectName() == "menu_rerun_from_here")
     qtbot.mouseClick(menu, Qt.MouseButton.LeftButton, pos=menu.actionGeometry(entry).center())
     dialog = _dialog(qtbot, window)

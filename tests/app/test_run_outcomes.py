@@ -69,7 +69,7 @@ def test_details_of_a_run_whose_approval_timed_out(qtbot, engine_window: MainWin
     assert window.engine is not None
     window.engine.open_run(run_id)
     qtbot.waitUntil(lambda: window.engine is not None and window.engine.details is not None
-                    and window.engine.details.isVisible(), timeout=5_000)
+                    and window.engine.details.isVisible(), timeout=20_000)
     details = window.engine.details
     assert details is not None
     assert details.isSizeGripEnabled()
@@ -113,7 +113,7 @@ def test_details_of_a_run_whose_approval_timed_out(qtbot, engine_window: MainWin
         item = editor.view.node_item("ask")
         return item is not None and item.live.mark == "timed_out"
 
-    qtbot.waitUntil(marked, timeout=5_000)
+    qtbot.waitUntil(marked, timeout=20_000)
     ask = editor.view.node_item("ask")
     assert ask is not None and ask.live.label_below() == "timed out"
     assert "timed out in the selected run" in ask.toolTip()
@@ -121,7 +121,7 @@ def test_details_of_a_run_whose_approval_timed_out(qtbot, engine_window: MainWin
     # A template field previews its value against the selected run's state.
     row = next(r for r in range(window.runs.row_count()) if window.runs.cell_text(r, 8) == run_id)
     window.runs.select_row(row)
-    qtbot.waitUntil(lambda: (window.properties.preview_run or {}).get("id") == run_id, timeout=5_000)
+    qtbot.waitUntil(lambda: (window.properties.preview_run or {}).get("id") == run_id, timeout=20_000)
     window.reveal_node("done")
     output = window.properties.editors["output"]
     assert isinstance(output, TemplateEditor)
@@ -142,7 +142,7 @@ def test_a_failed_step_is_red_on_the_path_with_its_error_on_hover(qtbot, engine_
         item = editor.view.node_item("call")
         return item is not None and item.live.mark == "failed"
 
-    qtbot.waitUntil(marked, timeout=5_000)
+    qtbot.waitUntil(marked, timeout=20_000)
     call = editor.view.node_item("call")
     start = editor.view.node_item("start")
     assert call is not None and start is not None
@@ -161,7 +161,7 @@ def test_a_failed_step_is_red_on_the_path_with_its_error_on_hover(qtbot, engine_
 
     window.engine.open_run(run_id)
     qtbot.waitUntil(lambda: window.engine is not None and window.engine.details is not None
-                    and window.engine.details.isVisible(), timeout=5_000)
+                    and window.engine.details.isVisible(), timeout=20_000)
     details = window.engine.details
     assert details is not None
     # The failed step is the one shown first, with its error.

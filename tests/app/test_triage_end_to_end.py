@@ -126,7 +126,7 @@ def test_triage_from_refusal_to_charge(qtbot, refunds_server: str, own_simulator
         approve = editor.view.node_item("approve")
         return bool(classify and classify.live.on_path and approve and approve.live.current)
 
-    qtbot.waitUntil(path_through_model, timeout=5_000)
+    qtbot.waitUntil(path_through_model, timeout=20_000)
     approve_item = editor.view.node_item("approve")
     assert approve_item is not None and approve_item.live.waiting_text.startswith("approval")
     skipped = editor.view.node_item("followup")

@@ -261,14 +261,14 @@ def test_badges_appear_and_clear_as_the_user_fixes_the_flow(qtbot: QtBot, editor
     view = editor.view
     item = item_of(view, "followup")
     assert item.badge_severity() is None
-    with qtbot.waitSignal(document.diagnostics_changed, timeout=2000):
+    with qtbot.waitSignal(document.diagnostics_changed, timeout=10_000):
         document.set_config_field("followup", "delay", "80h")
     assert item.badge_severity() == "error"
     assert "71h limit" in item.toolTip()
-    with qtbot.waitSignal(document.diagnostics_changed, timeout=2000):
+    with qtbot.waitSignal(document.diagnostics_changed, timeout=10_000):
         document.disconnect(next(e for e in document.flow_ref().edges if e.from_ == "note"))
     assert item_of(view, "note").badge_severity() == "warning"
-    with qtbot.waitSignal(document.diagnostics_changed, timeout=2000):
+    with qtbot.waitSignal(document.diagnostics_changed, timeout=10_000):
         document.set_config_field("followup", "delay", "48h")
         document.connect("note", None, "done")
     assert item.badge_severity() is None and item_of(view, "note").badge_severity() is None

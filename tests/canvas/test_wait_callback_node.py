@@ -73,11 +73,11 @@ def test_dropped_from_the_palette_edited_in_properties_with_badges(qtbot: QtBot,
     hint = panel.findChild(QLabel, "nodeHint")
     assert hint is not None and f'callback_url("{node_id}")' in hint.text()
 
-    with qtbot.waitSignal(document.diagnostics_changed, timeout=2000):
+    with qtbot.waitSignal(document.diagnostics_changed, timeout=10_000):
         _type_into(qtbot, timeout, "80h")
     assert document.node(node_id).config["timeout"] == "80h"  # type: ignore[union-attr]
     assert item.badge_severity() == "error" and "71h limit" in item.toolTip()
-    with qtbot.waitSignal(document.diagnostics_changed, timeout=2000):
+    with qtbot.waitSignal(document.diagnostics_changed, timeout=10_000):
         _type_into(qtbot, timeout, "2h")
     assert item.badge_severity() != "error" and "71h" not in item.toolTip()
     output_key = panel.editors["output_key"]
@@ -90,11 +90,11 @@ def test_callback_url_naming_no_such_node_badges_the_node_using_it(qtbot: QtBot,
     document = editor.document
     wait_id = _drop_from_palette(qtbot, editor, "wait.callback")
     user = next(n for n in document.flow_ref().nodes if n.type == "ai.model")
-    with qtbot.waitSignal(document.diagnostics_changed, timeout=2000):
+    with qtbot.waitSignal(document.diagnostics_changed, timeout=10_000):
         document.set_config_field(user.id, "prompt", "Reply to {{ callback_url('nowhere') }}")
     item = item_of(editor.view, user.id)
     assert item.badge_severity() == "error" and 'callback_url("nowhere")' in item.toolTip()
-    with qtbot.waitSignal(document.diagnostics_changed, timeout=2000):
+    with qtbot.waitSignal(document.diagnostics_changed, timeout=10_000):
         document.set_config_field(user.id, "prompt", f"Reply to {{{{ callback_url('{wait_id}') }}}}")
     assert "callback_url" not in item.toolTip()
 

@@ -21,7 +21,7 @@ def _no_placed_holds(engine: MoneyEngine, run_id: str, count: int) -> list[dict[
     holds = engine.settled_holds(run_id, count)
     assert engine.money.ledger.placed_hold_ids() == []
     assert engine.money.ledger.budget("default").held_micros == 0
-    wait_until(lambda: engine.sql_budget()["held"] == 0, timeout=5, what="the SQL budget to hold nothing")
+    wait_until(lambda: engine.sql_budget()["held"] == 0, timeout=20, what="the SQL budget to hold nothing")
     return holds
 
 
