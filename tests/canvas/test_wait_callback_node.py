@@ -110,5 +110,5 @@ def test_live_mode_says_waiting_for_callback(qtbot: QtBot, editor: FlowEditor) -
     view = editor.view
     flushes = view.live_flushes
     view.set_live_counts(counts)
-    qtbot.waitUntil(lambda: view.live_flushes > flushes, timeout=1000)
+    qtbot.waitUntil(lambda: view.live_flushes > flushes, timeout=10_000)
     assert item_of(view, "approve").live.waiting_text == "waiting for callback · 1h left"

@@ -146,7 +146,7 @@ def test_consumers_long_gone_with_nothing_pending_leave_the_group(redis_url: str
                                             RecoveryThresholds(idle_timeout=60)))
     assert reaper.forget_idle_consumers() == []  # both read just now
     monkeypatch.setattr(reaper_module, "FORGET_CONSUMER_AFTER_SECONDS", 0.2)
-    wait_until(lambda: reaper.forget_idle_consumers() == ["gone"], timeout=5, what="the idle consumer to go")
+    wait_until(lambda: reaper.forget_idle_consumers() == ["gone"], timeout=30, what="the idle consumer to go")
     consumers: Any = client.xinfo_consumers(keys.jobs, keys.jobs_group)
     assert [c["name"] for c in consumers] == [b"holding"]  # its pending message keeps it
 
