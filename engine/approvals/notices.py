@@ -23,7 +23,8 @@ import sqlalchemy as sa
 
 from engine.parts import PartContext
 from engine.runtime.handles import EngineHandles
-from engine.runtime.projection import BatchResult, LiveChange
+from engine.runtime.live_change import LiveChange
+from engine.runtime.projection import BatchResult
 from engine.store.models import Approval, ApprovalAttempt
 from engine.triggers.settings import count
 from engine.triggers.webhooks import signature_of

@@ -28,7 +28,8 @@ from engine.catalog import EVENT_TYPES
 from engine.runtime.create import RunRefused, StartsRuns
 from engine.runtime.handles import EngineHandles
 from engine.runtime.inputs import InputError
-from engine.runtime.projection import BatchResult, LiveChange
+from engine.runtime.live_change import LiveChange
+from engine.runtime.projection import BatchResult
 from engine.store.models import Approval, Step
 from engine.triggers.catalog_index import LatestFlows
 from engine.triggers.settings import count, trigger_idempotency_key
