@@ -11,7 +11,6 @@ after the timeout, bad or revoked key, no rights), 2 usage (no key given).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -29,14 +28,14 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("approvals", help="list pending approvals or decide one with an API key")
     commands = parser.add_subparsers(dest="approvals_command", metavar="list|decide|notify-secret", required=True)
     listing = commands.add_parser("list", help="pending approvals, soonest to time out first")
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--json", action="store_true", help="print the ApprovalList as the HTTP API answers it")
     listing.set_defaults(handler=list_command)
     decide = commands.add_parser("decide", help="approve or reject a pending approval")
     decide.add_argument("approval_id", metavar="ID")
     decide.add_argument("decision", choices=("approve", "reject"))
     decide.add_argument("--comment", metavar="TEXT", help="recorded with the decision")
     decide.add_argument("--key", metavar="K", help=f"an API key from `lockgate keys create` (or set {KEY_ENV})")
-    decide.add_argument("--json", action="store_true", help="print the result as JSON")
+    decide.add_argument("--json", action="store_true", help="print the Decision as the HTTP API answers it")
     decide.set_defaults(handler=decide_command)
     secret = commands.add_parser("notify-secret", help="print the secret approvals' notify_url notices are signed "
                                  "with (X-Hub-Signature-256)")
@@ -70,11 +69,13 @@ def _when(epoch: float) -> str:
 
 def list_command(args: argparse.Namespace) -> int:
     from engine.approvals.pending import list_pending
+    from engine.cli.output import print_json
+    from engine.facade import approval_list_of
 
     with open_handles() as handles:
         pending = list_pending(handles)
     if args.json:
-        print(json.dumps([item.to_data() for item in pending], indent=2, ensure_ascii=False))
+        print_json(approval_list_of(pending))
         return EXIT_OK
     if not pending:
         print("no pending approvals")
@@ -112,6 +113,8 @@ def notify_secret_command(args: argparse.Namespace) -> int:
 
 def decide_command(args: argparse.Namespace) -> int:
     from engine.approvals.decide import decide_with_key
+    from engine.cli.output import print_json
+    from engine.facade import decision_of
 
     key = args.key or os.environ.get(KEY_ENV)
     if not key:
@@ -121,7 +124,7 @@ def decide_command(args: argparse.Namespace) -> int:
     with open_handles() as handles:
         result = decide_with_key(handles, args.approval_id, args.decision, key, args.comment)
     if args.json:
-        print(json.dumps(result.to_data(), indent=2, ensure_ascii=False))
+        print_json(decision_of(result))
     if not result.accepted:
         print(f"lockgate approvals decide: refused ({result.reason}): {result.message}", file=sys.stderr)
         return EXIT_REFUSED
