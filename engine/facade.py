@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -19,7 +19,7 @@ from engine.api.run_watch import RunWatch
 from engine.api.runs import start_run
 from engine.approvals.decide import DecisionResult, decide, decide_with_key
 from engine.approvals.keys import KeyCheck, KeyInfo, check_key, create_key, list_keys, revoke_key
-from engine.approvals.pending import PendingApproval, list_pending
+from engine.approvals.pending import list_pending
 from engine.flow import Flow, FlowLoadError, flow_from_data, parse_document
 from engine.flowtest.model import FlowTest
 from engine.flowtest.record import record_test
@@ -90,11 +90,6 @@ def decision_of(result: DecisionResult) -> Decision:
     return Decision(accepted=result.accepted, approval_id=result.approval_id, actor=result.actor,
                     decision=result.decision, message=result.message, reason=result.reason, run_id=result.run_id,
                     port=result.port, approved_count=result.approved_count, required=result.required)
-
-
-def approval_list_of(pending: Iterable[PendingApproval]) -> ApprovalList:
-    """Pending approvals as `GET /api/v1/approvals` answers them."""
-    return ApprovalList(approvals=[Approval(**item.to_data()) for item in pending])
 
 
 def rerun_answer_of(plan: RerunPlan, created: CreatedRun | None = None) -> RerunStarted:
@@ -265,7 +260,7 @@ class EngineApi:
     # --- approvals --------------------------------------------------------------------------------
 
     def pending_approvals(self) -> ApprovalList:
-        return approval_list_of(list_pending(self._handles))
+        return ApprovalList(approvals=[Approval(**item.to_data()) for item in list_pending(self._handles)])
 
     def decide(self, approval_id: str, decision: str, *, actor: str, comment: str | None = None) -> Decision:
         """Decide as a person or another named actor; a refusal is a `Decision` with `accepted` false."""
