@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypeVar
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         RunSummary,
         StartedRun,
     )
+    from engine.runtime.live_change import LiveChange
     from engine.runtime.projection import BatchResult
     from engine.triggers.settings import TriggerSetting
     from engine.triggers.status import TriggerStatus
@@ -73,13 +74,13 @@ class EngineBridge(QObject):
 
     state_changed = Signal(str)
     runs_changed = Signal()
-    run_updated = Signal(dict)
-    """One run's change from the live channel (run id, flow, version, status, node, waiting_on)."""
+    run_updated = Signal(object)
+    """One run's latest `LiveChange` of a batch (run id, flow, version, status, node, waiting_on)."""
     approvals_changed = Signal()
     holds_changed = Signal()
     log_message = Signal(str)
     live_changes = Signal(list)
-    """Projector changes (dicts of `LiveChange`), delivered on the GUI thread, one list per batch."""
+    """Projector changes (`LiveChange`s, oldest first), delivered on the GUI thread, one list per batch."""
     _batch_from_projector = Signal(list)
     _live_ready = Signal()
 
@@ -379,7 +380,7 @@ class EngineBridge(QObject):
 
     def _on_projector_batch(self, result: BatchResult) -> None:
         if result.changes:
-            self._batch_from_projector.emit([change.to_data() for change in result.changes])
+            self._batch_from_projector.emit(list(result.changes))
 
     def _take_live(self) -> None:
         subscriber = self.subscriber
@@ -387,11 +388,11 @@ class EngineBridge(QObject):
         if changes:
             self._deliver_batch(changes)
 
-    def _deliver_batch(self, changes: list[dict[str, Any]]) -> None:
+    def _deliver_batch(self, changes: list[LiveChange]) -> None:
         # Runs whose rows need the store (new ones, ended ones) are the controller's call: live changes
         # already say where every run is, so a list of runs per batch would be SQL for nothing.
         self.live_changes.emit(changes)
-        latest = {str(change["run_id"]): change for change in changes}
+        latest = {change.run_id: change for change in changes}
         for change in latest.values():
             self.run_updated.emit(change)
         # Holds and budgets move with steps (reserve, model call, run end); the panel refresh is coalesced.

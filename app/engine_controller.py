@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from canvas.document import FlowDocument
     from engine.money.ledger import BudgetState
     from engine.read_models import Hold, Run, RunSummary
+    from engine.runtime.live_change import LiveChange
 
 REFRESH_DELAY_MS = 150
 LIVE_RUNS_REFRESH_MS = 1000
@@ -282,18 +283,18 @@ class EngineController(QObject):
             for index in range(self.window.tabs.count()):
                 self.window.tabs.editor_at(index).view.clear_live()
 
-    def _live_changes(self, changes: list[dict[str, Any]]) -> None:
-        if any(change.get("event") in APPROVAL_EVENTS for change in changes):
+    def _live_changes(self, changes: list[LiveChange]) -> None:
+        if any(change.event in APPROVAL_EVENTS for change in changes):
             self._approvals_timer.start()
         applied = [change for change in changes if self.live.apply_change(change)]
         self._update_run_rows(applied)
         if self.live_on and applied:
             if not self._live_timer.isActive():  # a throttle: a steady stream must still repaint
                 self._live_timer.start()
-            if self.selected_run and any(change["run_id"] == self.selected_run for change in applied):
+            if self.selected_run and any(change.run_id == self.selected_run for change in applied):
                 self.select_run(self.selected_run, focus=False)
 
-    def _update_run_rows(self, applied: list[dict[str, Any]]) -> None:
+    def _update_run_rows(self, applied: list[LiveChange]) -> None:
         """Move rows in place from the live changes (new runs get a row at once); the stored list (cost,
         start and finish times) is read within a second, by a timer later changes do not restart, so a
         steady stream still refreshes without a query per batch."""
@@ -302,7 +303,7 @@ class EngineController(QObject):
         rows = self.window.runs.rows
         seen_at = datetime.now(UTC)
         moved = []
-        for run_id in dict.fromkeys(str(change["run_id"]) for change in applied):
+        for run_id in dict.fromkeys(change.run_id for change in applied):
             place = self.live.runs[run_id]
             row = rows.get(run_id)
             moved.append(row_of_place(place, seen_at) if row is None else row_at_place(row, place))

@@ -13,6 +13,7 @@ from typing import Any
 from app.panels.rows import RunRow
 from engine.approvals.claims import TIMEOUT_ACTOR
 from engine.durations import format_duration
+from engine.runtime.live_change import LiveChange
 
 ACTIVE_STATUSES = frozenset({"queued", "running", "waiting"})
 REASON_TEXT = {
@@ -44,20 +45,18 @@ class LiveState:
 
     runs: dict[str, RunPlace] = field(default_factory=dict)
 
-    def apply_change(self, change: dict[str, Any]) -> bool:
+    def apply_change(self, change: LiveChange) -> bool:
         """Fold one live-channel change in; False when it was stale."""
-        run_id = str(change["run_id"])
-        seq = int(change.get("seq", 0))
-        place = self.runs.get(run_id)
-        if place is not None and seq <= place.seq:
+        place = self.runs.get(change.run_id)
+        if place is not None and change.seq <= place.seq:
             return False
         if place is None:
-            place = RunPlace(run_id, str(change.get("flow_id", "")), int(change.get("version", 0)), "queued")
-            self.runs[run_id] = place
-        place.seq = seq
-        place.status = str(change.get("status", place.status))
-        place.waiting_on = change.get("waiting_on") if place.status == "waiting" else None
-        node = change.get("node") or (place.waiting_on or {}).get("node")
+            place = RunPlace(change.run_id, change.flow_id, change.version, "queued")
+            self.runs[change.run_id] = place
+        place.seq = change.seq
+        place.status = change.status
+        place.waiting_on = change.waiting_on if place.status == "waiting" else None
+        node = change.node or (place.waiting_on or {}).get("node")
         if node:
             place.node = str(node)
         return True

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from engine.runtime.live_change import LiveChange
+
 if TYPE_CHECKING:
     import redis
 
@@ -34,7 +36,7 @@ class LiveSubscriber:
         self.frame_s = frame_s
         self.handoffs = 0
         """How many times the GUI was told changes were ready (for tests and benchmarks)."""
-        self._pending: list[dict[str, Any]] = []
+        self._pending: list[LiveChange] = []
         self._handed = False
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -47,7 +49,7 @@ class LiveSubscriber:
         self._subscribed.wait(5.0)
         return self
 
-    def take(self) -> list[dict[str, Any]]:
+    def take(self) -> list[LiveChange]:
         """Every change gathered since the last call, oldest first (call it on the GUI thread)."""
         with self._lock:
             changes, self._pending = self._pending, []
@@ -88,7 +90,7 @@ class LiveSubscriber:
             if more is None:
                 break
             burst.append(more)
-        changes = [orjson.loads(m["data"]) for m in burst if m.get("type") == "message"]
+        changes = [LiveChange(**orjson.loads(m["data"])) for m in burst if m.get("type") == "message"]
         if changes:
             with self._lock:
                 self._pending.extend(changes)

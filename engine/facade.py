@@ -49,6 +49,7 @@ from engine.read_models import (
     StartedRun,
     StartRun,
 )
+from engine.runtime import queries
 from engine.runtime.transitions import TERMINAL
 from engine.store import reads
 from engine.triggers.settings import TriggerSetting, set_enabled
@@ -136,14 +137,14 @@ class EngineApi:
         return status, StartedRun.model_validate(answer)
 
     def get_run(self, run_id: str) -> Run | None:
-        found = self.services.get_run(run_id)
+        found = queries.get_run(self._sql, run_id)
         return Run.model_validate(found) if found is not None else None
 
     def list_runs(self, *, status: RunStatus | None = None, flow_id: str | None = None,
                   limit: int = DEFAULT_LIST_LIMIT, cursor: str | None = None) -> RunList:
         """Newest first; `next_cursor` continues past the last run of a full page (BadCursor for a bad one)."""
         after = decode_cursor(cursor) if cursor else None
-        rows = self.services.list_runs(status=status, flow_id=flow_id, limit=limit, after=after)
+        rows = queries.list_runs(self._sql, status=status, flow_id=flow_id, limit=limit, after=after)
         runs = [RunSummary.model_validate(row) for row in rows]
         return RunList(runs=runs, next_cursor=encode_cursor(runs[-1]) if len(runs) == limit and runs else None)
 

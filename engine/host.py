@@ -324,9 +324,12 @@ class EngineServices:
         return create_module.cancel_run(self.require_handles(), run_id, reason)
 
     def get_run(self, run_id: str, with_steps: bool = True) -> dict[str, Any] | None:
+        """The run's stored row as `engine.runtime.queries` reads it, for in-process scripts and tests; the app,
+        the CLI and the HTTP API read runs through `engine.facade.EngineApi` (typed `Run` read models)."""
         return queries.get_run(self.require_handles().sql, run_id, with_steps=with_steps)
 
     def list_runs(self, **filters: Any) -> list[dict[str, Any]]:
+        """See `get_run`: stored rows; `EngineApi.list_runs` answers the typed `RunList`."""
         return queries.list_runs(self.require_handles().sql, **filters)
 
     def wait_for_run(self, run_id: str, timeout: float = 30.0, statuses: frozenset[str] = TERMINAL,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from engine.config import EngineConfig
 from engine.flow import Flow
@@ -82,10 +82,6 @@ class RunningEngine(Protocol):
 
     @property
     def create_run(self) -> StartsRuns: ...
-
-    def get_run(self, run_id: str, with_steps: bool = True) -> dict[str, Any] | None: ...
-
-    def list_runs(self, **filters: Any) -> list[dict[str, Any]]: ...
 
     def cancel_run(self, run_id: str, reason: str = "cancelled by request") -> str: ...
 

@@ -51,7 +51,7 @@ class Idle:
                 and not any(worker.active or worker.holding for worker in self.services.workers)
                 and _drained(self.client, keys.events, keys.events_group)
                 and last_event in (self.projector.done_through, self.initial_event)
-                and (triggers is None or (triggers.events.pending.unfinished_tasks == 0
+                and (triggers is None or (triggers.events.changes.unfinished == 0
                                           and triggers.callbacks.pending.unfinished_tasks == 0))
                 and not any(t.name == "lockgate-callback-late" and t.is_alive() for t in threading.enumerate()))
 

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import redis.asyncio
 
-from engine.runtime.projection import LiveChange
+from engine.runtime.live_change import LiveChange
 
 log = logging.getLogger("lockgate.api.live")
 

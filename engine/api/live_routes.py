@@ -28,7 +28,7 @@ from engine.api.errors import ApiError
 from engine.api.live_feed import OVERFLOW, RESYNC, LiveFeed, LiveReader, LiveUnavailable
 from engine.approvals.keys import check_key
 from engine.read_models import Error
-from engine.runtime.projection import LiveChange
+from engine.runtime.live_change import LiveChange
 from engine.runtime.queries import RunAt, changes_after, get_run_at
 from engine.runtime.transitions import TERMINAL
 

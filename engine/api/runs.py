@@ -16,6 +16,7 @@ from engine.api.callbacks import register_callback
 from engine.api.errors import ApiError
 from engine.api.run_watch import RunWatch
 from engine.publish import UnknownFlowVersion
+from engine.runtime import queries
 from engine.runtime.create import RunRefused
 from engine.runtime.inputs import InputError
 from engine.runtime.transitions import TERMINAL
@@ -90,7 +91,7 @@ def start_run(services: RunningEngine, body: dict[str, Any],
 
 def _deliver_if_already_finished(services: RunningEngine, run_id: str) -> None:
     """A run that ended before its callback was stored was passed over by the sender; push it from here."""
-    run = services.get_run(run_id, with_steps=False)
+    run = queries.get_run(services.require_handles().sql, run_id, with_steps=False)
     if run is not None and run["status"] in TERMINAL:
         sender = services.callback_sender()
         threading.Thread(target=sender.deliver, args=(run_id,), name="lockgate-callback-late", daemon=True).start()
@@ -111,13 +112,14 @@ def answer_for(services: RunningEngine, run_id: str, wait: float, *, duplicate: 
                watch: RunWatch | None = None) -> tuple[int, dict[str, Any]]:
     deadline = time.monotonic() + wait
     watcher = watch or RunWatch()
+    sql = services.require_handles().sql
     with watcher.watching(run_id) as changed:
         while True:
             changed.clear()
-            run = services.get_run(run_id, with_steps=False) or {"id": run_id, "status": "queued"}
+            run = queries.get_run(sql, run_id, with_steps=False) or {"id": run_id, "status": "queued"}
             status = run["status"]
             if status in TERMINAL:
-                full = services.get_run(run_id) or run
+                full = queries.get_run(sql, run_id) or run
                 return (200 if duplicate else 201), {"run_id": run_id, "duplicate": duplicate, **full}
             if status == "waiting":
                 waiting = run.get("waiting_on") or {}

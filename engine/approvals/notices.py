@@ -11,7 +11,6 @@ notify-secret`). A failed delivery is retried (`RETRY_DELAYS_SECONDS`), then log
 from __future__ import annotations
 
 import logging
-import queue
 import secrets
 import threading
 from dataclasses import dataclass
@@ -22,8 +21,10 @@ import orjson
 import sqlalchemy as sa
 
 from engine.parts import PartContext
+from engine.runtime.change_queue import ChangeQueue
 from engine.runtime.handles import EngineHandles
-from engine.runtime.projection import BatchResult, LiveChange
+from engine.runtime.live_change import LiveChange
+from engine.runtime.projection import BatchResult
 from engine.store.models import Approval, ApprovalAttempt
 from engine.triggers.settings import count
 from engine.triggers.webhooks import signature_of
@@ -113,8 +114,8 @@ class NoticeSender:
     def __init__(self, handles: EngineHandles, retry_delays: tuple[float, ...] = RETRY_DELAYS_SECONDS) -> None:
         self.handles = handles
         self.retry_delays = retry_delays
-        self.pending: queue.Queue[LiveChange] = queue.Queue()
-        """Approval changes to notice; `unfinished_tasks` is 0 once every change put so far is handled."""
+        self.changes = ChangeQueue(self._notice, "approval notice", log)
+        """Approval changes to notice."""
         self.delivered: list[str] = []
         """Delivery ids of the notices delivered (for tests and the log)."""
 
@@ -123,28 +124,18 @@ class NoticeSender:
         sender = cls(parts.handles)
         if parts.add_batch_listener is not None:
             parts.add_batch_listener(sender.on_batch)
-            parts.spawn("lockgate-approval-notices", sender.run)
+            parts.spawn("lockgate-approval-notices", sender.changes.run)
         return sender
 
     def on_batch(self, result: BatchResult) -> None:
         for change in result.changes:
             if change.event in NOTICE_EVENTS:
-                self.pending.put(change)
+                self.changes.put(change)
 
-    def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            try:
-                change = self.pending.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            try:
-                notice = notice_for(self.handles, change)
-                if notice is not None:
-                    self.deliver(notice, stop)
-            except Exception:
-                log.exception("approval notice for %s of run %s failed; continuing", change.event, change.run_id)
-            finally:
-                self.pending.task_done()
+    def _notice(self, change: LiveChange, stop: threading.Event) -> None:
+        notice = notice_for(self.handles, change)
+        if notice is not None:
+            self.deliver(notice, stop)
 
     def deliver(self, notice: Notice, stop: threading.Event | None = None) -> bool:
         headers = {

@@ -5,19 +5,22 @@ A quorum approval lists its progress (`2 of 3 approved`), who decided, `escalate
 a vote short of the quorum is accepted (exit 0) and says how many more are needed.
 
 Exit codes: 0 listed / decision accepted, 1 decision refused (unknown or already decided approval,
-after the timeout, bad or revoked key, no rights), 2 usage (no key given).
+after the timeout, bad or revoked key, no rights), 2 usage (no key given), 3 the store's schema is not current.
+`list` and `decide` go through `EngineApi`, so `--json` prints the API's `ApprovalList` and `Decision`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.read_models import Approval
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -29,14 +32,14 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("approvals", help="list pending approvals or decide one with an API key")
     commands = parser.add_subparsers(dest="approvals_command", metavar="list|decide|notify-secret", required=True)
     listing = commands.add_parser("list", help="pending approvals, soonest to time out first")
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--json", action="store_true", help="print the ApprovalList as the HTTP API answers it")
     listing.set_defaults(handler=list_command)
     decide = commands.add_parser("decide", help="approve or reject a pending approval")
     decide.add_argument("approval_id", metavar="ID")
     decide.add_argument("decision", choices=("approve", "reject"))
     decide.add_argument("--comment", metavar="TEXT", help="recorded with the decision")
     decide.add_argument("--key", metavar="K", help=f"an API key from `lockgate keys create` (or set {KEY_ENV})")
-    decide.add_argument("--json", action="store_true", help="print the result as JSON")
+    decide.add_argument("--json", action="store_true", help="print the Decision as the HTTP API answers it")
     decide.set_defaults(handler=decide_command)
     secret = commands.add_parser("notify-secret", help="print the secret approvals' notify_url notices are signed "
                                  "with (X-Hub-Signature-256)")
@@ -69,16 +72,20 @@ def _when(epoch: float) -> str:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    from engine.approvals.pending import list_pending
+    from engine.cli.output import print_json
+    from engine.cli.session import EngineUnavailable, engine_api, report_unavailable
 
-    with open_handles() as handles:
-        pending = list_pending(handles)
+    try:
+        with engine_api("lockgate approvals list") as api:
+            pending = api.pending_approvals()
+    except EngineUnavailable as exc:
+        return report_unavailable(exc)
     if args.json:
-        print(json.dumps([item.to_data() for item in pending], indent=2, ensure_ascii=False))
+        print_json(pending)
         return EXIT_OK
-    if not pending:
+    if not pending.approvals:
         print("no pending approvals")
-    for item in pending:
+    for item in pending.approvals:
         print(f"{item.id}  {item.flow_id}/{item.node_id}  run {item.run_id}  expires {_when(item.expires_at)}")
         if item.message:
             print(f"    {item.message}")
@@ -87,7 +94,7 @@ def list_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def progress_lines(item: Any) -> list[str]:
+def progress_lines(item: Approval) -> list[str]:
     """Quorum progress, each decision, the escalation and reminders of a pending approval (none for a plain v1 one)."""
     lines = []
     if item.required != 1 or item.decisions:
@@ -111,17 +118,21 @@ def notify_secret_command(args: argparse.Namespace) -> int:
 
 
 def decide_command(args: argparse.Namespace) -> int:
-    from engine.approvals.decide import decide_with_key
+    from engine.cli.output import print_json
+    from engine.cli.session import EngineUnavailable, engine_api, report_unavailable
 
     key = args.key or os.environ.get(KEY_ENV)
     if not key:
         print(f"lockgate approvals decide: no API key; pass --key K (or set {KEY_ENV}); create one with "
               "`lockgate keys create NAME`", file=sys.stderr)
         return EXIT_USAGE
-    with open_handles() as handles:
-        result = decide_with_key(handles, args.approval_id, args.decision, key, args.comment)
+    try:
+        with engine_api("lockgate approvals decide") as api:
+            result = api.decide_with_key(args.approval_id, args.decision, key, args.comment)
+    except EngineUnavailable as exc:
+        return report_unavailable(exc)
     if args.json:
-        print(json.dumps(result.to_data(), indent=2, ensure_ascii=False))
+        print_json(result)
     if not result.accepted:
         print(f"lockgate approvals decide: refused ({result.reason}): {result.message}", file=sys.stderr)
         return EXIT_REFUSED

@@ -9,7 +9,6 @@ original run is named first; without `--yes` nothing starts. Exit codes: 0 the r
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -25,7 +24,8 @@ def register_rerun(commands: Any) -> None:
     rerun.add_argument("--yes", action="store_true",
                        help="start even though non-idempotent nodes that already had their effect run again")
     rerun.add_argument("--detach", action="store_true", help="return once the rerun is queued")
-    rerun.add_argument("--json", action="store_true")
+    rerun.add_argument("--json", action="store_true", help="print the Run as the HTTP API answers it (with "
+                       "--detach: the RerunStarted)")
     rerun.set_defaults(handler=rerun_command)
 
 
@@ -39,6 +39,7 @@ def parse_version(text: str) -> int | str:
 
 
 def rerun_command(args: argparse.Namespace) -> int:
+    from engine.cli.output import print_json
     from engine.config import EngineConfig
     from engine.facade import EngineApi
     from engine.host import EngineServices
@@ -80,8 +81,7 @@ def rerun_command(args: argparse.Namespace) -> int:
               f"{started.flow_id} v{started.version}); reused: {reused}", file=sys.stderr)
         if args.detach:
             if args.json:
-                print(json.dumps({"run_id": started.run_id, "status": started.status, "rerun_of": started.rerun_of,
-                                  "from_node": started.from_node}))
+                print_json(started)
             return EXIT_OK
         run = api.wait_for_run(started.run_id)
         print_run(run, args.json)

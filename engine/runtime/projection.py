@@ -26,6 +26,7 @@ from engine.approvals.projection import APPROVAL_EVENT_TYPES, apply_approval_eve
 from engine.events import Event, PoisonEvent, decode_event, encode_event
 from engine.money.projection import MONEY_EVENT_TYPES, apply_money_events
 from engine.runtime import crashpoints
+from engine.runtime.live_change import LiveChange
 from engine.runtime.transitions import IllegalTransition, check_transition
 from engine.runtime.write_lock import sqlite_writer
 from engine.store.models import AppliedEvent, DeadLetter, Run, Step
@@ -48,27 +49,6 @@ _APPLIED_COLUMNS = ("event_id", "run_id", "seq", "event_type", "applied_at", "ch
 _SELECT_APPLIED = sa.select(APPLIED.c.event_id).where(APPLIED.c.event_id.in_(sa.bindparam("ids", expanding=True)))
 _SELECT_RUNS = sa.select(*_RUN_LOADED).where(RUNS.c.id.in_(sa.bindparam("ids", expanding=True)))
 _SELECT_STEPS = sa.select(STEPS).where(STEPS.c.run_id.in_(sa.bindparam("ids", expanding=True)))
-
-
-@dataclass
-class LiveChange:
-    """One applied change, as the live channel publishes it."""
-
-    run_id: str
-    flow_id: str
-    version: int
-    status: str
-    seq: int
-    event: str
-    node: str | None = None
-    step: str | None = None
-    step_status: str | None = None
-    waiting_on: dict[str, Any] | None = None
-    reason: str | None = None
-    """Why a hold was returned (`hold_released`: `expired`, `run_ended`, ...); None for other events."""
-
-    def to_data(self) -> dict[str, Any]:
-        return self.__dict__.copy()
 
 
 @dataclass

@@ -15,7 +15,7 @@ import orjson
 import sqlalchemy as sa
 
 from engine.json_bounds import json_problems
-from engine.runtime.projection import LiveChange
+from engine.runtime.live_change import LiveChange
 from engine.store.db import READ_ONLY_OPTION
 from engine.store.models import AppliedEvent, Run, Step
 

@@ -16,7 +16,6 @@ across flows stops after `MAX_EVENT_CHAIN` hops. Each guarded or refused firing 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from dataclasses import dataclass
@@ -25,10 +24,12 @@ from typing import Any, cast
 import sqlalchemy as sa
 
 from engine.catalog import EVENT_TYPES
+from engine.runtime.change_queue import ChangeQueue
 from engine.runtime.create import RunRefused, StartsRuns
 from engine.runtime.handles import EngineHandles
 from engine.runtime.inputs import InputError
-from engine.runtime.projection import BatchResult, LiveChange
+from engine.runtime.live_change import LiveChange
+from engine.runtime.projection import BatchResult
 from engine.store.models import Approval, Step
 from engine.triggers.catalog_index import LatestFlows
 from engine.triggers.settings import count, trigger_idempotency_key
@@ -71,8 +72,8 @@ class EventTriggers:
     def __init__(self, handles: EngineHandles, create_run: StartsRuns) -> None:
         self.handles = handles
         self.create_run = create_run
-        self.pending: queue.Queue[LiveChange] = queue.Queue()
-        """Changes that may fire a trigger; `unfinished_tasks` is 0 once every change put so far is handled."""
+        self.changes = ChangeQueue(self._fire_all, "event trigger", log)
+        """Changes that may fire a trigger."""
         self.started: list[str] = []
         """Run ids this process started from events (for tests and the log)."""
         self._index: dict[str, list[EventTarget]] = {}
@@ -105,21 +106,11 @@ class EventTriggers:
             return
         for change in result.changes:
             if _may_match(change.event, index):
-                self.pending.put(change)
+                self.changes.put(change)
 
-    def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            try:
-                change = self.pending.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            try:
-                for name, details in self.derive(change):
-                    self.fire(name, change, details)
-            except Exception:
-                log.exception("event trigger for %s of run %s failed; continuing", change.event, change.run_id)
-            finally:
-                self.pending.task_done()
+    def _fire_all(self, change: LiveChange, _stop: threading.Event) -> None:
+        for name, details in self.derive(change):
+            self.fire(name, change, details)
 
     def derive(self, change: LiveChange) -> list[tuple[str, dict[str, Any]]]:
         """The public events `change` stands for, with their details (a step row or approval row read when

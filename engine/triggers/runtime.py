@@ -25,7 +25,7 @@ class TriggerRuntime:
             # Only the process applying events sees them; a standby projector's process fires nothing.
             parts.add_batch_listener(runtime.events.on_batch)
             parts.add_batch_listener(runtime.callbacks.on_batch)
-            parts.spawn("lockgate-event-triggers", runtime.events.run)
+            parts.spawn("lockgate-event-triggers", runtime.events.changes.run)
             parts.spawn("lockgate-callbacks", runtime.callbacks.run)
         if scheduler_thread:
             parts.spawn("lockgate-scheduler", lambda stop: runtime.scheduler.run(stop, tick_seconds))

@@ -17,6 +17,7 @@ from canvas.document import FlowDocument
 from canvas.palette import NodePalette
 from canvas.summary import config_summary
 from engine.flow import flow_from_data
+from engine.runtime.live_change import LiveChange
 from tests.engine.conftest import make_flow
 
 NOW = 1_800_000_000.0
@@ -93,8 +94,7 @@ def test_live_mode_says_which_child_run_it_waits_on() -> None:
     waiting = {"node": "call", "reason": "child_run", "due_at": None, "child_run_id": CHILD}
     assert waiting_text(waiting, NOW) == "waiting on child run 5e6f7a8b"
     live = LiveState()
-    live.apply_change({"run_id": PARENT, "flow_id": "caller", "version": 1, "status": "waiting", "seq": 4,
-                       "node": "call", "waiting_on": waiting})
+    live.apply_change(LiveChange(PARENT, "caller", 1, "waiting", 4, "run_parked", node="call", waiting_on=waiting))
     assert live.node_counts("caller", NOW) == {"call": (0, 1, "waiting on child run 5e6f7a8b")}
     row = run_row({"id": PARENT, "flow_id": "caller", "version": 1, "status": "waiting", "waiting_on": waiting,
                    "current_node": "call"})

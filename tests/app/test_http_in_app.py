@@ -46,10 +46,11 @@ def test_a_signed_post_to_the_shown_webhook_url_starts_a_run(qtbot, window: Main
     answer = httpx.post(row.url, content=body, headers=headers, timeout=10)
     assert answer.status_code in (200, 201, 202), answer.text
     run_id = answer.json()["run_id"]
-    services = window.bridge.services
-    assert services is not None
-    qtbot.waitUntil(lambda: services.get_run(run_id) is not None, timeout=WAIT_MS)
-    assert services.get_run(run_id)["trigger"] == "hook"
+    api = window.bridge.api
+    assert api is not None
+    qtbot.waitUntil(lambda: api.get_run(run_id) is not None, timeout=WAIT_MS)
+    stored = api.get_run(run_id)
+    assert stored is not None and stored.trigger == "hook"
 
     unsigned = httpx.post(row.url, content=body, timeout=10)
     assert unsigned.status_code == 401

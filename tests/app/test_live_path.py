@@ -15,6 +15,7 @@ from app.live import LiveState, row_at_place, row_of_place
 from app.live_subscriber import LiveSubscriber
 from app.panels.rows import RunRow
 from app.panels.runs import RunsPanel
+from engine.runtime.live_change import LiveChange
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -24,12 +25,13 @@ def test_a_burst_of_changes_reaches_the_gui_in_few_handoffs_and_none_is_lost(red
     client = redis.Redis.from_url(redis_url, socket_timeout=10)
     channel = f"{key_prefix}:live"
     ready = threading.Event()
-    taken: list[dict[str, object]] = []
+    taken: list[LiveChange] = []
     subscriber = LiveSubscriber(client, channel, ready.set, frame_s=0.05).start()
     try:
         publisher = redis.Redis.from_url(redis_url, socket_timeout=5)
         for seq in range(600):
-            publisher.publish(channel, orjson.dumps({"run_id": f"r{seq % 50}", "seq": seq, "status": "running"}))
+            publisher.publish(channel, orjson.dumps({"run_id": f"r{seq % 50}", "flow_id": "f", "version": 1, "seq": seq,
+                                                     "status": "running", "event": "step_started"}))
         takes = 0
         deadline = time.monotonic() + 10
         while len(taken) < 600 and time.monotonic() < deadline:
@@ -39,7 +41,7 @@ def test_a_burst_of_changes_reaches_the_gui_in_few_handoffs_and_none_is_lost(red
                 time.sleep(0.03)
                 taken.extend(subscriber.take())
                 takes += 1
-        assert [c["seq"] for c in taken] == list(range(600))  # all of them, in order
+        assert [c.seq for c in taken] == list(range(600))  # all of them, in order, typed
         assert subscriber.handoffs < 60  # gathered, not one call per message
         assert subscriber.handoffs == takes  # never announced again before the last batch was taken
         assert subscriber.take() == []
@@ -66,13 +68,13 @@ def test_runs_rows_change_in_place_and_new_ones_are_inserted_without_a_reset(qtb
         panel.select_row(1)  # "a" (older, below "b")
 
     live = LiveState()
-    live.apply_change({"run_id": "a", "flow_id": "f", "version": 1, "seq": 5, "status": "waiting",
-                       "waiting_on": {"node": "gate", "reason": "approval"}})
+    live.apply_change(LiveChange("a", "f", 1, "waiting", 5, "run_parked",
+                                 waiting_on={"node": "gate", "reason": "approval"}))
     panel.update_runs([row_at_place(panel.rows["a"], live.runs["a"])])
     assert resets == [] and changed == [(1, 1)]
     assert panel.cell_text(1, 0) == "● waiting" and panel.cell_text(1, 7).startswith("gate: approval")
 
-    live.apply_change({"run_id": "c", "flow_id": "f", "version": 1, "seq": 1, "status": "queued"})
+    live.apply_change(LiveChange("c", "f", 1, "queued", 1, "run_started"))
     panel.update_runs([row_of_place(live.runs["c"], NOW)])
     assert resets == [] and inserted == [(0, 0)]
     assert [panel.cell_text(r, 8) for r in range(3)] == ["c", "b", "a"]

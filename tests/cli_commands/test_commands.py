@@ -145,6 +145,24 @@ def test_watch_json_and_cancel(served: Served) -> None:
     assert rest[-1]["status"] == "cancelled"
 
 
+def test_approvals_json_is_the_api_answer(served: Served) -> None:
+    run_id = served.start_run("gate", {"tag": "v4"})["run_id"]
+    served.wait_status(run_id, "waiting")
+    listed = served.lockgate("approvals", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    approvals = json.loads(listed.stdout)
+    assert_schema(approvals, "ApprovalList")
+    with served.http() as http:
+        assert approvals == http.get("/api/v1/approvals").json()
+    [approval] = [a for a in approvals["approvals"] if a["run_id"] == run_id]
+    assert (approval["node_id"], approval["message"]) == ("ask", "Ship v4?")
+    decided = served.lockgate("approvals", "decide", approval["id"], "approve", "--key", served.key, "--json")
+    assert decided.returncode == 0, decided.stderr
+    assert_schema(json.loads(decided.stdout), "Decision")
+    assert json.loads(decided.stdout)["accepted"] is True
+    assert served.wait_status(run_id, "succeeded")["result"] == "shipped v4"
+
+
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from engine.read_models import RerunStarted
 from tests.cli import cli_env, lockgate
 from tests.engine.conftest import Site, make_flow
 
@@ -38,6 +39,12 @@ def test_lockgate_runs_rerun_reuses_the_upstream_steps(tmp_path: Path, redis_url
     assert [s["step"] for s in shown["steps"]] == ["notify", "done"]
     assert site.hits == {"/charge": 1, "/notify": 2}
     assert f"rerun of run {run_id} from node notify" in lockgate(env, "runs", "show", shown["id"]).stdout
+
+    detached = lockgate(env, "runs", "rerun", run_id, "--from", "done", "--detach", "--json")
+    assert detached.returncode == 0, detached.stderr
+    started = RerunStarted.model_validate_json(detached.stdout)  # the answer of POST /api/v1/runs/{id}/rerun
+    assert (started.rerun_of, started.from_node) == (run_id, "done")
+    assert started.reused_steps == ["start", "charge", "notify"] and started.run_id is not None
 
     unknown = lockgate(env, "runs", "rerun", run_id, "--from", "ghost")
     assert unknown.returncode == 1 and "unknown_node" in unknown.stderr

@@ -49,7 +49,7 @@ def test_approvals_list_and_decide_by_key(tmp_path: Path, redis_url: str, key_pr
         services.wait_for_run(run_id, statuses=frozenset({"waiting"}))
         key = lockgate(env, "keys", "create", "ops-bot").stdout.strip()
         other = lockgate(env, "keys", "create", "intern").stdout.strip()
-        pending: list[dict[str, Any]] = json.loads(lockgate(env, "approvals", "list", "--json").stdout)
+        pending: list[dict[str, Any]] = json.loads(lockgate(env, "approvals", "list", "--json").stdout)["approvals"]
         assert [(p["run_id"], p["node_id"], p["message"]) for p in pending] == [(run_id, "ask", "Deploy v1.2?")]
         approval_id = pending[0]["id"]
         assert approval_id in lockgate(env, "approvals", "list").stdout
@@ -69,7 +69,7 @@ def test_approvals_list_and_decide_by_key(tmp_path: Path, redis_url: str, key_pr
         assert run["result"] == "deployed" and run["state"]["ask"]["comment"] == "ship it"
         twice = lockgate(env, "approvals", "decide", approval_id, "reject", "--key", key, "--json")
         assert twice.returncode == 1 and json.loads(twice.stdout)["reason"] == "already_decided"
-        assert json.loads(lockgate(env, "approvals", "list", "--json").stdout) == []
+        assert json.loads(lockgate(env, "approvals", "list", "--json").stdout) == {"approvals": []}
     finally:
         services.stop()
 
@@ -88,7 +88,7 @@ def test_approvals_v2_quorum_progress_and_notify_secret(tmp_path: Path, redis_ur
         services.wait_for_run(run_id, statuses=frozenset({"waiting"}))
         ada = lockgate(env, "keys", "create", "ada").stdout.strip()
         bob = lockgate(env, "keys", "create", "bob").stdout.strip()
-        [pending] = json.loads(lockgate(env, "approvals", "list", "--json").stdout)
+        [pending] = json.loads(lockgate(env, "approvals", "list", "--json").stdout)["approvals"]
         assert (pending["required"], pending["approved_count"]) == (2, 0)
         first = lockgate(env, "approvals", "decide", pending["id"], "approve", "--comment", "tests green", "--key", ada)
         assert first.returncode == 0 and "1 of 2 approved" in first.stdout
