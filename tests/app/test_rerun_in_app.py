@@ -97,6 +97,7 @@ def test_rerun_from_run_details_repeats_no_upstream_effect(qtbot, engine_window:
     assert f"taken from run <a href='run:{run_id}'>{run_id[:8]}</a>" in details.step_label.text()
     assert "reused from run" in details.step_given.toPlainText()
     assert '"charged"' in details.step_output.toPlainText()
+    assert [bar.node for bar in details.timeline.bars] == ["greet", "notify", "done"]  # reused steps ran elsewhere
 
 
 def test_runs_context_menu_reruns_from_the_canvas_node_and_refuses_a_changed_upstream(
