@@ -173,10 +173,10 @@ class RunDetails(QDialog):
         self.steps.blockSignals(True)
         self.steps.setRowCount(len(steps))
         for index, step in enumerate(steps):
-            duration = step.get("duration_ms")
-            cells = (
+            duration, reused = step.get("duration_ms"), bool(step.get("reused_from"))
+            cells = (  # a reused step ran in the run it was taken from: no attempt or start of its own here
                 step.get("node") or "", step.get("type") or "", step_status_text(step),
-                "" if step.get("reused_from") else str(step.get("attempts") or ""), _local(step.get("started_at")),
+                "" if reused else str(step.get("attempts") or ""), "" if reused else _local(step.get("started_at")),
                 _milliseconds(duration),
                 _step_tokens(step), ", ".join(step.get("ports") or []), step.get("error") or "",
             )
