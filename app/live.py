@@ -170,10 +170,12 @@ def run_path(run: dict[str, Any]) -> list[str]:
 
 
 def step_status_text(step: dict[str, Any]) -> str:
-    """A step's status as the user reads it: an approval that ran out of time "timed out", not "succeeded"."""
-    if timed_out(step):
-        return "timed out"
-    return str(step.get("status") or "")
+    """A step's status as the user reads it: an approval that ran out of time "timed out", not "succeeded"; a
+    rerun's step taken from the run it reruns "reused" (or "reused (failed)" for a failure gone past)."""
+    text = "timed out" if timed_out(step) else str(step.get("status") or "")
+    if step.get("reused_from"):
+        return "reused" if text == "succeeded" else f"reused ({text})"
+    return text
 
 
 def timed_out(step: dict[str, Any]) -> bool:

@@ -102,6 +102,7 @@ class RunDetails(QDialog):
         self.step_label = QLabel("Pick a step to see what it was given and what it produced.")
         self.step_label.setObjectName("stepLabel")
         self.step_label.setWordWrap(True)
+        self.step_label.linkActivated.connect(self._open_linked)
         given_box, output_box = QWidget(), QWidget()
         for box, title, view in ((given_box, "Given", self.step_given), (output_box, "Produced", self.step_output)):
             box_layout = QVBoxLayout(box)
@@ -172,10 +173,11 @@ class RunDetails(QDialog):
         self.steps.blockSignals(True)
         self.steps.setRowCount(len(steps))
         for index, step in enumerate(steps):
-            duration = step.get("duration_ms")
-            cells = (
+            duration, reused = step.get("duration_ms"), bool(step.get("reused_from"))
+            cells = (  # a reused step ran in the run it was taken from: no attempt or start of its own here
                 step.get("node") or "", step.get("type") or "", step_status_text(step),
-                str(step.get("attempts") or ""), _local(step.get("started_at")), _milliseconds(duration),
+                "" if reused else str(step.get("attempts") or ""), "" if reused else _local(step.get("started_at")),
+                _milliseconds(duration),
                 _step_tokens(step), ", ".join(step.get("ports") or []), step.get("error") or "",
             )
             for column, text in enumerate(cells):
@@ -248,7 +250,13 @@ class RunDetails(QDialog):
         self.step_label.setText(f"<b>{_html(str(step.get('step') or step.get('node')))}</b> "
                                 f"({_html(str(step.get('type') or ''))}): {step_status_text(step)}{error}")
         given, output = step.get("given"), step.get("output")
-        self.step_given.setPlainText(_dump(given) if given is not None else "Nothing recorded.")
+        reused_from = step.get("reused_from")
+        if reused_from:
+            self.step_label.setText(self.step_label.text() + f" — taken from run <a href='{RUN_LINK}{reused_from}'>"
+                                    f"{_html(str(reused_from)[:8])}</a>, not executed again")
+        self.step_given.setPlainText(_dump(given) if given is not None else (
+            f"Not executed in this run: reused from run {reused_from}, as it was recorded there."
+            if reused_from else "Nothing recorded."))
         self.step_output.setPlainText(_dump(output) if output is not None else (
             "Nothing yet." if step.get("status") in ("running", "suspended", "pending") else "Nothing."))
 

@@ -54,6 +54,9 @@ class Step(ReadModel):
     error_type: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
+    reused_from: str | None = Field(default=None, description="a rerun's step taken from this run's record, "
+                                    "never executed in the rerun (`rerun_of`); its ports, output and error are "
+                                    "the recorded ones")
 
 
 class RunSummary(ReadModel):

@@ -46,12 +46,13 @@ def _seconds(value: Any) -> float | None:
 
 
 def bars_of(run: dict[str, Any], now: float) -> list[Bar]:
-    """Bars of the steps that started, in start order (from `get_run` steps with started_at/finished_at)."""
+    """Bars of the steps that started, in start order (from `get_run` steps with started_at/finished_at); a
+    rerun's reused steps did not run in it and take no time there."""
     waiting = run.get("waiting_on") if run.get("status") == "waiting" else None
     bars = []
     for step in run.get("steps", []):
         start = _seconds(step.get("started_at"))
-        if start is None:
+        if start is None or step.get("reused_from"):
             continue
         end = _seconds(step.get("finished_at")) or now
         work = float(step.get("duration_ms") or 0) / 1000

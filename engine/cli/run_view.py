@@ -55,14 +55,19 @@ def header_lines(run: RunSummary) -> list[str]:
     return lines
 
 
+def reused_label(status: str) -> str:
+    """A rerun's step taken from the run it reruns: `reused`, or `reused (failed)` for a failure gone past."""
+    return "reused" if status == "succeeded" else f"reused ({status})"
+
+
 def step_rows(run: Run) -> list[tuple[str | int | float | None, ...]]:
     return [
         (
             s.step,
             s.node,
             s.type,
-            s.status,
-            s.attempts,
+            s.status if s.reused_from is None else reused_label(s.status),
+            s.attempts if s.reused_from is None else None,
             None if s.duration_ms is None else round(s.duration_ms, 1),
             s.tokens_in,
             s.tokens_out,

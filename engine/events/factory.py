@@ -16,6 +16,7 @@ from engine.events.models import (
     HoldCharged,
     HoldPlaced,
     HoldReleased,
+    RerunSeed,
     RunCancelled,
     RunFailed,
     RunInterrupted,
@@ -25,6 +26,7 @@ from engine.events.models import (
     RunSucceeded,
     StepCompleted,
     StepFailed,
+    StepReused,
     StepSkipped,
     StepStarted,
     WaitingOn,
@@ -66,9 +68,9 @@ class EventStamper:
     # --- run lifecycle ------------------------------------------------------------------
 
     def run_started(self, flow_id: str, version: int, trigger: str, inputs: dict[str, Any],
-                    worker: str = "") -> RunStarted:
+                    worker: str = "", rerun: RerunSeed | None = None) -> RunStarted:
         return RunStarted(**self.stamp(), flow_id=flow_id, version=version, trigger=trigger, inputs=inputs,
-                          worker=worker)
+                          worker=worker, rerun=rerun)
 
     def run_parked(self, node: str, reason: str, due_at: float | None, attempt: int | None = None,
                    child_run_id: str | None = None) -> RunParked:
@@ -110,6 +112,15 @@ class EventStamper:
         return StepFailed(**self.stamp(), node=node, step=step, error=error, error_type=error_type,
                           step_attempt=step_attempt, will_retry=will_retry, retry_in=retry_in, continued=continued,
                           duration_ms=duration_ms)
+
+    def step_reused(self, node: str, step: str, node_type: str, reused_from: str, ports: list[str] | None,
+                    writes: dict[str, Any], *, error: str | None = None,
+                    error_type: str | None = None) -> StepReused:
+        """A step a rerun takes from `reused_from`'s record; `ports` None for one that failed past
+        continue_on_fail."""
+        return StepReused(**self.stamp(), node=node, step=step, node_type=node_type, reused_from=reused_from,
+                          step_status="succeeded" if ports is not None else "failed", ports=ports, writes=writes,
+                          error=error, error_type=error_type)
 
     def step_skipped(self, node: str, step: str, reason: str = "dead_path") -> StepSkipped:
         return StepSkipped(**self.stamp(), node=node, step=step, reason=reason)

@@ -31,6 +31,20 @@ class EventBase(BaseModel):
     attempt: int = Field(default=1, ge=0, description="job delivery that produced the event (fencing)")
 
 
+class RerunSeed(BaseModel):
+    """What a rerun starts from: the run it reruns, the node it starts at, and the state container and the
+    continued failures folded from the steps it reuses (each reported by its own `step_reused`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rerun_of: str
+    from_node: str
+    state: dict[str, Any] = Field(default_factory=dict, description="the reused steps' writes folded in order, "
+                                  "redacted")
+    errors: dict[str, Any] = Field(default_factory=dict, description="the reused failures continue_on_fail went "
+                                   "past: step -> {message, type, attempts}")
+
+
 class RunStarted(EventBase):
     type: Literal["run_started"] = "run_started"
     flow_id: str
@@ -38,6 +52,7 @@ class RunStarted(EventBase):
     trigger: str
     inputs: dict[str, Any] = Field(description="frozen inputs, secrets redacted as ***")
     worker: str = ""
+    rerun: RerunSeed | None = Field(default=None, description="set for a rerun: the run state starts with it")
 
 
 class StepStarted(EventBase):
@@ -75,6 +90,19 @@ class StepFailed(EventBase):
     retry_in: float | None = None
     continued: bool = Field(default=False, description="continue_on_fail: the run goes on")
     duration_ms: float = 0.0
+
+
+class StepReused(EventBase):
+    type: Literal["step_reused"] = "step_reused"
+    node: str
+    step: str
+    node_type: str
+    reused_from: str = Field(description="the run whose recorded step a rerun takes instead of executing it")
+    step_status: Literal["succeeded", "failed"] = Field(description="failed: it failed past continue_on_fail")
+    ports: list[str] | None = Field(default=None, description="output ports it delivered (None: failed)")
+    writes: dict[str, Any] = Field(default_factory=dict, description="state keys it wrote, redacted")
+    error: str | None = None
+    error_type: str | None = None
 
 
 class StepSkipped(EventBase):
@@ -206,6 +234,7 @@ EVENT_MODELS: tuple[type[EventBase], ...] = (
     StepStarted,
     StepCompleted,
     StepFailed,
+    StepReused,
     StepSkipped,
     RunParked,
     RunResumed,
@@ -227,6 +256,7 @@ Event = Annotated[
     | StepStarted
     | StepCompleted
     | StepFailed
+    | StepReused
     | StepSkipped
     | RunParked
     | RunResumed

@@ -40,6 +40,7 @@ def _fixture_events() -> list[EventBase]:
         stamper.hold_released("classify", "hold-1", 0.5, "pool_wait", "default"),
         stamper.approval_reminded("review", "appr-1", 1),
         stamper.approval_escalated("review", "appr-1", ["grace"]),
+        stamper.step_reused("greet", "greet", "set", "run-0000", ["out"], {"greeting": "Hello, Ada!"}),
     ]
     ids = iter(f"evt-{n:04d}" for n in range(1, 1000))
     return [event.model_copy(update={"event_id": next(ids)}) for event in events]

@@ -23,6 +23,7 @@ RefusalReason = Literal["unknown_run", "run_not_finished", "run_not_replayable",
 REPLAYABLE = frozenset({"succeeded", "failed"})
 """Ends a replay can reach; a cancel or an interruption came from outside the flow."""
 MAX_CHANGES = 1_000_000
+_BEGINS = frozenset({"step_started", "step_reused"})
 
 
 class RecordRefused(ValueError):
@@ -59,11 +60,12 @@ def _answer(step: dict[str, Any]) -> RecordedAnswer:
 
 
 def recorded_path(sql: sa.Engine, run_id: str) -> list[str]:
-    """Top-level node ids of the run in the order their steps first started (from its applied sequence)."""
+    """Top-level node ids of the run in the order their steps first started (from its applied sequence); a
+    rerun's reused steps are on its path where it took them (a replay executes them)."""
     path: list[str] = []
     for change in changes_after(sql, run_id, 0, limit=MAX_CHANGES):
         step = change.step
-        if change.event == "step_started" and step is not None and "[" not in step and step not in path:
+        if change.event in _BEGINS and step is not None and "[" not in step and step not in path:
             path.append(step)
     return path
 

@@ -61,10 +61,9 @@ class RerunStart:
 
     rerun_of: str
     from_node: str
-    state: dict[str, Any]
-    errors: dict[str, Any]
     seed: dict[str, Any]
-    """The job's `rerun` field: the reused steps in order and the node to start at."""
+    """The job's `rerun` field: the reused steps in order and the node to start at. The run's state and
+    errors come from its `run_started`, which carries them, like every other change to a run."""
 
 
 @dataclass(frozen=True)
@@ -173,7 +172,7 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
     checkpoints, so that its `max_wait` counts from acceptance rather than from its first park.
     `limits`: how large inputs may be (default: the environment's, `engine.config.input_limits`).
     `parent_run_id`, `call_depth`: set for the child run of a `flow.call` step (`engine.calls`).
-    `rerun`: set for a rerun (`engine.runtime.rerun`): its record starts with the reused state and errors.
+    `rerun`: set for a rerun (`engine.runtime.rerun`): its record keeps `rerun_of` and `from_node`, its job the seed.
     `started_by`: who asked for the run (`key:<name>`, `user:<name>`), for an approval's `forbid_self`.
     """
     if mode not in ("sync", "async"):
@@ -219,8 +218,7 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
             conn.execute(_INSERT_RUN, {
                 "id": run_id, "flow_id": flow.id, "version": published.version, "status": "queued",
                 "trigger": trigger_id, "idempotency_key": idempotency_key or None, "inputs": shown,
-                "state": rerun.state if rerun is not None else {},
-                "errors": rerun.errors if rerun is not None and rerun.errors else None,
+                "state": {}, "errors": None,
                 "cost_micros": 0, "last_seq": 0, "created_at": now, "updated_at": now,
                 "parent_run_id": parent_run_id, "call_depth": call_depth,
                 "rerun_of": rerun.rerun_of if rerun is not None else None,

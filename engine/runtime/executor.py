@@ -19,7 +19,7 @@ import redis
 import engine.runtime.body_table  # noqa: F401  (registers every node type's body)
 from engine.catalog import RETRY_PARK_REASON
 from engine.clock import Clock
-from engine.events import EventBase, EventStamper
+from engine.events import EventBase, EventStamper, RerunSeed
 from engine.logs import run_context
 from engine.retry_plan import retry_delay
 from engine.runtime import crashpoints
@@ -130,20 +130,33 @@ class RunExecutor:
     def rerun(self, redacted_inputs: dict[str, Any], seed: dict[str, Any]) -> RunOutcome:
         """Start a rerun at `seed["from_node"]`: the reused steps (`seed["steps"]`, in their original order) are
         marked done with their recorded ports and writes, never executed, so the state container is as it was
-        when that node first started in the original run (`engine.runtime.rerun`)."""
-        self.emitter.emit(self.stamper.run_started(self.ctx.flow_id, self.ctx.version, self.ctx.trigger,
-                                                   redacted_inputs, self.worker))
+        when that node first started in the original run (`engine.runtime.rerun`).
+
+        Its `run_started` carries the state and errors so folded (the run record starts from them), and one
+        `step_reused` per reused step records it in the rerun's own steps."""
         scheduler = self.top.scheduler
-        for reused in seed.get("steps", []):
-            node_id, writes = str(reused["node"]), dict(reused.get("writes") or {})
-            ports = reused.get("ports")
+        reused_from, from_node = str(seed.get("rerun_of") or ""), str(seed["from_node"])
+        steps = [(str(r["node"]), r.get("ports"), dict(r.get("writes") or {})) for r in seed.get("steps", [])]
+        for node_id, ports, writes in steps:
             scheduler.start(node_id)
             scheduler.complete(node_id, tuple(ports) if ports is not None else _normal_ports(self.plan, node_id))
             self.top.order.append(node_id)
             self.top.writes[node_id] = writes
             self.ctx.state.update(writes)
-        self.ctx.errors.update(seed.get("errors") or {})
-        return self._guarded(str(seed["from_node"]), resumed=False)
+        errors = dict(seed.get("errors") or {})
+        self.ctx.errors.update(errors)
+        origin = RerunSeed(rerun_of=reused_from, from_node=from_node, state=self.ctx.redact(dict(self.ctx.state)),
+                           errors=errors)
+        self.emitter.emit(self.stamper.run_started(self.ctx.flow_id, self.ctx.version, self.ctx.trigger,
+                                                   redacted_inputs, self.worker, rerun=origin))
+        for node_id, ports, writes in steps:
+            failure = errors.get(node_id) if ports is None else None
+            self.emitter.emit(self.stamper.step_reused(
+                node_id, node_id, self.plan.nodes[node_id].type, reused_from,
+                list(ports) if ports is not None else None, self.ctx.redact(writes),
+                error=str(failure["message"]) if failure else None,
+                error_type=str(failure["type"]) if failure else None))
+        return self._guarded(from_node, resumed=False)
 
     def resume(self, parked_node: str) -> RunOutcome:
         """Continue at the parked node: a parked body resumes, a retry's backoff runs its next attempt afresh."""

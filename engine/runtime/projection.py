@@ -286,6 +286,8 @@ def _apply(work: _Work, event: Event) -> LiveChange:
     match event.type:
         case "run_started":
             run["started_at"] = run["started_at"] or at
+            if event.rerun is not None:  # a rerun starts from the state and errors of the steps it reuses
+                run["state"], run["errors"] = dict(event.rerun.state), dict(event.rerun.errors) or None
         case "run_resumed":
             run["waiting_on"] = None
             run["current_node"] = event.node
@@ -345,6 +347,15 @@ def _apply(work: _Work, event: Event) -> LiveChange:
                     run["errors"] = {**(run["errors"] or {}), event.step: {
                         "message": event.error, "type": event.error_type, "attempts": event.step_attempt}}
             step_key, step_status = event.step, row["status"]
+        case "step_reused":
+            # Taken from the record of the run reused, never executed here: no attempt, no given.
+            row = _step(work, event.run_id, event.step, event.node)
+            row.update(status=event.step_status, node_type=event.node_type, ports=event.ports,
+                       output=event.writes if event.ports is not None else None, error=event.error,
+                       error_type=event.error_type)
+            row["started_at"] = row["started_at"] or at
+            row["finished_at"] = row["finished_at"] or at
+            step_key, step_status = event.step, event.step_status
         case "step_skipped":
             row = _step(work, event.run_id, event.step, event.node)
             if row["status"] == "pending":

@@ -97,7 +97,18 @@ def _run_data(row: Any) -> dict[str, Any]:
     }
 
 
-def _step_data(row: Any) -> dict[str, Any]:
+_REUSED_STATUSES = frozenset({"succeeded", "failed"})
+
+
+def _reused_from(row: Any, rerun_of: str | None) -> str | None:
+    """The run a rerun's step was taken from: a step recorded finished without one attempt of its own is one
+    a `step_reused` recorded (every executed step counts its attempts from 1)."""
+    if rerun_of is None or row["attempts"] or row["status"] not in _REUSED_STATUSES:
+        return None
+    return rerun_of
+
+
+def _step_data(row: Any, rerun_of: str | None = None) -> dict[str, Any]:
     return {
         "step": row["step"],
         "node": row["node_id"],
@@ -114,6 +125,7 @@ def _step_data(row: Any) -> dict[str, Any]:
         "error_type": row["error_type"],
         "started_at": _iso(row["started_at"]),
         "finished_at": _iso(row["finished_at"]),
+        "reused_from": _reused_from(row, rerun_of),
     }
 
 
@@ -128,7 +140,7 @@ def _read_run(conn: sa.Connection, run_id: str, with_steps: bool) -> tuple[dict[
     if with_steps:
         steps = conn.execute(sa.select(STEPS).where(STEPS.c.run_id == run_id)
                              .order_by(STEPS.c.started_at.is_(None), STEPS.c.started_at, STEPS.c.id)).mappings()
-        data["steps"] = [_step_data(step) for step in steps]
+        data["steps"] = [_step_data(step, row["rerun_of"]) for step in steps]
         counts: dict[str, int] = {}
         for step in data["steps"]:
             counts[step["status"]] = counts.get(step["status"], 0) + 1

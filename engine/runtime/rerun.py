@@ -6,7 +6,8 @@ top-level steps had completed, or failed past `continue_on_fail`, before the nod
 their step rows hold the writes and ports each delivered. Folding those writes in order gives the state
 container exactly as it was when the node first started (writes are stored whole, unlike a step's `given`).
 The rerun's worker marks those steps done without executing them (`RunExecutor.rerun`), so no upstream
-effect is ever repeated, whatever a node's idempotency.
+effect is ever repeated, whatever a node's idempotency; its events carry that state (`run_started.rerun`) and
+each reused step (`step_reused`), so a rerun's record lists what it reused and can itself be rerun.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ RUNS = cast(sa.Table, Run.__table__)
 STEPS = cast(sa.Table, Step.__table__)
 APPLIED = cast(sa.Table, AppliedEvent.__table__)
 
+_BEGINS = ("step_started", "step_reused")
+"""Where a top-level step begins in a run's record; a rerun's reused steps begin with their `step_reused`."""
 RerunVersion = int | Literal["original", "current"]
 RefusalKind = Literal["unknown_run", "run_not_finished", "unknown_node", "node_not_run", "node_in_foreach",
                       "upstream_changed", "secret_inputs_gone", "unknown_version"]
@@ -79,12 +82,12 @@ class RerunPlan:
 
     def seed(self) -> dict[str, Any]:
         """The rerun job's `rerun` field."""
-        return {"from_node": self.from_node, "errors": self.errors,
+        return {"rerun_of": self.run_id, "from_node": self.from_node, "errors": self.errors,
                 "steps": [{"node": s.node, "ports": list(s.ports) if s.ports is not None else None,
                            "writes": s.writes} for s in self.reused]}
 
     def start(self) -> RerunStart:
-        return RerunStart(self.run_id, self.from_node, self.state, self.errors, self.seed())
+        return RerunStart(self.run_id, self.from_node, self.seed())
 
 
 def _read(sql: sa.Engine, run_id: str) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
@@ -152,7 +155,7 @@ def plan_rerun(sql: sa.Engine, run_id: str, from_node: str, version: RerunVersio
     if secrets:
         raise RerunRefused("secret_inputs_gone", f'run "{run_id}" was given secret inputs ({", ".join(secrets)}), '
                            "which are never kept after a run ends; start a new run with them instead")
-    first = next((c["seq"] for c in changes if c.get("event") == "step_started" and c.get("step") == from_node), None)
+    first = next((c["seq"] for c in changes if c.get("event") in _BEGINS and c.get("step") == from_node), None)
     if first is None:
         raise RerunRefused("node_not_run", f'node "{from_node}" never started in run "{run_id}" (it was skipped or '
                            "not reached); rerun from a node that ran")
@@ -161,10 +164,11 @@ def plan_rerun(sql: sa.Engine, run_id: str, from_node: str, version: RerunVersio
         step = change.get("step")
         if change["seq"] >= first or not step or "[" in step:
             continue
-        if change.get("event") == "step_completed":
+        event, status = change.get("event"), change.get("step_status")
+        if event == "step_completed" or (event == "step_reused" and status == "succeeded"):
             row = steps[step]
             reused.append(ReusedStep(step, tuple(row["ports"] or ()), dict(row["output"] or {})))
-        elif change.get("event") == "step_failed" and change.get("step_status") == "failed":
+        elif event in ("step_failed", "step_reused") and status == "failed":
             reused.append(ReusedStep(step, None, {}))
     reused_ids = {step.node for step in reused}
     chosen, flow = (original, original_flow) if version in ("original", original) else \

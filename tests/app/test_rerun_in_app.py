@@ -12,6 +12,7 @@ from PySide6.QtGui import QContextMenuEvent
 from PySide6.QtWidgets import QApplication, QMenu
 
 from app.rerun_dialog import RerunDialog
+from app.run_details import STATUS_COLUMN
 from app.window import MainWindow
 from canvas.document import FlowDocument
 from engine.flow import flow_from_data
@@ -87,7 +88,16 @@ def test_rerun_from_run_details_repeats_no_upstream_effect(qtbot, engine_window:
                     and details.run.get("status") == "succeeded", timeout=10_000)
     assert f"rerun of run <a href='run:{run_id}'>{run_id[:8]}</a> from node <b>greet</b>" in details.related.text()
     assert details.related.isVisible()
-    assert [cell(details.steps, r, 0).text() for r in range(details.steps.rowCount())] == ["greet", "notify", "done"]
+    assert [(cell(details.steps, r, 0).text(), cell(details.steps, r, STATUS_COLUMN).text())
+            for r in range(details.steps.rowCount())] == [
+        ("start", "reused"), ("charge", "reused"), ("greet", "succeeded"), ("notify", "succeeded"),
+        ("done", "succeeded")]
+    qtbot.mouseClick(details.steps.viewport(), Qt.MouseButton.LeftButton,
+                     pos=details.steps.visualItemRect(cell(details.steps, 1, 0)).center())
+    assert f"taken from run <a href='run:{run_id}'>{run_id[:8]}</a>" in details.step_label.text()
+    assert "reused from run" in details.step_given.toPlainText()
+    assert '"charged"' in details.step_output.toPlainText()
+    assert [bar.node for bar in details.timeline.bars] == ["greet", "notify", "done"]  # reused steps ran elsewhere
 
 
 def test_runs_context_menu_reruns_from_the_canvas_node_and_refuses_a_changed_upstream(

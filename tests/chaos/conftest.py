@@ -273,9 +273,12 @@ class Deployment:
                 rows = [dict(row) for row in source.execute(sa.select(table)).mappings()]
                 if rows:
                     target.execute(sa.insert(table), rows)
+            # As create_run writes them: what a run is started with; everything else comes from its events.
             created = [{"id": r.id, "flow_id": r.flow_id, "version": r.version, "status": "queued",
                         "trigger": r.trigger, "idempotency_key": r.idempotency_key, "inputs": r.inputs,
-                        "state": {}, "created_at": r.created_at, "updated_at": r.created_at}
+                        "state": {}, "errors": None, "created_at": r.created_at, "updated_at": r.created_at,
+                        "parent_run_id": r.parent_run_id, "call_depth": r.call_depth, "rerun_of": r.rerun_of,
+                        "from_node": r.from_node, "started_by": r.started_by}
                        for r in source.execute(sa.select(Run.__table__))]
             if created:
                 target.execute(sa.insert(Run), created)
@@ -289,8 +292,8 @@ class Deployment:
             fresh.dispose()
 
 
-_RUN_COLUMNS = ("id", "status", "state", "result", "error", "error_type", "waiting_on", "current_node",
-                "cost_micros", "last_seq", "started_at", "first_parked_at", "finished_at")
+_RUN_COLUMNS = ("id", "status", "state", "result", "error", "error_type", "errors", "waiting_on", "current_node",
+                "cost_micros", "last_seq", "started_at", "first_parked_at", "finished_at", "rerun_of", "from_node")
 _STEP_COLUMNS = ("run_id", "step", "node_id", "node_type", "status", "attempts", "input", "output", "ports", "error",
                  "error_type", "duration_ms", "started_at", "finished_at")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.runtime.queries import get_run
 from tests.chaos.conftest import Deployment, effect_flow
 
 CRASHES = ["step.before_effect:1", "step.after_effect:1", "worker.before_ack:1"]
@@ -29,3 +30,9 @@ def test_a_rerun_whose_worker_dies_repeats_no_upstream_effect(deployment: Deploy
     assert deployment.counter.effects(original) == 1
     assert deployment.counter.effects(created.run_id) == 0
     assert rerun["state"] == deployment.runs([original])[original]["state"]
+    shown = get_run(deployment.sql, created.run_id)
+    assert shown is not None
+    reused = {step["step"]: step for step in shown["steps"] if step["reused_from"] == original}
+    assert sorted(reused) == ["post", "start"]
+    assert reused["post"]["status"] == "succeeded" and reused["post"]["output"]
+    deployment.check_projection()  # the seed state and the reused steps are in the rerun's events

@@ -12,7 +12,7 @@ import redis
 import sqlalchemy as sa
 
 from engine.clock import ManualClock
-from engine.events import EventBase, EventStamper, ExternalStamper, encode_event
+from engine.events import EventBase, EventStamper, ExternalStamper, RerunSeed, encode_event
 from engine.flow import flow_from_data
 from engine.publish import publish
 from engine.runtime.emitter import EVENT_FIELD
@@ -121,6 +121,38 @@ def test_events_applied_one_by_one_equal_one_batch(sql: sa.Engine) -> None:
         rows = {r.id: (r.status, r.result, r.state, r.last_seq) for r in
                 conn.execute(sa.select(Run.id, Run.status, Run.result, Run.state, Run.last_seq))}
     assert rows["r1"] == rows["r2"] == ("succeeded", "fine", {"x": "1"}, 18)
+
+
+def test_a_rerun_takes_its_seed_state_and_reused_steps_from_its_events(sql: sa.Engine) -> None:
+    """A rerun's row is created with no state: its run_started carries the seed, each step_reused a step row."""
+    _queued(sql, "r1")
+    s = EventStamper("r1", ManualClock(1_800_000_000.0))
+    flop = {"message": "HTTP 500", "type": "http_status", "attempts": 1}
+    events: list[EventBase] = [
+        s.run_started("proj", 1, "start", {}, rerun=RerunSeed(rerun_of="r0", from_node="done", state={"x": "1"},
+                                                              errors={"flop": flop})),
+        s.step_reused("start", "start", "trigger.manual", "r0", ["out"], {}),
+        s.step_reused("flop", "flop", "http.request", "r0", None, {}, error="HTTP 500", error_type="http_status"),
+        s.step_reused("a", "a", "set", "r0", ["out"], {"x": "1"}),
+        s.step_started("done", "done", "terminal"), s.step_completed("done", "done", [], {"y": 2}, 0.2),
+        s.run_succeeded("fine"),
+    ]
+    assert apply_batch(sql, _messages(events)).applied == len(events)
+    after = _snapshot(sql)
+    assert apply_batch(sql, _messages(events)).duplicates == len(events)
+    assert _snapshot(sql) == after
+    with sql.connect() as conn:
+        run = conn.execute(sa.select(Run.state, Run.errors, Run.last_seq).where(Run.id == "r1")).one()
+        steps = {r.step: (r.status, r.attempts, r.node_type, r.ports, r.output, r.error_type) for r in
+                 conn.execute(sa.select(Step.__table__).where(Step.run_id == "r1"))}
+        seqs = list(conn.execute(sa.select(AppliedEvent.seq).where(AppliedEvent.run_id == "r1")
+                                 .order_by(AppliedEvent.seq)).scalars())
+    assert (run.state, run.errors, run.last_seq) == ({"x": "1", "y": 2}, {"flop": flop}, len(events))
+    assert seqs == list(range(1, len(events) + 1))
+    assert steps == {"start": ("succeeded", 0, "trigger.manual", ["out"], {}, None),
+                     "flop": ("failed", 0, "http.request", None, None, "http_status"),
+                     "a": ("succeeded", 0, "set", ["out"], {"x": "1"}, None),
+                     "done": ("succeeded", 1, "terminal", [], {"y": 2}, None)}
 
 
 def test_the_state_machine_refuses_illegal_transitions_into_dead_letters(sql: sa.Engine) -> None:

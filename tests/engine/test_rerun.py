@@ -50,7 +50,12 @@ def test_a_rerun_repeats_no_upstream_effect_and_starts_from_the_recorded_state(a
     assert rerun["status"] == "succeeded"
     assert site.hits == {"/charge": 1, "/notify": 2}  # the upstream POST is never sent again
     assert (rerun["rerun_of"], rerun["from_node"]) == (first["id"], "greet")
-    assert [s["step"] for s in rerun["steps"]] == ["greet", "notify", "done"]
+    assert [(s["step"], s["status"], s["reused_from"]) for s in rerun["steps"]] == [
+        ("start", "succeeded", first["id"]), ("charge", "succeeded", first["id"]),
+        ("greet", "succeeded", None), ("notify", "succeeded", None), ("done", "succeeded", None)]
+    reused_charge, original_charge = any_db_engine.step(rerun, "charge"), any_db_engine.step(first, "charge")
+    assert (reused_charge["ports"], reused_charge["output"], reused_charge["type"], reused_charge["attempts"]) == (
+        original_charge["ports"], original_charge["output"], "http.request", 0)
     assert rerun["result"] == first["result"] == "Hello, Ada #1"
     original_greet = any_db_engine.step(first, "greet")
     assert any_db_engine.step(rerun, "greet")["given"] == original_greet["given"]
@@ -63,7 +68,7 @@ def test_a_rerun_from_a_non_idempotent_node_runs_it_and_nothing_before_it(any_db
     rerun = _rerun(any_db_engine, first["id"], "notify")
     assert rerun["status"] == "succeeded"
     assert site.hits == {"/charge": 1, "/notify": 2}
-    assert [s["step"] for s in rerun["steps"]] == ["notify", "done"]
+    assert [s["step"] for s in rerun["steps"] if s["reused_from"] is None] == ["notify", "done"]
     assert any_db_engine.services.plan_rerun(first["id"], "charge").repeated_effects == ("charge", "notify")
 
 
@@ -95,7 +100,7 @@ def test_a_rewired_upstream_is_named(any_db_engine: Engine, site: Site) -> None:
     downstream_only = _flow(site, tail="end")  # only what follows notify changed
     any_db_engine.services.publish_flow(flow_from_data(downstream_only))
     rerun = _rerun(any_db_engine, first["id"], "notify", "current")
-    assert [s["step"] for s in rerun["steps"]] == ["notify", "end"]
+    assert [s["step"] for s in rerun["steps"] if s["reused_from"] is None] == ["notify", "end"]
 
 
 def test_refusals_are_kinds(any_db_engine: Engine, site: Site) -> None:
@@ -119,7 +124,9 @@ def test_refusals_are_kinds(any_db_engine: Engine, site: Site) -> None:
     assert not_run.value.kind == "node_not_run"
     rerun = _rerun(any_db_engine, run["id"], "done")
     # the dead path is worked out again (and recorded as skipped); nothing before "done" runs
-    assert sorted((s["step"], s["status"]) for s in rerun["steps"]) == [("done", "succeeded"), ("skipped", "skipped")]
+    assert sorted((s["step"], s["status"], s["reused_from"]) for s in rerun["steps"]) == [
+        ("done", "succeeded", None), ("route", "succeeded", run["id"]), ("skipped", "skipped", None),
+        ("start", "succeeded", run["id"])]
 
 
 def test_a_failure_gone_past_and_a_foreach_upstream_are_reused_as_recorded(any_db_engine: Engine, site: Site) -> None:
@@ -139,6 +146,10 @@ def test_a_failure_gone_past_and_a_foreach_upstream_are_reused_as_recorded(any_d
     rerun = _rerun(any_db_engine, first["id"], "done")
     assert (rerun["status"], rerun["result"]) == ("succeeded", "http_status 2"), rerun
     assert rerun["errors"] == first["errors"]
+    flop = any_db_engine.step(rerun, "flop")
+    assert (flop["status"], flop["reused_from"], flop["error_type"]) == ("failed", first["id"], "http_status")
+    assert flop["error"] == any_db_engine.step(first, "flop")["error"]
+    assert any_db_engine.step(rerun, "each")["output"] == any_db_engine.step(first, "each")["output"]
     assert site.hits == {"/fail": 1, "/item": 2}
     again = _rerun(any_db_engine, first["id"], "each")  # a foreach reruns whole, its body included
     assert again["status"] == "succeeded"
@@ -161,3 +172,19 @@ def test_an_unfinished_run_and_a_run_given_secrets_are_refused(any_db_engine: En
     with pytest.raises(RerunRefused) as gone:
         services.plan_rerun(run["id"], "done")
     assert gone.value.kind == "secret_inputs_gone" and "token" in str(gone.value)
+
+
+def test_a_rerun_can_be_rerun_from_a_step_it_ran_or_one_it_reused(any_db_engine: Engine, site: Site) -> None:
+    """A rerun's record holds its seed and reused steps (its events carry them), so it plans like any run."""
+    first = any_db_engine.run(_flow(site), {"name": "Ada"})
+    second = _rerun(any_db_engine, first["id"], "notify")
+    assert second["state"] == first["state"] | {"notified": second["state"]["notified"]}
+    plan = any_db_engine.services.plan_rerun(second["id"], "notify")
+    assert [step.node for step in plan.reused] == ["start", "charge", "greet"]
+    assert plan.state == any_db_engine.services.plan_rerun(first["id"], "notify").state
+    third = _rerun(any_db_engine, second["id"], "greet")  # greet was reused in the second run
+    assert (third["status"], third["result"], third["rerun_of"]) == ("succeeded", "Hello, Ada #1", second["id"])
+    assert [(s["step"], s["reused_from"]) for s in third["steps"]] == [
+        ("start", second["id"]), ("charge", second["id"]), ("greet", None), ("notify", None), ("done", None)]
+    assert third["state"]["charged"] == first["state"]["charged"]
+    assert site.hits == {"/charge": 1, "/notify": 3}

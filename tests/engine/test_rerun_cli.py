@@ -36,9 +36,13 @@ def test_lockgate_runs_rerun_reuses_the_upstream_steps(tmp_path: Path, redis_url
     shown = json.loads(rerun.stdout)
     assert (shown["status"], shown["result"], shown["rerun_of"], shown["from_node"]) == (
         "succeeded", "#1", run_id, "notify")
-    assert [s["step"] for s in shown["steps"]] == ["notify", "done"]
+    assert [(s["step"], s["reused_from"]) for s in shown["steps"]] == [
+        ("start", run_id), ("charge", run_id), ("notify", None), ("done", None)]
     assert site.hits == {"/charge": 1, "/notify": 2}
-    assert f"rerun of run {run_id} from node notify" in lockgate(env, "runs", "show", shown["id"]).stdout
+    show = lockgate(env, "runs", "show", shown["id"]).stdout
+    assert f"rerun of run {run_id} from node notify" in show
+    charge = next(line for line in show.splitlines() if line.split()[:1] == ["charge"])
+    assert "reused" in charge.split(), show
 
     detached = lockgate(env, "runs", "rerun", run_id, "--from", "done", "--detach", "--json")
     assert detached.returncode == 0, detached.stderr

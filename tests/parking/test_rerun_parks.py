@@ -27,4 +27,5 @@ def test_a_rerun_from_a_queue_parks_and_resumes_with_the_reused_state(parked_any
     rerun = parked.wait_status(created.run_id, "succeeded", "failed")
     assert (rerun["status"], rerun["result"], rerun["rerun_of"]) == ("succeeded", "#1", first)
     assert site.hits == {"/charge": 1}
-    assert [s["step"] for s in rerun["steps"]] == ["pause", "done"]
+    assert [(s["step"], s["reused_from"]) for s in rerun["steps"]] == [
+        ("start", first), ("charge", first), ("pause", None), ("done", None)]
