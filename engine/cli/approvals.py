@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,13 +45,13 @@ def register(subparsers: Any) -> None:
 @contextmanager
 def open_handles() -> Iterator[Any]:
     """Redis (configured or the data folder's embedded one) and the store, closed afterwards."""
-    from engine.config import EngineConfig
+    from engine.cli.settings import command_config
     from engine.runtime.handles import EngineHandles
     from engine.store.db import init_db, make_engine
     from engine.transport.connection import open_redis
     from engine.transport.keys import Keyspace
 
-    config = EngineConfig.from_env()
+    config = command_config()
     config.data_dir.mkdir(parents=True, exist_ok=True)
     sql = make_engine(config.sql_url)
     init_db(sql)
@@ -112,8 +111,10 @@ def notify_secret_command(args: argparse.Namespace) -> int:
 
 def decide_command(args: argparse.Namespace) -> int:
     from engine.approvals.decide import decide_with_key
+    from engine.cli.settings import command_settings
 
-    key = args.key or os.environ.get(KEY_ENV)
+    configured = command_settings().api_key
+    key = args.key or (configured.get_secret_value() if configured is not None else None)
     if not key:
         print(f"lockgate approvals decide: no API key; pass --key K (or set {KEY_ENV}); create one with "
               "`lockgate keys create NAME`", file=sys.stderr)
