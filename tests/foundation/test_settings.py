@@ -85,6 +85,13 @@ def test_an_empty_variable_is_unset(clean_env: pytest.MonkeyPatch) -> None:
     assert load_settings() == LockgateSettings()
 
 
+def test_the_log_levels_are_the_logging_setup_s() -> None:
+    from engine.logs import LEVELS
+    from engine.settings import LOG_LEVELS
+
+    assert tuple(LEVELS) == LOG_LEVELS
+
+
 def test_auto_migrate_is_a_switch(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("LOCKGATE_AUTO_MIGRATE", "0")
     assert load_settings().auto_migrate is False
