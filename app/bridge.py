@@ -12,7 +12,6 @@ cannot start, it says why and the panels show that.
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Literal, TypeAlias, TypeVar
 
@@ -31,6 +30,7 @@ from app.live_subscriber import LiveSubscriber
 from app.settings import BudgetSetting
 from engine.config import EngineConfig
 from engine.logs import RecordBuffer
+from engine.settings import LockgateSettings, load_settings
 
 if TYPE_CHECKING:
     from engine.approvals.keys import KeyInfo
@@ -86,8 +86,11 @@ class EngineBridge(QObject):
 
     def __init__(self, config: EngineConfig, budgets: Iterable[BudgetSetting] = (), workers: int = 2,
                  parent: QObject | None = None, out_of_process: bool = True,
-                 log_records: RecordBuffer | None = None, clock: Clock | None = None) -> None:
+                 log_records: RecordBuffer | None = None, clock: Clock | None = None,
+                 settings: LockgateSettings | None = None) -> None:
         super().__init__(parent)
+        self.settings = settings if settings is not None else load_settings()
+        """The `LOCKGATE_*` settings of the app's engine: the caller's, else the environment's, read here once."""
         if clock is not None and out_of_process:
             raise ValueError("an injected clock needs the engine in this process (out_of_process=False): a worker "
                              "child process keeps its own time")
@@ -125,6 +128,11 @@ class EngineBridge(QObject):
         self._live_ready.connect(self._take_live)
 
     @property
+    def webhook_base_url(self) -> str:
+        """Where the app's engine serves the HTTP API and webhooks: `LOCKGATE_HTTP_URL`, else the default."""
+        return self.settings.http_url or DEFAULT_HTTP_URL
+
+    @property
     def available(self) -> bool:
         return self.state == "running" and self.api is not None
 
@@ -150,15 +158,17 @@ class EngineBridge(QObject):
             facade = importlib.import_module(FACADE_MODULE)
             services: EngineServices
             if self.out_of_process:
-                services = host.EngineServices(self.config, workers=0, projector=False, due_waker=False)
+                services = host.EngineServices(self.config, workers=0, projector=False, due_waker=False,
+                                               settings=self.settings)
             else:
-                services = host.EngineServices(self.config, clock=self.clock, workers=self.workers)
+                services = host.EngineServices(self.config, clock=self.clock, workers=self.workers,
+                                               settings=self.settings)
                 services.add_batch_listener(self._on_projector_batch)
             # Known to stop() even if the app quits before the GUI hears that the start finished.
             self._started_services = services
             try:
                 # First: it writes the `local` provider's URL into providers.json, which the engine reads at start.
-                self.simulator = SimulatorProcess(self.config.data_dir).start()
+                self.simulator = SimulatorProcess(self.config.data_dir, settings=self.settings).start()
                 services.start()
                 api: EngineApi = facade.EngineApi(services)
                 for budget in self.budgets:
@@ -172,7 +182,7 @@ class EngineBridge(QObject):
                                                         self.log_records).start()
                     self.subscriber = LiveSubscriber(services.redis.client(socket_timeout=10), services.keys.live,
                                                      self._live_ready.emit).start()
-                    self.http_url, self.http_problem = _http_url_for_engine()
+                    self.http_url, self.http_problem = _http_url_for_engine(self.webhook_base_url)
                     self.engine_process = EngineProcess(self.config, services.redis.url, self.workers,
                                                         self.http_url).start()
             except BaseException:
@@ -267,7 +277,7 @@ class EngineBridge(QObject):
             from engine.logs import log_folder
 
             self.unavailable_reason = (f"the engine's worker process exited (code {code}); see {process.log_path} "
-                                       f"and {log_folder() / 'worker.log'}")
+                                       f"and {log_folder(self.settings) / 'worker.log'}")
             self._set_state("failed", f"Engine failed: {self.unavailable_reason}")
 
     # ----- requests (run on the engine thread, answered on the GUI thread) ---------------
@@ -404,15 +414,12 @@ async def _sync(call: Callable[[], T]) -> T:
     return call()
 
 
-def _http_url_for_engine() -> tuple[str | None, str]:
-    """The URL the engine child should serve the HTTP API on, or None and why not."""
-    url = os.environ.get("LOCKGATE_HTTP_URL") or DEFAULT_HTTP_URL
+def _http_url_for_engine(url: str) -> tuple[str | None, str]:
+    """`url` if the engine child can serve the HTTP API on it, or None and why not."""
     try:
         host, port = http_address(url)
     except ValueError as exc:
         return None, str(exc)
     if not port_is_free(host, port):
         return None, f"{host}:{port} is in use; set LOCKGATE_HTTP_URL to a free http://HOST:PORT"
-    # Trigger rows and the CLI print webhook URLs from this variable.
-    os.environ["LOCKGATE_HTTP_URL"] = url
     return url, ""

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from engine.config import EngineConfig
+from engine.settings import LockgateSettings, load_settings
 
 STOP_TIMEOUT_S = 15.0
 LOG_NAME = "engine-worker.log"
@@ -27,14 +28,11 @@ SIMULATOR_PORT = 8765
 SIMULATOR_PORT_VARIABLE = "LOCKGATE_SIMULATOR_PORT"
 
 
-def preferred_simulator_port() -> int:
-    """`LOCKGATE_SIMULATOR_PORT` when set (an app beside another one's simulator), else `SIMULATOR_PORT`."""
-    text = os.environ.get(SIMULATOR_PORT_VARIABLE, "").strip()
-    if not text:
-        return SIMULATOR_PORT
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ValueError(f"{SIMULATOR_PORT_VARIABLE} {text!r} is not a port number (1-65535)")
-    return int(text)
+def preferred_simulator_port(settings: LockgateSettings | None = None) -> int:
+    """`LOCKGATE_SIMULATOR_PORT` (of `settings`, else of the environment now) when set (an app beside another
+    one's simulator), else `SIMULATOR_PORT`; a bad one raises SettingsError (a ValueError)."""
+    configured = (settings if settings is not None else load_settings()).simulator_port
+    return configured if configured is not None else SIMULATOR_PORT
 
 
 _PR_SET_PDEATHSIG = 1
@@ -96,9 +94,10 @@ class SimulatorProcess:
     into the `local` entry of providers.json (so the engine, in any process, calls it there).
     """
 
-    def __init__(self, data_dir: Path, preferred_port: int | None = None) -> None:
+    def __init__(self, data_dir: Path, preferred_port: int | None = None,
+                 settings: LockgateSettings | None = None) -> None:
         self.data_dir = data_dir
-        self.preferred_port = preferred_simulator_port() if preferred_port is None else preferred_port
+        self.preferred_port = preferred_simulator_port(settings) if preferred_port is None else preferred_port
         self.process: subprocess.Popen[bytes] | None = None
         self.reused = False
         self.url = ""
@@ -209,6 +208,8 @@ class EngineProcess:
         env = dict(os.environ)
         env.update(LOCKGATE_DATA_DIR=str(self.config.data_dir), LOCKGATE_REDIS_URL=self.redis_url,
                    LOCKGATE_KEY_PREFIX=self.config.key_prefix)
+        if self.http_url is not None:
+            env["LOCKGATE_HTTP_URL"] = self.http_url  # the child's callback links fall back to it
         if self.config.db_url:
             env["LOCKGATE_DB_URL"] = self.config.db_url
         else:

@@ -5,11 +5,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
-import os
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
@@ -19,25 +17,21 @@ from app.settings import APPLICATION, ORGANIZATION, AppSettings
 from app.window import MainWindow
 from engine.config import EngineConfig
 from engine.logs import RecordBuffer
-
-READY_ENV = "LOCKGATE_EXIT_WHEN_READY"
-"""When set, print `ready <seconds>` once the window is shown and idle, then quit (startup measurement)."""
-NO_ENGINE_ENV = "LOCKGATE_NO_ENGINE"
-"""When set, the window opens without starting the embedded engine."""
+from engine.settings import LockgateSettings, load_settings
 
 _IMPORTED_AT = time.perf_counter()
 
 
-def engine_config(settings: AppSettings) -> EngineConfig:
-    """The settings' engine locations; LOCKGATE_DATA_DIR / _REDIS_URL / _DB_URL (e.g. `--data-dir`) win."""
+def engine_config(settings: AppSettings, lockgate: LockgateSettings) -> EngineConfig:
+    """The app settings' engine locations; LOCKGATE_DATA_DIR / _REDIS_URL / _DB_URL (e.g. `--data-dir`) win."""
     config = settings.engine_config()
     overrides: dict[str, object] = {}
-    if os.environ.get("LOCKGATE_DATA_DIR"):
-        overrides["data_dir"] = Path(os.environ["LOCKGATE_DATA_DIR"]).expanduser()
-    if os.environ.get("LOCKGATE_REDIS_URL"):
-        overrides["redis_url"] = os.environ["LOCKGATE_REDIS_URL"]
-    if os.environ.get("LOCKGATE_DB_URL"):
-        overrides["db_url"] = os.environ["LOCKGATE_DB_URL"]
+    if lockgate.data_dir is not None:
+        overrides["data_dir"] = lockgate.data_dir
+    if lockgate.redis_url:
+        overrides["redis_url"] = lockgate.redis_url
+    if lockgate.db_url:
+        overrides["db_url"] = lockgate.db_url
     return dataclasses.replace(config, **overrides) if overrides else config  # type: ignore[arg-type]
 
 
@@ -65,14 +59,18 @@ def freeze_startup_objects() -> None:
 
 
 def create_main_window(app: QApplication, settings: AppSettings, start_engine: bool = True,
-                       log_records: RecordBuffer | None = None) -> MainWindow:
+                       log_records: RecordBuffer | None = None,
+                       lockgate_settings: LockgateSettings | None = None) -> MainWindow:
     """The themed main window with its engine bridge; opens the example on a first start.
 
-    `log_records`: the process's log records for the Log dock (the engine child's arrive there too)."""
+    `log_records`: the process's log records for the Log dock (the engine child's arrive there too).
+    `lockgate_settings`: the `LOCKGATE_*` settings (None: the environment's, read here)."""
     from app.theme import apply_app_theme
 
+    lockgate = lockgate_settings if lockgate_settings is not None else load_settings()
     apply_app_theme(app, settings.theme)
-    bridge = EngineBridge(engine_config(settings), settings.budgets(), log_records=log_records)
+    bridge = EngineBridge(engine_config(settings, lockgate), settings.budgets(), log_records=log_records,
+                          settings=lockgate)
     window = MainWindow(settings, bridge, log_records=log_records)
     if not settings.first_start_done:
         window.first_start()
@@ -87,17 +85,19 @@ def create_main_window(app: QApplication, settings: AppSettings, start_engine: b
 
 
 def run_app(argv: Sequence[str] | None = None, settings: AppSettings | None = None,
-            log_records: RecordBuffer | None = None) -> int:
-    """Open the app and run until the main window closes; `log_records` feed its Log dock."""
+            log_records: RecordBuffer | None = None, lockgate_settings: LockgateSettings | None = None) -> int:
+    """Open the app and run until the main window closes; `log_records` feed its Log dock. `lockgate_settings`:
+    the `LOCKGATE_*` settings `app.main` read (None: the environment's, read here)."""
     import qasync
 
+    lockgate = lockgate_settings if lockgate_settings is not None else load_settings()
     app = create_application(argv)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    window = create_main_window(app, settings or AppSettings(), start_engine=not os.environ.get(NO_ENGINE_ENV),
-                                log_records=log_records)
+    window = create_main_window(app, settings or AppSettings(), start_engine=not lockgate.no_engine,
+                                log_records=log_records, lockgate_settings=lockgate)
     window.show()
-    if os.environ.get(READY_ENV):
+    if lockgate.exit_when_ready:
         def report_ready() -> None:
             print(f"ready {time.perf_counter() - _IMPORTED_AT:.3f}", flush=True)
             window.close()

@@ -56,31 +56,41 @@ def log_file_name(command: str | None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """`argv=None` is a process start (`lockgate`, `python -m app`): it configures the process's logging.
     An explicit `argv` (tests, embedding) leaves the caller's logging as it is."""
+    from engine.settings import SettingsError, load_settings
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.data_dir:
-        os.environ["LOCKGATE_DATA_DIR"] = args.data_dir
+        os.environ["LOCKGATE_DATA_DIR"] = args.data_dir  # the children this process starts read it too
+    try:
+        # The one read of the LOCKGATE_* settings for this command (or the window); the parts get them from here.
+        settings = load_settings()
+    except SettingsError as exc:
+        parser.exit(2, f"lockgate: error: {exc}\n")
     log_records = None
     if argv is None:
         from engine.logs import LOG_LEVEL_ENV, LogLevelError, RecordBuffer, chosen_level, configure_logging, log_folder
 
         try:
-            level = chosen_level(args.log_level)
+            level = chosen_level(args.log_level, settings)
         except LogLevelError as exc:
             parser.error(str(exc))
         if args.log_level:
             os.environ[LOG_LEVEL_ENV] = level  # the app's engine child and other children log at it too
         log_records = RecordBuffer() if args.command is None else None
-        configure_logging(level, log_folder(), console=True, name=log_file_name(args.command),
+        configure_logging(level, log_folder(settings), console=True, name=log_file_name(args.command),
                           extra_handlers=[log_records] if log_records is not None else [])
         logging.getLogger("lockgate.main").info("started: lockgate %s %s, pid %d", __version__, args.command or "app",
                                                   os.getpid())
     if args.command is None:
         from app.gui import run_app
 
-        return run_app(log_records=log_records)
+        return run_app(log_records=log_records, lockgate_settings=settings)
+    from engine.cli.settings import in_force
+
     try:
-        return int(args.handler(args) or 0)
+        with in_force(settings):
+            return int(args.handler(args) or 0)
     except BrokenPipeError:
         # The reader went away (`lockgate runs list | head`): not an error of ours. Point stdout at devnull so
         # the interpreter's final flush does not raise again.

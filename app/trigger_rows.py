@@ -8,7 +8,6 @@ canvas, so a schedule firing into a disabled flow is never a silent void.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -17,7 +16,7 @@ from engine.durations import parse_duration
 from engine.triggers.status import TriggerNode, TriggerStatus
 
 __all__ = ["TriggerNode", "TriggerRow", "TriggerStatus", "mask_token", "next_fire_time", "trigger_rows",
-           "webhook_base_url", "webhook_refusals"]
+           "webhook_refusals"]
 
 # Redis and croniter are imported where used: this module loads with the window, before the engine starts.
 
@@ -25,10 +24,6 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 """Where `lockgate worker --http` serves unless LOCKGATE_HTTP_URL says otherwise (as the CLI prints it)."""
 WEBHOOK_REFUSALS = ("webhook_unsigned", "webhook_bad_signature", "webhook_unknown_token")
 """Counters of deliveries refused before their flow is known (they name no trigger)."""
-
-
-def webhook_base_url() -> str:
-    return os.environ.get("LOCKGATE_HTTP_URL", DEFAULT_BASE_URL)
 
 
 @dataclass(frozen=True)
@@ -92,10 +87,10 @@ def next_fire_time(config: dict[str, Any], after: float, now: float) -> float | 
     return float(croniter(cron, start).get_next(datetime).timestamp())
 
 
-def trigger_rows(status: TriggerStatus, base_url: str = "") -> list[TriggerRow]:
+def trigger_rows(status: TriggerStatus, base_url: str = DEFAULT_BASE_URL) -> list[TriggerRow]:
     from engine.triggers.settings import SWITCHED_TYPES
 
-    base = (base_url or webhook_base_url()).rstrip("/")
+    base = base_url.rstrip("/")
     rows: list[TriggerRow] = []
     for node in status.nodes:
         setting = status.settings.get(node.node_id)

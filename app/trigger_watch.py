@@ -94,7 +94,7 @@ class TriggerWatch(QObject):
             self._mark_canvas(status.flow_id, [])
             self.refreshed.emit(status.flow_id)
             return
-        rows = trigger_rows(status, self.base_url)
+        rows = trigger_rows(status, self.base_url or self.bridge.webhook_base_url)
         self._note_hits(status.flow_id, rows)
         self.window.triggers.set_triggers(status.flow_id, status.version, status.flow_enabled, rows,
                                           webhook_refusals(status.counters))

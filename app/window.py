@@ -391,7 +391,7 @@ class MainWindow(QMainWindow):
         simulator = self.bridge.simulator if self.bridge is not None else None
         if simulator is not None and simulator.url:
             return simulator.url.removesuffix("/v1")
-        return f"http://{SIMULATOR_HOST}:{preferred_simulator_port()}"
+        return f"http://{SIMULATOR_HOST}:{preferred_simulator_port(self.bridge.settings if self.bridge else None)}"
 
     def save(self) -> bool:
         document = self.document

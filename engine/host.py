@@ -50,6 +50,7 @@ from engine.runtime.transitions import TERMINAL
 from engine.runtime.watchdog import Watchdog
 from engine.runtime.worker import PlanCache, Worker, ensure_group
 from engine.secret_box import SecretBox, box_for
+from engine.settings import LockgateSettings, load_settings
 from engine.store.db import init_db, make_engine
 from engine.store.schema_check import require_current_schema
 from engine.transport.connection import RedisHandle, open_redis
@@ -70,8 +71,14 @@ class EngineServices:
                  budget_preflight: BudgetPreflight = no_budget_preflight, block_ms: int = 500,
                  heartbeat_seconds: float = HEARTBEAT_SECONDS, scheduler: bool = True,
                  recovery: RecoveryThresholds | None = None, reaper: bool = True,
-                 max_call_depth: int | None = None, migrate: bool = True, role: str = "all") -> None:
+                 max_call_depth: int | None = None, migrate: bool = True, role: str = "all",
+                 settings: LockgateSettings | None = None) -> None:
         self.config = config
+        self.settings = settings if settings is not None else load_settings()
+        """The `LOCKGATE_*` settings this engine runs with: the caller's, else the environment's, read here once
+        (`config` carries the locations; these the limits, thresholds, key and URLs)."""
+        self.input_limits = InputLimits.from_settings(self.settings)
+        """How large a run's inputs may be (`LOCKGATE_MAX_INPUT_DEPTH`, `LOCKGATE_MAX_INPUT_BYTES`)."""
         self.migrate = migrate
         """Upgrade the schema at start (the default); False: refuse a schema that is not current
         (`SchemaMismatch`), as workers on a shared database do."""
@@ -87,16 +94,16 @@ class EngineServices:
         self.budget_preflight = budget_preflight
         self.block_ms = block_ms
         self.heartbeat_seconds = heartbeat_seconds
-        self.recovery = recovery or RecoveryThresholds.from_env()
+        self.recovery = recovery or RecoveryThresholds.from_settings(self.settings)
         """Watchdog and reaper thresholds (heartbeat timeout, pending idle time, retry cap)."""
         self.run_reaper = reaper
         self.reaper: Reaper | None = None
         self.watchdog: Watchdog | None = None
         """Longest blocking stream read; bounds how long stop() waits for a worker."""
         self.keys = Keyspace(config.key_prefix)
-        self.box: SecretBox = box_for(config.data_dir)
+        self.box: SecretBox = box_for(config.data_dir, self.settings)
         """Seals secret inputs and the run data of runs that have them; its key is read at first use."""
-        self.callback_links = CallbackLinks(self.box)
+        self.callback_links = CallbackLinks(self.box, self.settings.public_url, self.settings.http_url)
         """Makes `wait.callback` resume URLs; an HTTP server started on these services tells it its URL."""
         self.redis: RedisHandle | None = None
         self.sql: sa.Engine | None = None
@@ -110,8 +117,8 @@ class EngineServices:
         self.triggers: TriggerRuntime | None = None
         """Schedules, event triggers and outgoing run callbacks, once started."""
         self.latest_versions = LatestVersions()
-        self.max_call_depth = max_call_depth
-        """How deep `flow.call` child runs may nest (None: `LOCKGATE_MAX_CALL_DEPTH`, else 8)."""
+        self.max_call_depth = max_call_depth if max_call_depth is not None else self.settings.max_call_depth
+        """How deep `flow.call` child runs may nest (default: `LOCKGATE_MAX_CALL_DEPTH`)."""
         self.calls: CallRuntime | None = None
         """flow.call child runs, once started."""
         self.approval_notices: NoticeSender | None = None
@@ -134,7 +141,7 @@ class EngineServices:
             require_current_schema(self.sql, self.config.sql_url.split("://", 1)[0] + " database")
         client = self.redis.client()
         self.process_entry = ProcessEntry(self.role, self.worker_count)
-        self.handles = EngineHandles(client, self.keys, self.sql, self.clock, self.box)
+        self.handles = EngineHandles(client, self.keys, self.sql, self.clock, self.box, self.input_limits)
         ensure_group(client, self.keys.jobs, self.keys.jobs_group)
         ensure_group(client, self.keys.events, self.keys.events_group)
         self.due = DueSet(client, self.keys)

@@ -11,7 +11,6 @@ import contextvars
 import faulthandler
 import logging
 import logging.config
-import os
 import sys
 import threading
 from collections import deque
@@ -23,6 +22,8 @@ from types import TracebackType
 from typing import IO, Any
 
 import platformdirs
+
+from engine.settings import LockgateSettings, load_settings
 
 APP_NAME = "lockgate"
 LOG_DIR_ENV = "LOCKGATE_LOG_DIR"
@@ -53,19 +54,19 @@ def parse_level(text: str, source: str = "--log-level") -> str:
     return level
 
 
-def chosen_level(flag: str | None) -> str:
-    """The flag's level, else LOCKGATE_LOG_LEVEL's, else `info`; a bad one raises LogLevelError."""
+def chosen_level(flag: str | None, settings: LockgateSettings) -> str:
+    """The flag's level, else LOCKGATE_LOG_LEVEL's, else `info`; a bad flag raises LogLevelError."""
     if flag:
         return parse_level(flag)
-    configured = os.environ.get(LOG_LEVEL_ENV)
-    return parse_level(configured, LOG_LEVEL_ENV) if configured else DEFAULT_LEVEL
+    return settings.log_level or DEFAULT_LEVEL
 
 
-def log_folder() -> Path:
-    """LOCKGATE_LOG_DIR, else the platform's user log folder (e.g. ~/.local/state/lockgate/log)."""
-    configured = os.environ.get(LOG_DIR_ENV)
-    if configured:
-        return Path(configured).expanduser()
+def log_folder(settings: LockgateSettings | None = None) -> Path:
+    """LOCKGATE_LOG_DIR (of `settings`, else of the environment now), else the platform's user log folder
+    (e.g. ~/.local/state/lockgate/log)."""
+    configured = (settings if settings is not None else load_settings()).log_dir
+    if configured is not None:
+        return configured
     return Path(platformdirs.user_log_dir(APP_NAME, appauthor=False))
 
 

@@ -24,6 +24,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from engine.secrets import SecretStore, lookup_secret
+from engine.settings import LockgateSettings, load_settings
 
 ENV_KEY = "LOCKGATE_SECRET_KEY"
 VERSION = b"LGS1"
@@ -131,11 +132,12 @@ def data_key_name(data_dir: Path) -> str:
     return f"engine:data-key:{data_dir.expanduser().resolve()}"
 
 
-def data_key(data_dir: Path) -> tuple[bytes, str]:
-    """The deployment's data key and where it came from; created in the data folder's store when missing."""
-    configured = os.environ.get(ENV_KEY)
-    if configured:
-        return decode_key(configured, ENV_KEY), ENV_KEY
+def data_key(data_dir: Path, settings: LockgateSettings | None = None) -> tuple[bytes, str]:
+    """The deployment's data key and where it came from: `settings`' `LOCKGATE_SECRET_KEY` (None: the
+    environment's now), else the data folder's store, which gets one when it has none."""
+    configured = (settings if settings is not None else load_settings()).secret_key
+    if configured is not None:
+        return decode_key(configured.get_secret_value(), ENV_KEY), ENV_KEY
     name = data_key_name(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     # Two processes starting on one folder must not each create a key: the second waits and reads the first's.
@@ -158,6 +160,6 @@ def data_key(data_dir: Path) -> tuple[bytes, str]:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
-def box_for(data_dir: Path) -> SecretBox:
+def box_for(data_dir: Path, settings: LockgateSettings | None = None) -> SecretBox:
     """The box of a deployment whose data folder is `data_dir`; its key is read (or made) at first use."""
-    return SecretBox(lambda: data_key(data_dir))
+    return SecretBox(lambda: data_key(data_dir, settings))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engine.calls.waker import ChildRunWaker
-from engine.calls.wiring import CallServices, install, max_call_depth_from_env, uninstall
+from engine.calls.wiring import CallServices, install, uninstall
 from engine.parts import PartContext
 
 
@@ -13,9 +13,8 @@ class CallRuntime:
         self.waker = waker
 
     @classmethod
-    def start(cls, parts: PartContext, max_depth: int | None = None) -> CallRuntime:
-        services = CallServices(parts.handles, parts.preflight, parts.latest_versions,
-                                max_depth if max_depth is not None else max_call_depth_from_env())
+    def start(cls, parts: PartContext, max_depth: int) -> CallRuntime:
+        services = CallServices(parts.handles, parts.preflight, parts.latest_versions, max_depth)
         install(services)
         waker = ChildRunWaker(parts.handles)
         if parts.add_batch_listener is not None:

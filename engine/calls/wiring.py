@@ -7,7 +7,6 @@ the key prefix of the worker's keyspace, so engines on different prefixes in one
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,20 +17,9 @@ import sqlalchemy as sa
 
 from engine.runtime.create import BudgetPreflight, CreatedRun, LatestVersions, create_run
 from engine.runtime.handles import EngineHandles
+from engine.settings import DEFAULT_MAX_CALL_DEPTH
 from engine.store.db import READ_ONLY_OPTION
 from engine.store.models import Run
-
-DEFAULT_MAX_CALL_DEPTH = 8
-MAX_CALL_DEPTH_ENV = "LOCKGATE_MAX_CALL_DEPTH"
-
-
-def max_call_depth_from_env() -> int:
-    """`LOCKGATE_MAX_CALL_DEPTH` (a whole number >= 1), else 8."""
-    raw = os.environ.get(MAX_CALL_DEPTH_ENV) or str(DEFAULT_MAX_CALL_DEPTH)
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{MAX_CALL_DEPTH_ENV}={raw!r} is not a whole number >= 1; set it like "
-                         f"{MAX_CALL_DEPTH_ENV}={DEFAULT_MAX_CALL_DEPTH}")
-    return int(raw)
 
 
 @contextmanager

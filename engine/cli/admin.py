@@ -22,11 +22,11 @@ def register(subparsers: Any) -> None:
 
 
 def migrate_command(args: argparse.Namespace) -> int:
-    from engine.config import EngineConfig
+    from engine.cli.settings import command_config
     from engine.store.db import init_db, make_engine
     from engine.store.schema_check import schema_state
 
-    config = EngineConfig.from_env()
+    config = command_config()
     sql = make_engine(config.sql_url)
     try:
         before = schema_state(sql)
@@ -48,13 +48,13 @@ def migrate_command(args: argparse.Namespace) -> int:
 def status_command(args: argparse.Namespace) -> int:
     import orjson
 
-    from engine.config import EngineConfig
+    from engine.cli.settings import command_config
     from engine.runtime.deployment_status import deployment_status
     from engine.store.db import make_engine
     from engine.transport.connection import open_redis
     from engine.transport.keys import Keyspace
 
-    config = EngineConfig.from_env()
+    config = command_config()
     sql = make_engine(config.sql_url)
     handle = open_redis(config)
     try:

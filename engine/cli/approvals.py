@@ -12,7 +12,6 @@ after the timeout, bad or revoked key, no rights), 2 usage (no key given), 3 the
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -49,13 +48,13 @@ def register(subparsers: Any) -> None:
 @contextmanager
 def open_handles() -> Iterator[Any]:
     """Redis (configured or the data folder's embedded one) and the store, closed afterwards."""
-    from engine.config import EngineConfig
+    from engine.cli.settings import command_config
     from engine.runtime.handles import EngineHandles
     from engine.store.db import init_db, make_engine
     from engine.transport.connection import open_redis
     from engine.transport.keys import Keyspace
 
-    config = EngineConfig.from_env()
+    config = command_config()
     config.data_dir.mkdir(parents=True, exist_ok=True)
     sql = make_engine(config.sql_url)
     init_db(sql)
@@ -120,8 +119,10 @@ def notify_secret_command(args: argparse.Namespace) -> int:
 def decide_command(args: argparse.Namespace) -> int:
     from engine.cli.output import print_json
     from engine.cli.session import EngineUnavailable, engine_api, report_unavailable
+    from engine.cli.settings import command_settings
 
-    key = args.key or os.environ.get(KEY_ENV)
+    configured = command_settings().api_key
+    key = args.key or (configured.get_secret_value() if configured is not None else None)
     if not key:
         print(f"lockgate approvals decide: no API key; pass --key K (or set {KEY_ENV}); create one with "
               "`lockgate keys create NAME`", file=sys.stderr)

@@ -40,14 +40,14 @@ def register(subparsers: Any) -> None:
 @contextmanager
 def _services() -> Iterator[tuple[Any, Any]]:
     """(SQL engine, ledger) of the configured data folder, the ledger restored from SQL."""
-    from engine.config import EngineConfig
+    from engine.cli.settings import command_config
     from engine.money.ledger import BudgetLedger
     from engine.money.sql_sync import restore_ledger
     from engine.store.db import open_store
     from engine.transport.connection import open_redis
     from engine.transport.keys import Keyspace
 
-    config = EngineConfig.from_env()
+    config = command_config()
     sql = open_store(config)
     handle = open_redis(config)
     try:

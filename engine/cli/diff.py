@@ -70,12 +70,12 @@ def diff_files_command(args: argparse.Namespace) -> int:
 
 
 def diff_versions_command(args: argparse.Namespace) -> int:
-    from engine.config import EngineConfig
+    from engine.cli.settings import command_config
     from engine.flow_diff import diff_flows
     from engine.publish import UnknownFlowVersion, get_version
     from engine.store.db import init_db, make_engine
 
-    sql = make_engine(EngineConfig.from_env().sql_url)
+    sql = make_engine(command_config().sql_url)
     init_db(sql)
     try:
         _, before = get_version(sql, args.flow_id, args.before)

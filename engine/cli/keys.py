@@ -31,10 +31,10 @@ def register(subparsers: Any) -> None:
 
 def open_sql() -> Any:
     """The store of the data folder (LOCKGATE_DB_URL or its SQLite file), migrated."""
-    from engine.config import EngineConfig
+    from engine.cli.settings import command_config
     from engine.store.db import init_db, make_engine
 
-    config = EngineConfig.from_env()
+    config = command_config()
     config.data_dir.mkdir(parents=True, exist_ok=True)
     engine = make_engine(config.sql_url)
     init_db(engine)

@@ -40,7 +40,7 @@ def parse_version(text: str) -> int | str:
 
 def rerun_command(args: argparse.Namespace) -> int:
     from engine.cli.output import print_json
-    from engine.config import EngineConfig
+    from engine.cli.settings import command_config, command_settings
     from engine.facade import EngineApi
     from engine.host import EngineServices
     from engine.read_models import RerunRequest
@@ -53,7 +53,7 @@ def rerun_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"lockgate runs rerun: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    services = EngineServices(EngineConfig.from_env())
+    services = EngineServices(command_config(), settings=command_settings())
     api = EngineApi(services)
     request = {"from_node": args.from_node, "version": version}
     try:

@@ -135,8 +135,9 @@ def print_run(run: Run | None, as_json: bool) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from engine.cli.settings import command_config, command_settings
     from engine.cli.validate import FileReport, print_human
-    from engine.config import EngineConfig, input_limits
+    from engine.config import InputLimits
     from engine.facade import EngineApi
     from engine.host import EngineServices
     from engine.runtime.create import RunRefused
@@ -159,11 +160,8 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"lockgate run: {args.file} was not published; fix these and run again:", file=sys.stderr)
         print_human([FileReport(args.file, [d.to_dict() for d in diagnostics])], out=sys.stderr)
         return EXIT_FAILED
-    try:
-        limits = input_limits()
-    except ValueError as exc:
-        print(f"lockgate run: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    settings = command_settings()
+    limits = InputLimits.from_settings(settings)
     try:
         check_input_bounds(flow.id, inputs, limits)  # refuse before starting anything; create_run checks again
         check_inputs(flow, inputs)
@@ -173,7 +171,7 @@ def run_command(args: argparse.Namespace) -> int:
     except InputError as exc:
         print(f"lockgate run: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    services = EngineServices(EngineConfig.from_env())
+    services = EngineServices(command_config(), settings=settings)
     api = EngineApi(services)
     previous = _stop_on_signals()
     run_id: str | None = None

@@ -23,13 +23,13 @@ class EngineUnavailable(Exception):
 def engine_api(command: str) -> Iterator[EngineApi]:
     """The facade, its waits woken by the live channel; stopped afterwards. `command` names the command in
     messages (`lockgate runs list`)."""
+    from engine.cli.settings import command_config, command_settings
     from engine.cli.worker import auto_migrate
-    from engine.config import EngineConfig
     from engine.facade import EngineApi
     from engine.host import EngineServices
     from engine.store.schema_check import SchemaMismatch
 
-    config = EngineConfig.from_env()
+    config = command_config()
     services = EngineServices(
         config,
         workers=0,
@@ -39,6 +39,7 @@ def engine_api(command: str) -> Iterator[EngineApi]:
         reaper=False,
         migrate=auto_migrate(config),
         role=CLIENT_ROLE,
+        settings=command_settings(),
     )
     try:
         services.start()

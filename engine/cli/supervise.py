@@ -17,8 +17,8 @@ CHILD_COMMAND = (sys.executable, "-m", "app")
 
 
 def supervise_command(args: argparse.Namespace) -> int:
+    from engine.cli.settings import command_config
     from engine.cli.worker import parse_http_address
-    from engine.config import EngineConfig
     from engine.runtime.supervisor import Supervisor, default_executor_processes, layout
     from engine.transport.connection import open_redis
 
@@ -32,7 +32,7 @@ def supervise_command(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"lockgate: {exc}", file=sys.stderr)
             return 2
-    config = EngineConfig.from_env()
+    config = command_config()
     executors = args.processes or default_executor_processes()
     threads = max(1, args.workers)
     # The children check the schema (and upgrade the data folder's own SQLite file) themselves; one that refuses

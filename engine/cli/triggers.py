@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,7 +28,7 @@ def register(subparsers: Any) -> None:
                          ("disable", "disable FLOW's webhook triggers (the token is kept)")):
         parser = hook_actions.add_parser(action, help=text)
         parser.add_argument("flow", metavar="FLOW", help="id of a published flow")
-        parser.add_argument("--base-url", default=os.environ.get("LOCKGATE_HTTP_URL", DEFAULT_BASE_URL),
+        parser.add_argument("--base-url", default=None,
                             help="where `lockgate worker --http` serves (default: LOCKGATE_HTTP_URL or "
                             f"{DEFAULT_BASE_URL})")
         parser.add_argument("--json", action="store_true", help="print JSON")
@@ -50,12 +49,12 @@ def register(subparsers: Any) -> None:
 
 @contextmanager
 def _store() -> Iterator[tuple[Any, Any, Any]]:
-    from engine.config import EngineConfig
+    from engine.cli.settings import command_config
     from engine.store.db import open_store
     from engine.transport.connection import open_redis
     from engine.transport.keys import Keyspace
 
-    config = EngineConfig.from_env()
+    config = command_config()
     sql = open_store(config)
     handle = open_redis(config)
     try:
@@ -83,6 +82,7 @@ def _row(setting: Any, node: Any, base_url: str, counted: dict[str, int]) -> dic
 
 
 def run_triggers_command(args: argparse.Namespace) -> int:
+    from engine.cli.settings import command_settings
     from engine.clock import SystemClock
     from engine.publish import UnknownFlowVersion, get_version
     from engine.triggers.settings import TriggerProblem, counters, set_enabled, settings_of
@@ -101,7 +101,8 @@ def run_triggers_command(args: argparse.Namespace) -> int:
                                        SystemClock().now())
             nodes = {node.id: node for node in flow.nodes}
             counted = counters(client, keys)
-            rows = [_row(s, nodes[s.node_id], args.base_url, counted) for s in settings]
+            base_url = args.base_url or command_settings().http_url or DEFAULT_BASE_URL
+            rows = [_row(s, nodes[s.node_id], base_url, counted) for s in settings]
     except (UnknownFlowVersion, TriggerProblem) as exc:
         print(f"lockgate: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -79,12 +79,12 @@ def store_call_warnings(flow: Any) -> list[Any]:
     import sqlalchemy as sa
 
     from engine.calls.graph import call_diagnostics
-    from engine.config import EngineConfig
+    from engine.cli.settings import command_config
     from engine.publish import UnknownFlowVersion, get_version
     from engine.store.db import make_engine
     from engine.validation import Diagnostic
 
-    config = EngineConfig.from_env()
+    config = command_config()
     if config.db_url is None and not (config.data_dir / "lockgate.db").is_file():
         return []
     store = make_engine(config.sql_url)

@@ -68,10 +68,11 @@ def parse_http_address(text: str) -> tuple[str, int]:
 
 
 def auto_migrate(config: Any) -> bool:
-    """Whether this worker upgrades the schema itself: on the data folder's SQLite file, or when asked."""
-    import os
+    """Whether this worker upgrades the schema itself: on the data folder's SQLite file, or when asked
+    (`LOCKGATE_AUTO_MIGRATE`)."""
+    from engine.cli.settings import command_settings
 
-    return config.db_url is None or os.environ.get("LOCKGATE_AUTO_MIGRATE") == "1"
+    return config.db_url is None or command_settings().auto_migrate
 
 
 def role_options(role: str, workers: int) -> dict[str, Any]:
@@ -104,13 +105,13 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
     # CLI); a worker never runs it, and without them each engine process is ~6 MB smaller. httpx falls back
     # to a stub `main` when the import fails, as it does where they are not installed.
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-    from engine.config import EngineConfig
+    from engine.cli.settings import command_config, command_settings
     from engine.host import EngineServices
     from engine.log_channel import LogPublisher
     from engine.logs import configured
     from engine.store.schema_check import SchemaMismatch
 
-    config = EngineConfig.from_env()
+    config = command_config()
     # This process only runs engine threads: a shorter GIL switch interval lets a thread back from Redis
     # or SQL run sooner instead of queueing behind a busy one (about +20% runs/s in the benchmark).
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
@@ -121,7 +122,8 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     options = role_options(args.role, max(1, args.workers))
-    services = EngineServices(config, migrate=auto_migrate(config), role=args.role, **options)
+    services = EngineServices(config, migrate=auto_migrate(config), role=args.role, settings=command_settings(),
+                              **options)
     api = None
     publisher: LogPublisher | None = None
     try:

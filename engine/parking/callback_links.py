@@ -12,10 +12,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
 from collections.abc import Callable, Iterable
 
-from engine.config import DEFAULT_HTTP_URL, HTTP_URL_ENV, public_url
+from engine.config import DEFAULT_HTTP_URL
 from engine.secret_box import SecretBox
 
 TOKEN_PURPOSE = "wait.callback tokens"
@@ -53,12 +52,13 @@ def token_node(box: SecretBox, token: str, run_id: str, candidates: Iterable[str
 
 
 class CallbackLinks:
-    """Makes resume URLs: the base is `LOCKGATE_PUBLIC_URL`, else the URL this process's HTTP server serves
-    at, else `LOCKGATE_HTTP_URL`, else http://127.0.0.1:8080."""
+    """Makes resume URLs: the base is `public_url` (`LOCKGATE_PUBLIC_URL`), else the URL this process's HTTP
+    server serves at, else `http_url` (`LOCKGATE_HTTP_URL`), else http://127.0.0.1:8080."""
 
-    def __init__(self, box: SecretBox, base_url: str | None = None) -> None:
+    def __init__(self, box: SecretBox, public_url: str | None = None, http_url: str | None = None) -> None:
         self.box = box
-        self._configured = base_url.rstrip("/") if base_url else None
+        self._configured = public_url.rstrip("/") if public_url else None
+        self._http_url = http_url.rstrip("/") if http_url else None
         self._served: str | None = None
 
     def serve_at(self, url: str) -> None:
@@ -67,8 +67,7 @@ class CallbackLinks:
 
     @property
     def base_url(self) -> str:
-        return (self._configured or public_url() or self._served
-                or (os.environ.get(HTTP_URL_ENV) or "").rstrip("/") or DEFAULT_HTTP_URL)
+        return self._configured or self._served or self._http_url or DEFAULT_HTTP_URL
 
     def url(self, run_id: str, node: str) -> str:
         """`<base>/callbacks/<token>` for node `node` of run `run_id`."""

@@ -16,7 +16,6 @@ from typing import Any, Literal, cast
 import orjson
 import sqlalchemy as sa
 
-from engine.config import input_limits
 from engine.json_bounds import json_problems
 from engine.parking.callback_claims import (
     CLAIM_TTL_SECONDS,
@@ -107,13 +106,13 @@ def _find(handles: EngineHandles, token: str) -> tuple[Any, str] | None:
     return (run, node) if node is not None else None
 
 
-def _body(raw_body: bytes) -> tuple[Any, CallbackOutcome | None]:
+def _body(raw_body: bytes, max_depth: int) -> tuple[Any, CallbackOutcome | None]:
     try:
         value = orjson.loads(raw_body)
     except orjson.JSONDecodeError as exc:
         return None, CallbackOutcome(400, "bad_json", f"the callback body is not JSON ({exc}); send a JSON value "
                                      "with Content-Type: application/json")
-    problems = json_problems(value, input_limits().max_depth)
+    problems = json_problems(value, max_depth)
     if problems:
         listed = "; ".join(f"{p.path}: {p.message}" for p in problems)
         return None, CallbackOutcome(422, "bad_body", f"the callback body cannot be kept as run state: {listed}")
@@ -144,7 +143,7 @@ def _resume(handles: EngineHandles, token: str, raw_body: bytes) -> CallbackOutc
     if found is None:
         return _unknown()
     run, node = found
-    body, refused = _body(raw_body)
+    body, refused = _body(raw_body, handles.limits.max_depth)
     if refused is not None:
         return CallbackOutcome(refused.status, refused.code, refused.message, run.id, node)
     if run.status not in ACTIVE_RUN_STATUSES:

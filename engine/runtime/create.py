@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol, cast
 import redis
 import sqlalchemy as sa
 
-from engine.config import InputLimits, input_limits
+from engine.config import InputLimits
 from engine.events import ExternalStamper, encode_event
 from engine.flow import Flow
 from engine.publish import PublishedVersion, get_version
@@ -170,7 +170,7 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
 
     `mode="async"` records the acceptance time (the run's `created_at`) on its job, and so in its
     checkpoints, so that its `max_wait` counts from acceptance rather than from its first park.
-    `limits`: how large inputs may be (default: the environment's, `engine.config.input_limits`).
+    `limits`: how large inputs may be (default: the engine's, `handles.limits`).
     `parent_run_id`, `call_depth`: set for the child run of a `flow.call` step (`engine.calls`).
     `rerun`: set for a rerun (`engine.runtime.rerun`): its record keeps `rerun_of` and `from_node`, its job the seed.
     `started_by`: who asked for the run (`key:<name>`, `user:<name>`), for an approval's `forbid_self`.
@@ -190,7 +190,7 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
                          'nothing; enable it and publish again')
     trigger_id = _trigger_of(flow, trigger)
     given = inputs or {}
-    bounds = limits or input_limits()
+    bounds = limits or handles.limits
     check_input_bounds(flow.id, given, bounds)  # first: the type check copies values, which recurses
     resolved = check_inputs(flow, given)
     if len(resolved) > len(given):

@@ -8,6 +8,7 @@ import redis
 import sqlalchemy as sa
 
 from engine.clock import Clock, SystemClock
+from engine.config import InputLimits
 from engine.secret_box import SecretBox
 from engine.transport.keys import Keyspace
 
@@ -20,3 +21,5 @@ class EngineHandles:
     clock: Clock = field(default_factory=SystemClock)
     box: SecretBox | None = None
     """Seals secret inputs for Redis; None where no run is created (a run with secrets is then refused)."""
+    limits: InputLimits = field(default_factory=InputLimits)
+    """How large a run's inputs (and callback bodies) may be: the engine's `LOCKGATE_MAX_INPUT_*` settings."""

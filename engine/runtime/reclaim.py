@@ -10,7 +10,6 @@ projector stays the only writer of run state.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from engine.events import ExternalStamper, encode_event
 from engine.runtime import crashpoints
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.jobs import JOB_FIELD, BadJob, decode_job, delivery_of
+from engine.settings import LockgateSettings
 from engine.store.models import Run
 from engine.transport.keys import Keyspace
 
@@ -50,21 +50,10 @@ class RecoveryThresholds:
     """Seconds between reaper and watchdog passes."""
 
     @classmethod
-    def from_env(cls) -> RecoveryThresholds:
-        """Defaults, overridden by `LOCKGATE_HEARTBEAT_TIMEOUT`, `LOCKGATE_JOB_IDLE_TIMEOUT` (seconds) and
-        `LOCKGATE_JOB_RETRY_CAP`."""
-        def number(name: str, default: float) -> float:
-            raw = os.environ.get(name)
-            if not raw:
-                return default
-            try:
-                return float(raw)
-            except ValueError:
-                raise ValueError(f"{name}={raw!r} is not a number of seconds; set it like {name}=15") from None
-
-        return cls(heartbeat_timeout=number("LOCKGATE_HEARTBEAT_TIMEOUT", cls.heartbeat_timeout),
-                   idle_timeout=number("LOCKGATE_JOB_IDLE_TIMEOUT", cls.idle_timeout),
-                   retry_cap=int(number("LOCKGATE_JOB_RETRY_CAP", cls.retry_cap)))
+    def from_settings(cls, settings: LockgateSettings) -> RecoveryThresholds:
+        """`LOCKGATE_HEARTBEAT_TIMEOUT`, `LOCKGATE_JOB_IDLE_TIMEOUT` (seconds) and `LOCKGATE_JOB_RETRY_CAP`."""
+        return cls(heartbeat_timeout=settings.heartbeat_timeout, idle_timeout=settings.job_idle_timeout,
+                   retry_cap=settings.job_retry_cap)
 
     def __post_init__(self) -> None:
         if self.heartbeat_timeout <= 0 or self.idle_timeout <= 0 or self.tick <= 0 or self.retry_cap < 0:

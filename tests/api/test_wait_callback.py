@@ -220,9 +220,13 @@ def test_a_post_for_a_run_that_ended_changes_nothing(any_db_api: Api) -> None:
     assert client.get(any_db_api.services.keys.callback_claim(run_id, "wait")) is None
 
 
-def test_without_a_public_url_the_base_is_the_engine_http_url(any_db_api: Api,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def no_public_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset before the engine is built: it reads its settings once, at construction."""
     monkeypatch.delenv("LOCKGATE_PUBLIC_URL")
+
+
+def test_without_a_public_url_the_base_is_the_engine_http_url(no_public_url: None, any_db_api: Api) -> None:
     any_db_api.publish(callback_flow())
     run_id = any_db_api.services.create_run("cb").run_id
     url = _waiting_at(any_db_api, run_id, "wait")["state"]["resume_at"]
