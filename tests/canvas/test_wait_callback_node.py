@@ -16,6 +16,7 @@ from canvas.document import FlowDocument
 from canvas.editor import FlowEditor
 from canvas.palette import NodePalette
 from canvas.summary import config_summary
+from engine.runtime.live_change import LiveChange
 from tests.canvas.conftest import item_of
 
 NOW = 1_800_000_000.0
@@ -103,8 +104,8 @@ def test_live_mode_says_waiting_for_callback(qtbot: QtBot, editor: FlowEditor) -
     waiting = {"node": "approve", "reason": "callback", "due_at": NOW + 3600}
     assert waiting_text(waiting, NOW) == "waiting for callback · 1h left"
     live = LiveState()
-    live.apply_change({"run_id": "r1", "flow_id": "ticket-triage", "version": 1, "seq": 3, "status": "waiting",
-                       "waiting_on": waiting})
+    live.apply_change(LiveChange("r1", "ticket-triage", 1, "waiting", 3, "run_parked", node="approve",
+                                 waiting_on=waiting))
     counts = live.node_counts("ticket-triage", NOW)
     assert counts["approve"] == (0, 1, "waiting for callback · 1h left")
     view = editor.view
