@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import anyio.to_thread
@@ -110,7 +111,9 @@ class _OrjsonRoute(APIRoute):
 bearer = HTTPBearer(auto_error=False, description="an API key from `lockgate keys create NAME`")
 
 
-def engine_of(request: Request) -> EngineApi:
+# Dependencies that do not touch the engine are `async def`: a plain `def` dependency costs a hop to the
+# thread pool and back on every request.
+async def engine_of(request: Request) -> EngineApi:
     api: EngineApi = request.app.state.engine
     return api
 
@@ -118,23 +121,34 @@ def engine_of(request: Request) -> EngineApi:
 Engine = Annotated[EngineApi, Depends(engine_of)]
 
 
-def api_key(engine: Engine,
-            credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> str:
-    if credentials is None or not credentials.credentials.strip():
-        raise ApiError(401, "missing_key", "send an API key as `Authorization: Bearer lgk_...`; create one with "
-                       "`lockgate keys create NAME`")
-    key = credentials.credentials.strip()
+@dataclass(frozen=True)
+class Caller:
+    """The API key a request came with, checked once for the request."""
+
+    key: str
+    name: str | None
+
+
+def _checked(engine: EngineApi, key: str) -> Caller:
     check = engine.check_key(key)
     # Any valid key may use the API; the approvals:decide right is checked by the decision itself.
     if check.refusal not in (None, "key_without_rights"):
         raise ApiError(401, check.refusal or "bad_key", check.message)
-    return key
+    return Caller(key, check.name)
 
 
-Key = Annotated[str, Depends(api_key)]
+async def api_key(engine: Engine,
+                  credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Caller:
+    if credentials is None or not credentials.credentials.strip():
+        raise ApiError(401, "missing_key", "send an API key as `Authorization: Bearer lgk_...`; create one with "
+                       "`lockgate keys create NAME`")
+    return await run_in_threadpool(_checked, engine, credentials.credentials.strip())
 
 
-def single_valued_query(request: Request) -> None:
+Key = Annotated[Caller, Depends(api_key)]
+
+
+async def single_valued_query(request: Request) -> None:
     """No route takes a list in its query: `?flow_id=a&flow_id=b` is refused, not read as its last value."""
     for name in request.query_params:
         given = len(request.query_params.getlist(name))
@@ -152,8 +166,7 @@ def api_routes() -> APIRouter:
                                   "headers": {"Retry-After": {"schema": {"type": "integer"}}}},
                             **_errors(402, 404, 409)})
     def start_run(body: StartRun, engine: Engine, key: Key) -> Response:
-        name = engine.check_key(key).name
-        status, started = engine.start_run(body, f"key:{name}" if name else None)
+        status, started = engine.start_run(body, f"key:{key.name}" if key.name else None)
         headers = {"retry-after": str(started.retry_after_seconds)} \
             if status == 202 and started.retry_after_seconds is not None else None
         return json_answer(started, status, headers, exclude_unset=True)
@@ -225,7 +238,7 @@ def api_routes() -> APIRouter:
                  responses=_errors(403, 404, 409))
     def decide(approval_id: Annotated[str, Path(pattern=APPROVAL_ID)], body: DecisionRequest, engine: Engine,
                key: Key) -> Response:
-        decision = engine.decide_with_key(approval_id, body.decision, key, body.comment)
+        decision = engine.decide_with_key(approval_id, body.decision, key.key, body.comment)
         if decision.accepted:
             return json_answer(decision)
         raise ApiError(REFUSAL_STATUS.get(decision.reason or "", 409), decision.reason or "refused", decision.message)

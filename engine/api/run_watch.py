@@ -4,16 +4,18 @@ Given a Redis client and the projector's live channel (`Keyspace.live`), a watch
 its own) and wakes the waiters of each published change's run, whichever process holds the projector lease;
 `watching()` returns only once the channel is subscribed, so a change applied after the waiter's first read of
 the store always wakes it. This process's projector also wakes them directly (`on_batch`). A watch without a
-channel, or whose subscription is lost, falls back to polling the store every `POLL_SECONDS`.
+channel, or whose subscription is lost, falls back to polling the store every `POLL_SECONDS`. A waiter may name
+the run statuses it waits for (`watching(run_id, statuses)`): a change leaving the run in another status does not
+wake it, so a sync start reads the store once when its run ends instead of once per step.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import redis
@@ -28,9 +30,15 @@ SUBSCRIBE_SECONDS = 2.0
 RECONNECT_SECONDS = 0.5
 
 
+class _Waiter(NamedTuple):
+    event: threading.Event
+    statuses: frozenset[str] | None
+    """Wake only for a change leaving the run in one of these (None: every change)."""
+
+
 class RunWatch:
     def __init__(self, client: redis.Redis | None = None, channel: str | None = None) -> None:
-        self._waiters: dict[str, list[threading.Event]] = {}
+        self._waiters: dict[str, list[_Waiter]] = {}
         self._lock = threading.Lock()
         self._client = client
         self._channel = channel
@@ -49,28 +57,30 @@ class RunWatch:
     def waiting(self) -> int:
         """Requests waiting now."""
         with self._lock:
-            return sum(len(events) for events in self._waiters.values())
+            return sum(len(waiters) for waiters in self._waiters.values())
 
     @contextmanager
-    def watching(self, run_id: str) -> Iterator[threading.Event]:
-        event = threading.Event()
+    def watching(self, run_id: str, statuses: frozenset[str] | None = None) -> Iterator[threading.Event]:
+        """An event set on each applied change to the run (with `statuses`: each one leaving the run in one of
+        them), and whenever the channel was lost and changes may have been missed."""
+        waiter = _Waiter(threading.Event(), statuses)
         with self._lock:
-            self._waiters.setdefault(run_id, []).append(event)
+            self._waiters.setdefault(run_id, []).append(waiter)
         self._subscribed()
         try:
-            yield event
+            yield waiter.event
         finally:
             with self._lock:
                 waiters = self._waiters.get(run_id, [])
-                if event in waiters:
-                    waiters.remove(event)
+                if waiter in waiters:
+                    waiters.remove(waiter)
                 if not waiters:
                     self._waiters.pop(run_id, None)
 
     def on_batch(self, result: BatchResult) -> None:
         if not self._waiters:
             return
-        self._wake({change.run_id for change in result.changes})
+        self._wake((change.run_id, change.status) for change in result.changes)
 
     def close(self) -> None:
         """Stop listening to the live channel (waiters fall back to polling)."""
@@ -79,13 +89,14 @@ class RunWatch:
             self._thread.join(5)
         self._live.clear()
 
-    def _wake(self, run_ids: set[str] | None) -> None:
-        """Wake the waiters of `run_ids` (None: every waiter)."""
+    def _wake(self, changes: Iterable[tuple[str, str | None]] | None) -> None:
+        """Wake the waiters of each (run id, status the change left it in; None: unknown) (None: every waiter)."""
         with self._lock:
-            if run_ids is None:
-                woken = [event for events in self._waiters.values() for event in events]
+            if changes is None:
+                woken = [waiter.event for waiters in self._waiters.values() for waiter in waiters]
             else:
-                woken = [event for run_id in run_ids for event in self._waiters.get(run_id, ())]
+                woken = [waiter.event for run_id, status in changes for waiter in self._waiters.get(run_id, ())
+                         if waiter.statuses is None or status is None or status in waiter.statuses]
         for event in woken:
             event.set()
 
@@ -114,11 +125,12 @@ class RunWatch:
                     if message is None or message.get("type") != "message":
                         continue
                     try:
-                        run_id = orjson.loads(message["data"])["run_id"]
-                    except (orjson.JSONDecodeError, KeyError, TypeError):
+                        change = orjson.loads(message["data"])
+                        run_id, status = change["run_id"], change.get("status")
+                    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
                         continue
                     if isinstance(run_id, str) and run_id in self._waiters:
-                        self._wake({run_id})
+                        self._wake([(run_id, status if isinstance(status, str) else None)])
             except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
                 if self._stop.is_set():
                     return

@@ -29,6 +29,8 @@ RETRY_WHILE_RUNNING_SECONDS = 1
 RETRY_APPROVAL_SECONDS = 30
 RESERVED_KEY_PREFIXES = ("webhook:", "schedule:", "event:")
 """Idempotency keys of trigger-started runs; a caller's key must not collide with them."""
+ANSWERED = TERMINAL | {"waiting"}
+"""Statuses a start answers on; a change leaving its run in another does not wake the request."""
 REFUSED_RUN_STATUS = {"budget_exhausted": 402}
 """HTTP status of a refused start by its reason; every other refusal (`flow_disabled`, `unknown_budget`, ...) is 409."""
 
@@ -111,13 +113,14 @@ def answer_for(services: RunningEngine, run_id: str, wait: float, *, duplicate: 
                watch: RunWatch | None = None) -> tuple[int, dict[str, Any]]:
     deadline = time.monotonic() + wait
     watcher = watch or RunWatch()
-    with watcher.watching(run_id) as changed:
+    with watcher.watching(run_id, ANSWERED) as changed:
+        with_steps = False  # a new run has none yet; once woken, it has most likely ended
         while True:
             changed.clear()
-            run = services.get_run(run_id, with_steps=False) or {"id": run_id, "status": "queued"}
+            run = services.get_run(run_id, with_steps=with_steps) or {"id": run_id, "status": "queued"}
             status = run["status"]
             if status in TERMINAL:
-                full = services.get_run(run_id) or run
+                full = run if with_steps else services.get_run(run_id) or run
                 return (200 if duplicate else 201), {"run_id": run_id, "duplicate": duplicate, **full}
             if status == "waiting":
                 waiting = run.get("waiting_on") or {}
@@ -129,4 +132,4 @@ def answer_for(services: RunningEngine, run_id: str, wait: float, *, duplicate: 
                 return 202, {"run_id": run_id, "status": status, "duplicate": duplicate,
                              "retry_after_seconds": RETRY_WHILE_RUNNING_SECONDS}
             poll = watcher.poll_seconds
-            changed.wait(left if poll is None else min(left, poll))
+            with_steps = changed.wait(left if poll is None else min(left, poll))
