@@ -147,6 +147,23 @@ async def api_key(engine: Engine,
 
 Key = Annotated[Caller, Depends(api_key)]
 
+UNCHECKED_KEY = "lockgate.unchecked_key"
+"""Request scope entry: the key a `LaterKey` route has not checked yet."""
+
+
+async def later_key(request: Request,
+                    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> str:
+    """The presented key, checked by the route in the same trip to the thread pool as its engine call (`_checked`);
+    a request refused by validation has its key checked first, so a bad key is still a 401 whatever the body."""
+    if credentials is None or not credentials.credentials.strip():
+        raise ApiError(401, "missing_key", "send an API key as `Authorization: Bearer lgk_...`; create one with "
+                       "`lockgate keys create NAME`")
+    key = request.scope[UNCHECKED_KEY] = credentials.credentials.strip()
+    return key
+
+
+LaterKey = Annotated[str, Depends(later_key)]
+
 
 async def single_valued_query(request: Request) -> None:
     """No route takes a list in its query: `?flow_id=a&flow_id=b` is refused, not read as its last value."""
@@ -154,6 +171,14 @@ async def single_valued_query(request: Request) -> None:
         given = len(request.query_params.getlist(name))
         if given > 1:
             raise ApiError(422, "bad_request", f"query parameter {name!r} is given {given} times; give it once")
+
+
+def _start_run(engine: EngineApi, key: str, body: StartRun) -> Response:
+    caller = _checked(engine, key)
+    status, started = engine.start_run(body, f"key:{caller.name}" if caller.name else None)
+    headers = {"retry-after": str(started.retry_after_seconds)} \
+        if status == 202 and started.retry_after_seconds is not None else None
+    return json_answer(started, status, headers, exclude_unset=True)
 
 
 def api_routes() -> APIRouter:
@@ -165,11 +190,8 @@ def api_routes() -> APIRouter:
                             202: {"model": StartedRun, "description": "parked, or still running when `wait` ran out",
                                   "headers": {"Retry-After": {"schema": {"type": "integer"}}}},
                             **_errors(402, 404, 409)})
-    def start_run(body: StartRun, engine: Engine, key: Key) -> Response:
-        status, started = engine.start_run(body, f"key:{key.name}" if key.name else None)
-        headers = {"retry-after": str(started.retry_after_seconds)} \
-            if status == 202 and started.retry_after_seconds is not None else None
-        return json_answer(started, status, headers, exclude_unset=True)
+    async def start_run(body: StartRun, engine: Engine, key: LaterKey) -> Response:
+        return await run_in_threadpool(_start_run, engine, key, body)
 
     @router.get("/runs", response_model=RunList, tags=["runs"])
     def list_runs(engine: Engine, _key: Key, status: RunStatus | None = None,
@@ -278,6 +300,12 @@ def webhook_routes() -> APIRouter:
 
 def _validation_answer(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
+    unchecked = request.scope.get(UNCHECKED_KEY)
+    if unchecked is not None:  # a `LaterKey` route: the key comes first, as on every other route
+        try:
+            _checked(request.app.state.engine, unchecked)
+        except ApiError as refused:
+            return _api_error(request, refused)
     errors = exc.errors()
     if any(error.get("type") == "json_invalid" or tuple(error.get("loc", ())) == ("body",) for error in errors):
         return error_response(400, "bad_json", "the request body is not a JSON object; send one")

@@ -71,6 +71,7 @@ def start_run(services: RunningEngine, body: dict[str, Any],
                                      or not callback_url.startswith(("http://", "https://"))):
         raise ApiError(422, "bad_request", '"callback_url" must be an http:// or https:// URL the engine can POST '
                        "the run's execution.finished webhook to")
+    mark = watch.live_since() if watch is not None else None
     try:
         created = services.create_run(flow_id, inputs, version=version, idempotency_key=key,
                                       mode="async" if wait == 0 else "sync", started_by=started_by)
@@ -84,7 +85,8 @@ def start_run(services: RunningEngine, body: dict[str, Any],
     if callback_url is not None and not created.duplicate:
         secret = register_callback(services.require_handles(), created.run_id, callback_url)
         _deliver_if_already_finished(services, created.run_id)
-    status, answer = answer_for(services, created.run_id, wait, duplicate=created.duplicate, watch=watch)
+    status, answer = answer_for(services, created.run_id, wait, duplicate=created.duplicate, watch=watch,
+                                heard_since=mark)
     if secret is not None:
         answer["callback"] = {"url": callback_url, "secret": secret}
     return status, answer
@@ -110,12 +112,18 @@ def retry_after(waiting_on: dict[str, Any] | None, now: float) -> int:
 
 
 def answer_for(services: RunningEngine, run_id: str, wait: float, *, duplicate: bool = False,
-               watch: RunWatch | None = None) -> tuple[int, dict[str, Any]]:
+               watch: RunWatch | None = None, heard_since: int | None = None) -> tuple[int, dict[str, Any]]:
+    """`heard_since`: `watch.live_since()` from before the run was created; while the channel is unbroken since,
+    the watch hears every change of a new run, so the store is read only once it has ended or parked."""
     deadline = time.monotonic() + wait
     watcher = watch or RunWatch()
     with watcher.watching(run_id, ANSWERED) as changed:
         with_steps = False  # a new run has none yet; once woken, it has most likely ended
+        unread = not duplicate and wait > 0 and heard_since is not None and watcher.unbroken_since(heard_since)
         while True:
+            if unread:
+                unread = False
+                with_steps = changed.wait(max(0.0, deadline - time.monotonic()))
             changed.clear()
             run = services.get_run(run_id, with_steps=with_steps) or {"id": run_id, "status": "queued"}
             status = run["status"]
