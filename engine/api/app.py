@@ -2,7 +2,8 @@
 `/openapi.json`, on FastAPI over `EngineApi`.
 
 Every answer that is not a success is `{"error": {"code", "message"}}` (`Error`). Handlers that touch the
-engine are plain `def`s, so FastAPI runs them on its thread pool, off the event loop.
+engine are plain `def`s, so FastAPI runs them on its thread pool, off the event loop; `POST /api/v1/runs` is
+`async` and makes one trip there for its key check, the start and the wait together (`LaterKey`).
 """
 
 from __future__ import annotations
