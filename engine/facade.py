@@ -159,17 +159,19 @@ class EngineApi:
         for an unknown run, TimeoutError when `timeout` seconds pass first. Wakes on applied changes when the
         facade's watch hears them (`on_live_channel`, or the host's batch listener), else polls."""
         run: Run | None = None
-        for run in self._changes(run_id, statuses, timeout):
+        for run in self._changes(run_id, statuses, timeout, every_change=on_change is not None):
             if on_change is not None:
                 on_change(run)
         assert run is not None  # _changes yields at least the run as it is now
         return run
 
-    def _changes(self, run_id: str, statuses: frozenset[str], timeout: float | None) -> Iterator[Run]:
-        """Each distinct state of the run, woken by the watch, until (and including) one in `statuses`."""
+    def _changes(self, run_id: str, statuses: frozenset[str], timeout: float | None, *,
+                 every_change: bool = True) -> Iterator[Run]:
+        """Each distinct state of the run, woken by the watch, until (and including) one in `statuses`
+        (`every_change` False: woken only by a change into one of `statuses`, so the states between are skipped)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         last: Run | None = None
-        with self.watch.watching(run_id) as changed:
+        with self.watch.watching(run_id, None if every_change else statuses) as changed:
             while True:
                 changed.clear()
                 run = self.get_run(run_id)

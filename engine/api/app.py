@@ -2,7 +2,8 @@
 `/openapi.json`, on FastAPI over `EngineApi`.
 
 Every answer that is not a success is `{"error": {"code", "message"}}` (`Error`). Handlers that touch the
-engine are plain `def`s, so FastAPI runs them on its thread pool, off the event loop.
+engine are plain `def`s, so FastAPI runs them on its thread pool, off the event loop; `POST /api/v1/runs` is
+`async` and makes one trip there for its key check, the start and the wait together (`LaterKey`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import anyio.to_thread
@@ -110,7 +112,9 @@ class _OrjsonRoute(APIRoute):
 bearer = HTTPBearer(auto_error=False, description="an API key from `lockgate keys create NAME`")
 
 
-def engine_of(request: Request) -> EngineApi:
+# Dependencies that do not touch the engine are `async def`: a plain `def` dependency costs a hop to the
+# thread pool and back on every request.
+async def engine_of(request: Request) -> EngineApi:
     api: EngineApi = request.app.state.engine
     return api
 
@@ -118,28 +122,64 @@ def engine_of(request: Request) -> EngineApi:
 Engine = Annotated[EngineApi, Depends(engine_of)]
 
 
-def api_key(engine: Engine,
-            credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> str:
-    if credentials is None or not credentials.credentials.strip():
-        raise ApiError(401, "missing_key", "send an API key as `Authorization: Bearer lgk_...`; create one with "
-                       "`lockgate keys create NAME`")
-    key = credentials.credentials.strip()
+@dataclass(frozen=True)
+class Caller:
+    """The API key a request came with, checked once for the request."""
+
+    key: str
+    name: str | None
+
+
+def _checked(engine: EngineApi, key: str) -> Caller:
     check = engine.check_key(key)
     # Any valid key may use the API; the approvals:decide right is checked by the decision itself.
     if check.refusal not in (None, "key_without_rights"):
         raise ApiError(401, check.refusal or "bad_key", check.message)
+    return Caller(key, check.name)
+
+
+async def api_key(engine: Engine,
+                  credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Caller:
+    if credentials is None or not credentials.credentials.strip():
+        raise ApiError(401, "missing_key", "send an API key as `Authorization: Bearer lgk_...`; create one with "
+                       "`lockgate keys create NAME`")
+    return await run_in_threadpool(_checked, engine, credentials.credentials.strip())
+
+
+Key = Annotated[Caller, Depends(api_key)]
+
+UNCHECKED_KEY = "lockgate.unchecked_key"
+"""Request scope entry: the key a `LaterKey` route has not checked yet."""
+
+
+async def later_key(request: Request,
+                    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> str:
+    """The presented key, checked by the route in the same trip to the thread pool as its engine call (`_checked`);
+    a request refused by validation has its key checked first, so a bad key is still a 401 whatever the body."""
+    if credentials is None or not credentials.credentials.strip():
+        raise ApiError(401, "missing_key", "send an API key as `Authorization: Bearer lgk_...`; create one with "
+                       "`lockgate keys create NAME`")
+    key = request.scope[UNCHECKED_KEY] = credentials.credentials.strip()
     return key
 
 
-Key = Annotated[str, Depends(api_key)]
+LaterKey = Annotated[str, Depends(later_key)]
 
 
-def single_valued_query(request: Request) -> None:
+async def single_valued_query(request: Request) -> None:
     """No route takes a list in its query: `?flow_id=a&flow_id=b` is refused, not read as its last value."""
     for name in request.query_params:
         given = len(request.query_params.getlist(name))
         if given > 1:
             raise ApiError(422, "bad_request", f"query parameter {name!r} is given {given} times; give it once")
+
+
+def _start_run(engine: EngineApi, key: str, body: StartRun) -> Response:
+    caller = _checked(engine, key)
+    status, started = engine.start_run(body, f"key:{caller.name}" if caller.name else None)
+    headers = {"retry-after": str(started.retry_after_seconds)} \
+        if status == 202 and started.retry_after_seconds is not None else None
+    return json_answer(started, status, headers, exclude_unset=True)
 
 
 def api_routes() -> APIRouter:
@@ -151,12 +191,8 @@ def api_routes() -> APIRouter:
                             202: {"model": StartedRun, "description": "parked, or still running when `wait` ran out",
                                   "headers": {"Retry-After": {"schema": {"type": "integer"}}}},
                             **_errors(402, 404, 409)})
-    def start_run(body: StartRun, engine: Engine, key: Key) -> Response:
-        name = engine.check_key(key).name
-        status, started = engine.start_run(body, f"key:{name}" if name else None)
-        headers = {"retry-after": str(started.retry_after_seconds)} \
-            if status == 202 and started.retry_after_seconds is not None else None
-        return json_answer(started, status, headers, exclude_unset=True)
+    async def start_run(body: StartRun, engine: Engine, key: LaterKey) -> Response:
+        return await run_in_threadpool(_start_run, engine, key, body)
 
     @router.get("/runs", response_model=RunList, tags=["runs"])
     def list_runs(engine: Engine, _key: Key, status: RunStatus | None = None,
@@ -225,7 +261,7 @@ def api_routes() -> APIRouter:
                  responses=_errors(403, 404, 409))
     def decide(approval_id: Annotated[str, Path(pattern=APPROVAL_ID)], body: DecisionRequest, engine: Engine,
                key: Key) -> Response:
-        decision = engine.decide_with_key(approval_id, body.decision, key, body.comment)
+        decision = engine.decide_with_key(approval_id, body.decision, key.key, body.comment)
         if decision.accepted:
             return json_answer(decision)
         raise ApiError(REFUSAL_STATUS.get(decision.reason or "", 409), decision.reason or "refused", decision.message)
@@ -265,6 +301,12 @@ def webhook_routes() -> APIRouter:
 
 def _validation_answer(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
+    unchecked = request.scope.get(UNCHECKED_KEY)
+    if unchecked is not None:  # a `LaterKey` route: the key comes first, as on every other route
+        try:
+            _checked(request.app.state.engine, unchecked)
+        except ApiError as refused:
+            return _api_error(request, refused)
     errors = exc.errors()
     if any(error.get("type") == "json_invalid" or tuple(error.get("loc", ())) == ("body",) for error in errors):
         return error_response(400, "bad_json", "the request body is not a JSON object; send one")

@@ -31,6 +31,9 @@ RETRY_DELAYS_SECONDS = (0.5, 2.0, 5.0)
 TIMEOUT_SECONDS = 10.0
 EVENT_NAME = "execution.finished"
 MAX_CHECK_BATCH = 500
+GATHER_SECONDS = 0.05
+"""How long the sender gathers ended runs before asking which have a callback: one round trip per window,
+not per projector batch (a delivery starts at most this much later)."""
 
 
 def register_callback(handles: EngineHandles, run_id: str, url: str) -> str:
@@ -69,6 +72,7 @@ class CallbackSender:
                 run_ids = [self.pending.get(timeout=0.2)]
             except queue.Empty:
                 continue
+            stop.wait(GATHER_SECONDS)
             while len(run_ids) < MAX_CHECK_BATCH:
                 try:
                     run_ids.append(self.pending.get_nowait())

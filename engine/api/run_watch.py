@@ -4,16 +4,23 @@ Given a Redis client and the projector's live channel (`Keyspace.live`), a watch
 its own) and wakes the waiters of each published change's run, whichever process holds the projector lease;
 `watching()` returns only once the channel is subscribed, so a change applied after the waiter's first read of
 the store always wakes it. This process's projector also wakes them directly (`on_batch`). A watch without a
-channel, or whose subscription is lost, falls back to polling the store every `POLL_SECONDS`.
+channel, or whose subscription is lost, falls back to polling the store every `POLL_SECONDS`. A waiter may name
+the run statuses it waits for (`watching(run_id, statuses)`): a change leaving the run in another status does not
+wake it, so a sync start reads the store once when its run ends instead of once per step.
+
+The watch also remembers the latest status it heard of the last `RECENT_RUNS` runs: a waiter whose run already
+reached one of its statuses before `watching()` is woken at once, so a caller that held the channel unbroken
+since it created the run (`live_since()`, `unbroken_since()`) need not read the store before waiting.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import redis
@@ -26,16 +33,30 @@ POLL_SECONDS = 0.05
 SUBSCRIBE_SECONDS = 2.0
 """How long `watching()` waits for the live channel's subscription before falling back to polling."""
 RECONNECT_SECONDS = 0.5
+RECENT_RUNS = 10_000
+"""Runs whose latest heard status a watch remembers."""
+Heard = tuple[str, int, str | None]
+"""(run id, the change's sequence, the status it left the run in; None: unknown)."""
+
+
+class _Waiter(NamedTuple):
+    event: threading.Event
+    statuses: frozenset[str] | None
+    """Wake only for a change leaving the run in one of these (None: every change)."""
 
 
 class RunWatch:
     def __init__(self, client: redis.Redis | None = None, channel: str | None = None) -> None:
-        self._waiters: dict[str, list[threading.Event]] = {}
+        self._waiters: dict[str, list[_Waiter]] = {}
         self._lock = threading.Lock()
         self._client = client
         self._channel = channel
         self._live = threading.Event()
         """Set while the live channel is subscribed."""
+        self._generation = 0
+        """Subscriptions made so far: a caller sees whether the channel was lost since it looked."""
+        self._recent: OrderedDict[str, tuple[int, str]] = OrderedDict()
+        """Run id -> (sequence, status) of the latest change heard, for the last RECENT_RUNS runs."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -45,32 +66,47 @@ class RunWatch:
         subscribed, else `POLL_SECONDS`."""
         return None if self._live.is_set() else POLL_SECONDS
 
+    def live_since(self) -> int | None:
+        """A mark of the live channel's current subscription (None while it is not subscribed): while
+        `unbroken_since(mark)`, every change published after this call has reached the watch."""
+        if not self._live.is_set():
+            return None
+        return self._generation
+
+    def unbroken_since(self, mark: int) -> bool:
+        return self._live.is_set() and self._generation == mark
+
     @property
     def waiting(self) -> int:
         """Requests waiting now."""
         with self._lock:
-            return sum(len(events) for events in self._waiters.values())
+            return sum(len(waiters) for waiters in self._waiters.values())
 
     @contextmanager
-    def watching(self, run_id: str) -> Iterator[threading.Event]:
-        event = threading.Event()
+    def watching(self, run_id: str, statuses: frozenset[str] | None = None) -> Iterator[threading.Event]:
+        """An event set on each applied change to the run (with `statuses`: each one leaving the run in one of
+        them), and whenever the channel was lost and changes may have been missed."""
+        waiter = _Waiter(threading.Event(), statuses)
         with self._lock:
-            self._waiters.setdefault(run_id, []).append(event)
+            self._waiters.setdefault(run_id, []).append(waiter)
+            heard = self._recent.get(run_id)
+        if heard is not None and (statuses is None or heard[1] in statuses):
+            waiter.event.set()
         self._subscribed()
         try:
-            yield event
+            yield waiter.event
         finally:
             with self._lock:
                 waiters = self._waiters.get(run_id, [])
-                if event in waiters:
-                    waiters.remove(event)
+                if waiter in waiters:
+                    waiters.remove(waiter)
                 if not waiters:
                     self._waiters.pop(run_id, None)
 
     def on_batch(self, result: BatchResult) -> None:
         if not self._waiters:
             return
-        self._wake({change.run_id for change in result.changes})
+        self._wake([(change.run_id, change.seq, change.status) for change in result.changes])
 
     def close(self) -> None:
         """Stop listening to the live channel (waiters fall back to polling)."""
@@ -79,15 +115,32 @@ class RunWatch:
             self._thread.join(5)
         self._live.clear()
 
-    def _wake(self, run_ids: set[str] | None) -> None:
-        """Wake the waiters of `run_ids` (None: every waiter)."""
+    def _wake(self, changes: Iterable[Heard] | None) -> None:
+        """Remember and wake the waiters of each change heard (None: wake every waiter)."""
         with self._lock:
-            if run_ids is None:
-                woken = [event for events in self._waiters.values() for event in events]
+            if changes is None:
+                woken = [waiter.event for waiters in self._waiters.values() for waiter in waiters]
             else:
-                woken = [event for run_id in run_ids for event in self._waiters.get(run_id, ())]
+                woken = []
+                for run_id, seq, status in changes:
+                    if status is not None:
+                        self._remember(run_id, seq, status)
+                    woken += [waiter.event for waiter in self._waiters.get(run_id, ())
+                              if waiter.statuses is None or status is None or status in waiter.statuses]
         for event in woken:
             event.set()
+
+    def _remember(self, run_id: str, seq: int, status: str) -> None:
+        """Under the lock. The channel and this process's projector may tell one change twice and out of order:
+        the later sequence wins."""
+        known = self._recent.get(run_id)
+        if known is not None:
+            if known[0] > seq:
+                return
+            self._recent.move_to_end(run_id)
+        self._recent[run_id] = (seq, status)
+        if len(self._recent) > RECENT_RUNS:
+            self._recent.popitem(last=False)
 
     def _subscribed(self) -> None:
         if self._client is None or self._channel is None or self._stop.is_set():
@@ -107,6 +160,9 @@ class RunWatch:
                 while pubsub.get_message(timeout=1.0) is None:  # the subscription's confirmation
                     if self._stop.is_set():
                         return
+                with self._lock:
+                    self._generation += 1
+                    self._recent.clear()  # what was missed while not subscribed is not known
                 self._live.set()
                 self._wake(None)  # changes published while not subscribed are gone: everyone reads again
                 while not self._stop.is_set():
@@ -114,11 +170,13 @@ class RunWatch:
                     if message is None or message.get("type") != "message":
                         continue
                     try:
-                        run_id = orjson.loads(message["data"])["run_id"]
-                    except (orjson.JSONDecodeError, KeyError, TypeError):
+                        change = orjson.loads(message["data"])
+                        run_id, seq, status = change["run_id"], change.get("seq"), change.get("status")
+                    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
                         continue
-                    if isinstance(run_id, str) and run_id in self._waiters:
-                        self._wake({run_id})
+                    if isinstance(run_id, str):
+                        known = isinstance(seq, int) and isinstance(status, str)
+                        self._wake([(run_id, seq if known else 0, status if known else None)])
             except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
                 if self._stop.is_set():
                     return

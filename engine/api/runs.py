@@ -30,6 +30,8 @@ RETRY_WHILE_RUNNING_SECONDS = 1
 RETRY_APPROVAL_SECONDS = 30
 RESERVED_KEY_PREFIXES = ("webhook:", "schedule:", "event:")
 """Idempotency keys of trigger-started runs; a caller's key must not collide with them."""
+ANSWERED = TERMINAL | {"waiting"}
+"""Statuses a start answers on; a change leaving its run in another does not wake the request."""
 REFUSED_RUN_STATUS = {"budget_exhausted": 402}
 """HTTP status of a refused start by its reason; every other refusal (`flow_disabled`, `unknown_budget`, ...) is 409."""
 
@@ -70,6 +72,7 @@ def start_run(services: RunningEngine, body: dict[str, Any],
                                      or not callback_url.startswith(("http://", "https://"))):
         raise ApiError(422, "bad_request", '"callback_url" must be an http:// or https:// URL the engine can POST '
                        "the run's execution.finished webhook to")
+    mark = watch.live_since() if watch is not None else None
     try:
         created = services.create_run(flow_id, inputs, version=version, idempotency_key=key,
                                       mode="async" if wait == 0 else "sync", started_by=started_by)
@@ -83,7 +86,8 @@ def start_run(services: RunningEngine, body: dict[str, Any],
     if callback_url is not None and not created.duplicate:
         secret = register_callback(services.require_handles(), created.run_id, callback_url)
         _deliver_if_already_finished(services, created.run_id)
-    status, answer = answer_for(services, created.run_id, wait, duplicate=created.duplicate, watch=watch)
+    status, answer = answer_for(services, created.run_id, wait, duplicate=created.duplicate, watch=watch,
+                                heard_since=mark)
     if secret is not None:
         answer["callback"] = {"url": callback_url, "secret": secret}
     return status, answer
@@ -109,17 +113,24 @@ def retry_after(waiting_on: dict[str, Any] | None, now: float) -> int:
 
 
 def answer_for(services: RunningEngine, run_id: str, wait: float, *, duplicate: bool = False,
-               watch: RunWatch | None = None) -> tuple[int, dict[str, Any]]:
+               watch: RunWatch | None = None, heard_since: int | None = None) -> tuple[int, dict[str, Any]]:
+    """`heard_since`: `watch.live_since()` from before the run was created; while the channel is unbroken since,
+    the watch hears every change of a new run, so the store is read only once it has ended or parked."""
     deadline = time.monotonic() + wait
     watcher = watch or RunWatch()
     sql = services.require_handles().sql
-    with watcher.watching(run_id) as changed:
+    with watcher.watching(run_id, ANSWERED) as changed:
+        with_steps = False  # a new run has none yet; once woken, it has most likely ended
+        unread = not duplicate and wait > 0 and heard_since is not None and watcher.unbroken_since(heard_since)
         while True:
+            if unread:
+                unread = False
+                with_steps = changed.wait(max(0.0, deadline - time.monotonic()))
             changed.clear()
-            run = queries.get_run(sql, run_id, with_steps=False) or {"id": run_id, "status": "queued"}
+            run = queries.get_run(sql, run_id, with_steps=with_steps) or {"id": run_id, "status": "queued"}
             status = run["status"]
             if status in TERMINAL:
-                full = queries.get_run(sql, run_id) or run
+                full = run if with_steps else queries.get_run(sql, run_id) or run
                 return (200 if duplicate else 201), {"run_id": run_id, "duplicate": duplicate, **full}
             if status == "waiting":
                 waiting = run.get("waiting_on") or {}
@@ -131,4 +142,4 @@ def answer_for(services: RunningEngine, run_id: str, wait: float, *, duplicate: 
                 return 202, {"run_id": run_id, "status": status, "duplicate": duplicate,
                              "retry_after_seconds": RETRY_WHILE_RUNNING_SECONDS}
             poll = watcher.poll_seconds
-            changed.wait(left if poll is None else min(left, poll))
+            with_steps = changed.wait(left if poll is None else min(left, poll))

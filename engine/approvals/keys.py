@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from engine.clock import Clock, SystemClock
 from engine.runtime.write_lock import sqlite_writer
+from engine.store.db import reading
 from engine.store.models import ApiKey
 from engine.store.types import utc_from_epoch
 
@@ -91,11 +92,15 @@ def revoke_key(sql: sa.Engine, name: str, clock: Clock | None = None) -> None:
 
 def list_keys(sql: sa.Engine) -> list[KeyInfo]:
     """Every key by name, revoked ones included (never the key or its hash)."""
-    with sql.connect() as conn:
+    with reading(sql) as conn:
         rows = conn.execute(sa.select(API_KEYS.c.name, API_KEYS.c.scopes, API_KEYS.c.created_at,
                                       API_KEYS.c.revoked_at).order_by(API_KEYS.c.name)).all()
     return [KeyInfo(row.name, list(row.scopes or []), row.created_at.isoformat(),
                     row.revoked_at.isoformat() if row.revoked_at else None) for row in rows]
+
+
+_KEY_BY_HASH = sa.select(API_KEYS.c.name, API_KEYS.c.scopes, API_KEYS.c.revoked_at).where(
+    API_KEYS.c.key_hash == sa.bindparam("key_hash"))
 
 
 def check_key(sql: sa.Engine, key: str, scope: str = DECIDE_SCOPE) -> KeyCheck:
@@ -103,9 +108,8 @@ def check_key(sql: sa.Engine, key: str, scope: str = DECIDE_SCOPE) -> KeyCheck:
     if not KEY_PATTERN.match(key):
         return KeyCheck(None, "malformed_key", "the key is malformed: keys look like lgk_ followed by 43 "
                         "letters, digits, - or _; copy it again from `lockgate keys create`")
-    with sql.connect() as conn:
-        row = conn.execute(sa.select(API_KEYS.c.name, API_KEYS.c.scopes, API_KEYS.c.revoked_at)
-                           .where(API_KEYS.c.key_hash == hash_key(key))).first()
+    with reading(sql) as conn:
+        row = conn.execute(_KEY_BY_HASH, {"key_hash": hash_key(key)}).first()
     if row is None:
         return KeyCheck(None, "unknown_key", "the key is not known here (never created on this engine's store, "
                         "or mistyped); create one with `lockgate keys create NAME`")

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from engine.json_bounds import json_problems
 from engine.runtime.live_change import LiveChange
-from engine.store.db import READ_ONLY_OPTION
+from engine.store.db import READ_ONLY_OPTION, reading
 from engine.store.models import AppliedEvent, Run, Step
 
 RUNS = cast(sa.Table, Run.__table__)
@@ -129,17 +129,24 @@ def _step_data(row: Any, rerun_of: str | None = None) -> dict[str, Any]:
     }
 
 
+# Built once: building a statement per read costs more than executing it.
+_RUN = sa.select(RUNS).where(RUNS.c.id == sa.bindparam("run_id"))
+_CHILD_IDS = (sa.select(RUNS.c.id).where(RUNS.c.parent_run_id == sa.bindparam("run_id"))
+              .order_by(RUNS.c.created_at, RUNS.c.id))
+_STEPS = (sa.select(STEPS).where(STEPS.c.run_id == sa.bindparam("run_id"))
+          .order_by(STEPS.c.started_at.is_(None), STEPS.c.started_at, STEPS.c.id))
+
+
 def _read_run(conn: sa.Connection, run_id: str, with_steps: bool) -> tuple[dict[str, Any], int] | None:
-    row = conn.execute(sa.select(RUNS).where(RUNS.c.id == run_id)).mappings().first()
+    key = {"run_id": run_id}
+    row = conn.execute(_RUN, key).mappings().first()
     if row is None:
         return None
     data = _run_data(row)
     data["state"] = shown(row["state"])
-    data["child_run_ids"] = list(conn.execute(sa.select(RUNS.c.id).where(RUNS.c.parent_run_id == run_id)
-                                              .order_by(RUNS.c.created_at, RUNS.c.id)).scalars())
+    data["child_run_ids"] = list(conn.execute(_CHILD_IDS, key).scalars())
     if with_steps:
-        steps = conn.execute(sa.select(STEPS).where(STEPS.c.run_id == run_id)
-                             .order_by(STEPS.c.started_at.is_(None), STEPS.c.started_at, STEPS.c.id)).mappings()
+        steps = conn.execute(_STEPS, key).mappings()
         data["steps"] = [_step_data(step, row["rerun_of"]) for step in steps]
         counts: dict[str, int] = {}
         for step in data["steps"]:
@@ -151,7 +158,7 @@ def _read_run(conn: sa.Connection, run_id: str, with_steps: bool) -> tuple[dict[
 def get_run(sql: sa.Engine, run_id: str, *, with_steps: bool = True) -> dict[str, Any] | None:
     """A run with its steps (ordered by start, each with `started_at` / `finished_at`) and step counts, its
     `parent_run_id` and `child_run_ids` (flow.call), or None."""
-    with sql.connect() as conn:
+    with reading(sql) as conn:
         found = _read_run(conn, run_id, with_steps)
     return found[0] if found is not None else None
 
@@ -198,5 +205,5 @@ def list_runs(sql: sa.Engine, *, flow_id: str | None = None, status: str | None 
         created, run_id = after
         query = query.where(sa.or_(RUNS.c.created_at < created,
                                    sa.and_(RUNS.c.created_at == created, RUNS.c.id > run_id)))
-    with sql.connect() as conn:
+    with reading(sql) as conn:
         return [_run_data(row) for row in conn.execute(query).mappings()]

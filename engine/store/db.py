@@ -133,6 +133,16 @@ def session_scope(engine: sa.Engine) -> Iterator[Session]:
 
 
 @contextmanager
+def reading(engine: sa.Engine) -> Iterator[sa.Connection]:
+    """A connection for reads only, in one transaction (SQLite: DEFERRED, so it never waits for a writer's lock
+    as the default BEGIN IMMEDIATE does; every statement sees the same snapshot)."""
+    with engine.connect() as connection:
+        connection = connection.execution_options(**{READ_ONLY_OPTION: True})
+        with connection.begin():
+            yield connection
+
+
+@contextmanager
 def read_scope(engine: sa.Engine) -> Iterator[Session]:
     """A session for reading only (SQLite: a DEFERRED transaction that never blocks writers)."""
     with engine.connect() as connection:

@@ -15,6 +15,7 @@ from engine.api.server import ApiServer
 from engine.approvals.keys import create_key
 from engine.flow import flow_from_data
 from engine.host import EngineServices
+from engine.runtime.projection import BatchResult, LiveChange
 from engine.store.models import AppliedEvent
 from tests.api.conftest import HELLO
 from tests.engine.conftest import start_engine, wait_until
@@ -88,3 +89,22 @@ def test_a_watch_without_the_channel_polls_and_one_that_lost_it_falls_back(redis
     watch.close()
     assert watch.poll_seconds == 0.05
     client.close()
+
+
+def _change(run_id: str, seq: int, status: str) -> LiveChange:
+    return LiveChange(run_id=run_id, flow_id="hello", version=1, status=status, seq=seq, event="e")
+
+
+def test_a_waiter_wakes_only_for_its_statuses_and_at_once_for_an_end_heard_before_it_came() -> None:
+    watch = RunWatch()
+    with watch.watching("r1", frozenset({"succeeded"})) as changed:
+        watch.on_batch(BatchResult(changes=[_change("r1", 1, "running")]))
+        assert not changed.is_set()
+        watch.on_batch(BatchResult(changes=[_change("r1", 3, "succeeded")]))
+        assert changed.is_set()
+    watch.on_batch(BatchResult(changes=[_change("r1", 2, "running")]))  # told again, late: the end stands
+    with watch.watching("r1", frozenset({"succeeded"})) as changed:
+        assert changed.is_set()
+    with watch.watching("r2", frozenset({"succeeded"})) as changed:
+        assert not changed.is_set()
+    assert watch.live_since() is None  # no channel: a caller reads the store before it waits

@@ -28,6 +28,19 @@ def test_every_api_route_needs_a_valid_key(api: Api) -> None:
     assert api.services.list_runs() == []
 
 
+def test_a_start_checks_the_key_before_the_body(api: Api) -> None:
+    api.publish(HELLO)
+    bad_key = {"Authorization": "Bearer lgk_" + "x" * 43}
+    for body in ({"flow_id": 5}, {}, {"flow_id": "hello", "version": 1 << 63}):
+        refused = api.http.post("/api/v1/runs", json=body, headers=bad_key)
+        assert refused.status_code == 401 and refused.json()["error"]["code"] == "unknown_key", refused.text
+        unread = api.http.post("/api/v1/runs", json=body, headers=api.headers())
+        assert unread.status_code in (400, 422), unread.text
+    empty = api.http.post("/api/v1/runs", content=b"", headers={**bad_key, "content-type": "application/json"})
+    assert empty.status_code == 401
+    assert api.services.list_runs() == []
+
+
 def test_a_run_finishing_within_wait_answers_201_and_a_repeat_200(any_db_api: Api) -> None:
     api = any_db_api
     api.publish(HELLO)

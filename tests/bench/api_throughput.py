@@ -25,7 +25,8 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
-PEERS = ROOT.parent / "shared" / "peers"
+PEERS = Path(os.environ.get("LOCKGATE_PEERS", ROOT.parent / "shared" / "peers"))
+"""The peer harness; LOCKGATE_PEERS points elsewhere (e.g. from a git worktree)."""
 FLOW = PEERS / "lockgate" / "bench.flow.json"
 LUA = PEERS / "lockgate" / "bench.lua"
 BENCH = PEERS / "load" / "bench.py"
