@@ -22,14 +22,19 @@ from app.budget_check import BudgetDiagnostic
 from app.engine_messages import run_refusal, without_cli_hints
 from app.live import LiveState, row_at_place, row_of_place, run_marks, run_path, run_row, waiting_text
 from app.panels.rows import BudgetRow, HoldRow, local_time
+from app.waiting import run_waiting
 
 if TYPE_CHECKING:
     from app.run_details import RunDetails
     from app.window import MainWindow
     from canvas.document import FlowDocument
+    from engine.flow import Flow
     from engine.money.ledger import BudgetState
-    from engine.read_models import Hold, Run, RunSummary
+    from engine.read_models import Hold, PublishedFlow, Run, RunSummary
     from engine.runtime.live_change import LiveChange
+
+    PublishedVersion = tuple[PublishedFlow, Flow]
+    """A published version as the bridge reads it: its record and its flow."""
 
 REFRESH_DELAY_MS = 150
 LIVE_RUNS_REFRESH_MS = 1000
@@ -84,7 +89,7 @@ class EngineController(QObject):
         window.approvals.decision_made.connect(self.decide)
         self.details: RunDetails | None = None
         self.version_documents: dict[tuple[str, int], FlowDocument] = {}
-        self.published_versions: dict[tuple[str, int], Any] = {}
+        self.published_versions: dict[tuple[str, int], PublishedVersion] = {}
         """(PublishedVersion, Flow) by (flow id, version), read once: a published version never changes, and
         the followed run is re-read every second. Cleared when the engine stops (its data folder may change)."""
         self.versions_dialog: QDialog | None = None
@@ -193,10 +198,9 @@ class EngineController(QObject):
             if error is not None or summaries is None:
                 self.window.log.append(f"Runs could not be read: {error}")
                 return
-            runs = [summary.model_dump() for summary in summaries]
-            for run in runs:
-                self.live.seed_from_run(run)
-            self.window.runs.set_runs([run_row(run) for run in runs])
+            for summary in summaries:
+                self.live.seed_from_run(summary)
+            self.window.runs.set_runs([run_row(summary) for summary in summaries])
             self._refresh_open_run()
             if self.live_on:
                 self._live_timer.start()
@@ -337,29 +341,28 @@ class EngineController(QObject):
         """
         self.selected_run = run_id
 
-        def got_run(found: Run | None, error: BaseException | None) -> None:
-            run = found.model_dump() if found is not None else None
+        def got_run(run: Run | None, error: BaseException | None) -> None:
             if error is None and run is not None and self.selected_run == run_id:
                 self.window.properties.set_preview_run(run)
             if error is not None or run is None or not self.live_on:
                 return
-            key = (str(run["flow_id"]), int(run["version"]))
+            key = (run.flow_id, run.version)
             if key in self.published_versions:
                 got_version(run, self.published_versions[key], None)
                 return
 
-            def found_version(found: Any, problem: BaseException | None) -> None:
+            def found_version(found: PublishedVersion | None, problem: BaseException | None) -> None:
                 if problem is None and found is not None:
                     self.published_versions[key] = found
                 got_version(run, found, problem)
 
             self.bridge.flow_version(*key, found_version)
 
-        def got_version(run: Any, found: Any, error: BaseException | None) -> None:
+        def got_version(run: Run, found: PublishedVersion | None, error: BaseException | None) -> None:
             if error is not None or found is None:
                 return
             published, flow = found
-            editor = self._editor_for_version(run["flow_id"], int(run["version"]), published.content_hash, flow, focus)
+            editor = self._editor_for_version(run.flow_id, run.version, published.content_hash, flow, focus)
             if editor is None and not focus and self._run_editor is not None and self._run_editor[0] == run_id:
                 editor = self._run_editor[1]  # the draft it was drawn on, edited since: keep following it there
                 if self.window.tabs.index_of(editor.document) < 0:
@@ -367,8 +370,8 @@ class EngineController(QObject):
             if editor is None:
                 return
             self._run_editor = (run_id, editor)
-            waiting = run.get("waiting_on") if run["status"] == "waiting" else None
-            current = run.get("current_node") or (waiting or {}).get("node")
+            waiting = run_waiting(run)
+            current = run.current_node or (waiting.node if waiting else None)
             editor.view.set_run_path(run_path(run), current, waiting_text(waiting, self.clock()), run_marks(run))
 
         self.bridge.get_run(run_id, got_run)
@@ -450,14 +453,13 @@ class EngineController(QObject):
             self.details.rerun_requested.connect(self.reruns.ask)
             self.details.save_test_requested.connect(self.save_run_as_test)
 
-        def done(found: Run | None, error: BaseException | None) -> None:
-            run = found.model_dump() if found is not None else None
+        def done(run: Run | None, error: BaseException | None) -> None:
             if error is not None or run is None or self.details is None:
                 self._say(f"Run {run_id[:8]} cannot be shown: {error or 'it does not exist'}")
                 return
-            key = (str(run["flow_id"]), int(run["version"]))
+            key = (run.flow_id, run.version)
 
-            def show(found: Any, _problem: BaseException | None) -> None:
+            def show(found: PublishedVersion | None, _problem: BaseException | None) -> None:
                 if found is not None:
                     self.published_versions[key] = found
                 secrets = frozenset(n for n, spec in found[1].inputs.items() if spec.secret) if found else None
@@ -484,9 +486,9 @@ class EngineController(QObject):
         from engine.flowtest.model import save_test
 
         run = self.details.run if self.details is not None else None
-        if run is None or run.get("id") != run_id:
+        if run is None or run.id != run_id:
             return
-        flow_id = str(run["flow_id"])
+        flow_id = run.flow_id
         target = self.ask_test_target(flow_id, flow_folder(self.window.tabs.documents(), flow_id))
         if target is None:
             return
@@ -504,11 +506,10 @@ class EngineController(QObject):
     def _refresh_open_run(self) -> None:
         details = self.details
         if details is not None and details.isVisible() and details.run is not None:
-            run_id = str(details.run["id"])
-            def shown(found: Run | None, error: BaseException | None) -> None:
-                run = found.model_dump() if found is not None else None
+            run_id = details.run.id
+            def shown(run: Run | None, error: BaseException | None) -> None:
                 # Another run may have been opened meanwhile (a rerun opens itself): an older answer is stale.
-                if run and not error and details.run is not None and details.run.get("id") == run_id:
+                if run and not error and details.run is not None and details.run.id == run_id:
                     details.show_run(run)
 
             self.bridge.get_run(run_id, shown)
