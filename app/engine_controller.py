@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QDialog, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout
@@ -28,9 +28,21 @@ if TYPE_CHECKING:
     from app.run_details import RunDetails
     from app.window import MainWindow
     from canvas.document import FlowDocument
+    from canvas.editor import FlowEditor
     from engine.flow import Flow
+    from engine.flowtest.model import FlowTest
     from engine.money.ledger import BudgetState
-    from engine.read_models import Hold, PublishedFlow, Run, RunSummary
+    from engine.read_models import (
+        Approval,
+        CancelledRun,
+        Decision,
+        FlowVersion,
+        Hold,
+        PublishedFlow,
+        Run,
+        RunSummary,
+        StartedRun,
+    )
     from engine.runtime.live_change import LiveChange
 
     PublishedVersion = tuple[PublishedFlow, Flow]
@@ -73,7 +85,7 @@ class EngineController(QObject):
         self._countdown.setInterval(COUNTDOWN_MS)
         self._countdown.timeout.connect(self.tick)
         window.runs.now = lambda: datetime.fromtimestamp(self.clock(), UTC)
-        self._run_editor: tuple[str, Any] | None = None
+        self._run_editor: tuple[str, FlowEditor] | None = None
         """(run id, editor) the followed run is drawn on: it stays there while the draft is edited."""
         bridge.state_changed.connect(self._state_changed)
         bridge.runs_changed.connect(self._runs_timer.start)
@@ -123,13 +135,15 @@ class EngineController(QObject):
             return
         flow = document.flow()
 
-        def done(version: Any, error: BaseException | None) -> None:
+        def done(version: PublishedFlow | None, error: BaseException | None) -> None:
             if error is not None:
                 diagnostics = getattr(error, "diagnostics", None)
                 if diagnostics is not None:
                     self.window.problems.set_diagnostics(diagnostics)
                     self.window.docks["Problems"].raise_()
                 self._say(f"Publish of {flow.id} refused: {without_cli_hints(str(error))}")
+                return
+            if version is None:
                 return
             document.history_id = flow.id
             document.id_follows_name = False
@@ -142,21 +156,21 @@ class EngineController(QObject):
                 self.window.docks["Problems"].raise_()
             else:
                 self._say(f"{flow.id} v{version.version} published")
-            self.published.emit(flow.id, int(version.version))
+            self.published.emit(flow.id, version.version)
             if then is not None:
                 then()
 
-        def budgets_read(budgets: Any, error: BaseException | None) -> None:
+        def budgets_read(budgets: list[BudgetState] | None, error: BaseException | None) -> None:
             if error is None and budgets is not None:
                 self.window.set_known_budgets({b.name for b in budgets})
             self.bridge.publish(flow, done)
 
         self.bridge.list_budgets(budgets_read)
 
-    def start_run(self, flow_id: str, inputs: dict[str, Any], draft_text: str | None = None) -> None:
+    def start_run(self, flow_id: str, inputs: dict[str, object], draft_text: str | None = None) -> None:
         """Start a run of the latest published version; say so when the open draft differs from it."""
 
-        def done(created: Any, error: BaseException | None) -> None:
+        def done(created: StartedRun | None, error: BaseException | None) -> None:
             if error is not None:
                 document = self.window.document
                 flow = document.flow_ref() if document is not None and document.flow_ref().id == flow_id else None
@@ -164,15 +178,17 @@ class EngineController(QObject):
                        else without_cli_hints(str(error)))
                 self._say(f"Run of {flow_id} not started: {why}")
                 return
+            if created is None:
+                return
             started = f"Run {created.run_id[:8]} of {flow_id} v{created.version} started"
             self._say(started)
             self.run_started.emit(created.run_id)
             self._runs_timer.start()
-            if draft_text is not None:
-                self.bridge.flow_version(flow_id, int(created.version),
+            if draft_text is not None and created.version is not None:
+                self.bridge.flow_version(flow_id, created.version,
                                          lambda found, problem: compare(started, found, problem))
 
-        def compare(started: str, found: Any, error: BaseException | None) -> None:
+        def compare(started: str, found: PublishedVersion | None, error: BaseException | None) -> None:
             from engine.publish import content_hash
 
             differs = error is None and found is not None and draft_text is not None and (
@@ -184,7 +200,7 @@ class EngineController(QObject):
         self.bridge.create_run(flow_id, inputs, done, started_by=self.window.settings.your_name or None)
 
     def cancel_run(self, run_id: str) -> None:
-        def done(status: Any, error: BaseException | None) -> None:
+        def done(status: CancelledRun | None, error: BaseException | None) -> None:
             self._say(f"Run {run_id[:8]} not cancelled: {error}" if error or status is None
                       else f"Run {run_id[:8]}: {status.status}")
             self._runs_timer.start()
@@ -232,12 +248,12 @@ class EngineController(QObject):
     # ----- approvals -------------------------------------------------------------------------
 
     def refresh_approvals(self) -> None:
-        def done(pending: Any, error: BaseException | None) -> None:
+        def done(pending: list[Approval] | None, error: BaseException | None) -> None:
             if isinstance(error, ImportError):
                 self.window.approvals.set_unavailable(
                     f"This engine build cannot list approvals ({error}); decide them with the engine's CLI or API.")
                 return
-            if error is not None:
+            if error is not None or pending is None:
                 self.window.log.append(f"Approvals could not be read: {error}")
                 return
             rows = [approval_row(a) for a in pending]
@@ -254,13 +270,14 @@ class EngineController(QObject):
         actor = self.window.settings.your_name
         panel = self.window.approvals
 
-        def done(result: Any, error: BaseException | None) -> None:
-            if error is not None:
+        def done(result: Decision | None, error: BaseException | None) -> None:
+            if error is not None or result is None:
                 text = f"Decision not sent: {without_cli_hints(str(error))}"
                 panel.decision_result(approval_id, False, text)
             elif result.accepted and result.port is None:
+                left = (result.required or 0) - (result.approved_count or 0)
                 text = (f"Approved as {actor}: {result.approved_count} of {result.required} approved; run "
-                        f"{str(result.run_id)[:8]} waits for {result.required - result.approved_count} more.")
+                        f"{str(result.run_id)[:8]} waits for {left} more.")
                 panel.decision_result(approval_id, True, text, still_pending=True)
             elif result.accepted:
                 text = (f"{'Approved' if approved else 'Rejected'} as {actor}: run {str(result.run_id)[:8]} "
@@ -376,8 +393,8 @@ class EngineController(QObject):
 
         self.bridge.get_run(run_id, got_run)
 
-    def _editor_for_version(self, flow_id: str, version: int, content_hash: str, flow: Any,
-                            focus: bool = True) -> Any:
+    def _editor_for_version(self, flow_id: str, version: int, content_hash: str, flow: Flow,
+                            focus: bool = True) -> FlowEditor | None:
         """The open draft when it equals the version; else that version's own tab (opened once).
         Without `focus` (the once-a-second refresh) no tab is opened or brought forward."""
         from canvas.document import FlowDocument
@@ -410,8 +427,8 @@ class EngineController(QObject):
     def show_versions(self, flow_id: str) -> None:
         """A list of the flow's published versions (number, when, content hash)."""
 
-        def done(versions: Any, error: BaseException | None) -> None:
-            if error is not None:
+        def done(versions: list[FlowVersion] | None, error: BaseException | None) -> None:
+            if error is not None or versions is None:
                 self._say(f"Versions of {flow_id} cannot be read: {error}")
                 return
             dialog = QDialog(self.window)
@@ -494,7 +511,7 @@ class EngineController(QObject):
             return
         name, folder = target
 
-        def done(test: Any, error: BaseException | None) -> None:
+        def done(test: FlowTest | None, error: BaseException | None) -> None:
             if error is not None or test is None:
                 self._say(f"Run {run_id[:8]} cannot be saved as a test: {error or 'no answer'}")
                 return
