@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from app.panels.rows import ApprovalRow, ApprovalVoteRow
+from engine.read_models import Approval
 
 
-def approval_row(approval: Any) -> ApprovalRow:
-    """A panel row from the engine's `Approval` read model (v1 fields only from an older engine)."""
+def approval_row(approval: Approval) -> ApprovalRow:
+    """A panel row from the engine's `Approval` read model."""
     votes = tuple(
         ApprovalVoteRow(vote.by, vote.decision, vote.comment, datetime.fromtimestamp(vote.at, UTC))
-        for vote in getattr(approval, "decisions", ()) or ()
+        for vote in approval.decisions
     )
     return ApprovalRow(
         approval.id,
@@ -22,11 +22,11 @@ def approval_row(approval: Any) -> ApprovalRow:
         approval.message,
         datetime.fromtimestamp(approval.requested_at, UTC),
         datetime.fromtimestamp(approval.expires_at, UTC),
-        int(getattr(approval, "required", 1)),
-        int(getattr(approval, "approved_count", 0)),
+        approval.required,
+        approval.approved_count,
         votes,
-        bool(getattr(approval, "escalated", False)),
-        int(getattr(approval, "reminders_sent", 0)),
+        approval.escalated,
+        approval.reminders_sent,
     )
 
 

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QDialog, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout
@@ -22,14 +22,31 @@ from app.budget_check import BudgetDiagnostic
 from app.engine_messages import run_refusal, without_cli_hints
 from app.live import LiveState, row_at_place, row_of_place, run_marks, run_path, run_row, waiting_text
 from app.panels.rows import BudgetRow, HoldRow, local_time
+from app.waiting import run_waiting
 
 if TYPE_CHECKING:
     from app.run_details import RunDetails
     from app.window import MainWindow
     from canvas.document import FlowDocument
+    from canvas.editor import FlowEditor
+    from engine.flow import Flow
+    from engine.flowtest.model import FlowTest
     from engine.money.ledger import BudgetState
-    from engine.read_models import Hold, Run, RunSummary
+    from engine.read_models import (
+        Approval,
+        CancelledRun,
+        Decision,
+        FlowVersion,
+        Hold,
+        PublishedFlow,
+        Run,
+        RunSummary,
+        StartedRun,
+    )
     from engine.runtime.live_change import LiveChange
+
+    PublishedVersion = tuple[PublishedFlow, Flow]
+    """A published version as the bridge reads it: its record and its flow."""
 
 REFRESH_DELAY_MS = 150
 LIVE_RUNS_REFRESH_MS = 1000
@@ -68,7 +85,7 @@ class EngineController(QObject):
         self._countdown.setInterval(COUNTDOWN_MS)
         self._countdown.timeout.connect(self.tick)
         window.runs.now = lambda: datetime.fromtimestamp(self.clock(), UTC)
-        self._run_editor: tuple[str, Any] | None = None
+        self._run_editor: tuple[str, FlowEditor] | None = None
         """(run id, editor) the followed run is drawn on: it stays there while the draft is edited."""
         bridge.state_changed.connect(self._state_changed)
         bridge.runs_changed.connect(self._runs_timer.start)
@@ -84,7 +101,7 @@ class EngineController(QObject):
         window.approvals.decision_made.connect(self.decide)
         self.details: RunDetails | None = None
         self.version_documents: dict[tuple[str, int], FlowDocument] = {}
-        self.published_versions: dict[tuple[str, int], Any] = {}
+        self.published_versions: dict[tuple[str, int], PublishedVersion] = {}
         """(PublishedVersion, Flow) by (flow id, version), read once: a published version never changes, and
         the followed run is re-read every second. Cleared when the engine stops (its data folder may change)."""
         self.versions_dialog: QDialog | None = None
@@ -118,13 +135,15 @@ class EngineController(QObject):
             return
         flow = document.flow()
 
-        def done(version: Any, error: BaseException | None) -> None:
+        def done(version: PublishedFlow | None, error: BaseException | None) -> None:
             if error is not None:
                 diagnostics = getattr(error, "diagnostics", None)
                 if diagnostics is not None:
                     self.window.problems.set_diagnostics(diagnostics)
                     self.window.docks["Problems"].raise_()
                 self._say(f"Publish of {flow.id} refused: {without_cli_hints(str(error))}")
+                return
+            if version is None:
                 return
             document.history_id = flow.id
             document.id_follows_name = False
@@ -137,21 +156,21 @@ class EngineController(QObject):
                 self.window.docks["Problems"].raise_()
             else:
                 self._say(f"{flow.id} v{version.version} published")
-            self.published.emit(flow.id, int(version.version))
+            self.published.emit(flow.id, version.version)
             if then is not None:
                 then()
 
-        def budgets_read(budgets: Any, error: BaseException | None) -> None:
+        def budgets_read(budgets: list[BudgetState] | None, error: BaseException | None) -> None:
             if error is None and budgets is not None:
                 self.window.set_known_budgets({b.name for b in budgets})
             self.bridge.publish(flow, done)
 
         self.bridge.list_budgets(budgets_read)
 
-    def start_run(self, flow_id: str, inputs: dict[str, Any], draft_text: str | None = None) -> None:
+    def start_run(self, flow_id: str, inputs: dict[str, object], draft_text: str | None = None) -> None:
         """Start a run of the latest published version; say so when the open draft differs from it."""
 
-        def done(created: Any, error: BaseException | None) -> None:
+        def done(created: StartedRun | None, error: BaseException | None) -> None:
             if error is not None:
                 document = self.window.document
                 flow = document.flow_ref() if document is not None and document.flow_ref().id == flow_id else None
@@ -159,15 +178,17 @@ class EngineController(QObject):
                        else without_cli_hints(str(error)))
                 self._say(f"Run of {flow_id} not started: {why}")
                 return
+            if created is None:
+                return
             started = f"Run {created.run_id[:8]} of {flow_id} v{created.version} started"
             self._say(started)
             self.run_started.emit(created.run_id)
             self._runs_timer.start()
-            if draft_text is not None:
-                self.bridge.flow_version(flow_id, int(created.version),
+            if draft_text is not None and created.version is not None:
+                self.bridge.flow_version(flow_id, created.version,
                                          lambda found, problem: compare(started, found, problem))
 
-        def compare(started: str, found: Any, error: BaseException | None) -> None:
+        def compare(started: str, found: PublishedVersion | None, error: BaseException | None) -> None:
             from engine.publish import content_hash
 
             differs = error is None and found is not None and draft_text is not None and (
@@ -179,7 +200,7 @@ class EngineController(QObject):
         self.bridge.create_run(flow_id, inputs, done, started_by=self.window.settings.your_name or None)
 
     def cancel_run(self, run_id: str) -> None:
-        def done(status: Any, error: BaseException | None) -> None:
+        def done(status: CancelledRun | None, error: BaseException | None) -> None:
             self._say(f"Run {run_id[:8]} not cancelled: {error}" if error or status is None
                       else f"Run {run_id[:8]}: {status.status}")
             self._runs_timer.start()
@@ -193,10 +214,9 @@ class EngineController(QObject):
             if error is not None or summaries is None:
                 self.window.log.append(f"Runs could not be read: {error}")
                 return
-            runs = [summary.model_dump() for summary in summaries]
-            for run in runs:
-                self.live.seed_from_run(run)
-            self.window.runs.set_runs([run_row(run) for run in runs])
+            for summary in summaries:
+                self.live.seed_from_run(summary)
+            self.window.runs.set_runs([run_row(summary) for summary in summaries])
             self._refresh_open_run()
             if self.live_on:
                 self._live_timer.start()
@@ -228,12 +248,12 @@ class EngineController(QObject):
     # ----- approvals -------------------------------------------------------------------------
 
     def refresh_approvals(self) -> None:
-        def done(pending: Any, error: BaseException | None) -> None:
+        def done(pending: list[Approval] | None, error: BaseException | None) -> None:
             if isinstance(error, ImportError):
                 self.window.approvals.set_unavailable(
                     f"This engine build cannot list approvals ({error}); decide them with the engine's CLI or API.")
                 return
-            if error is not None:
+            if error is not None or pending is None:
                 self.window.log.append(f"Approvals could not be read: {error}")
                 return
             rows = [approval_row(a) for a in pending]
@@ -250,13 +270,14 @@ class EngineController(QObject):
         actor = self.window.settings.your_name
         panel = self.window.approvals
 
-        def done(result: Any, error: BaseException | None) -> None:
-            if error is not None:
+        def done(result: Decision | None, error: BaseException | None) -> None:
+            if error is not None or result is None:
                 text = f"Decision not sent: {without_cli_hints(str(error))}"
                 panel.decision_result(approval_id, False, text)
             elif result.accepted and result.port is None:
+                left = (result.required or 0) - (result.approved_count or 0)
                 text = (f"Approved as {actor}: {result.approved_count} of {result.required} approved; run "
-                        f"{str(result.run_id)[:8]} waits for {result.required - result.approved_count} more.")
+                        f"{str(result.run_id)[:8]} waits for {left} more.")
                 panel.decision_result(approval_id, True, text, still_pending=True)
             elif result.accepted:
                 text = (f"{'Approved' if approved else 'Rejected'} as {actor}: run {str(result.run_id)[:8]} "
@@ -337,29 +358,28 @@ class EngineController(QObject):
         """
         self.selected_run = run_id
 
-        def got_run(found: Run | None, error: BaseException | None) -> None:
-            run = found.model_dump() if found is not None else None
+        def got_run(run: Run | None, error: BaseException | None) -> None:
             if error is None and run is not None and self.selected_run == run_id:
                 self.window.properties.set_preview_run(run)
             if error is not None or run is None or not self.live_on:
                 return
-            key = (str(run["flow_id"]), int(run["version"]))
+            key = (run.flow_id, run.version)
             if key in self.published_versions:
                 got_version(run, self.published_versions[key], None)
                 return
 
-            def found_version(found: Any, problem: BaseException | None) -> None:
+            def found_version(found: PublishedVersion | None, problem: BaseException | None) -> None:
                 if problem is None and found is not None:
                     self.published_versions[key] = found
                 got_version(run, found, problem)
 
             self.bridge.flow_version(*key, found_version)
 
-        def got_version(run: Any, found: Any, error: BaseException | None) -> None:
+        def got_version(run: Run, found: PublishedVersion | None, error: BaseException | None) -> None:
             if error is not None or found is None:
                 return
             published, flow = found
-            editor = self._editor_for_version(run["flow_id"], int(run["version"]), published.content_hash, flow, focus)
+            editor = self._editor_for_version(run.flow_id, run.version, published.content_hash, flow, focus)
             if editor is None and not focus and self._run_editor is not None and self._run_editor[0] == run_id:
                 editor = self._run_editor[1]  # the draft it was drawn on, edited since: keep following it there
                 if self.window.tabs.index_of(editor.document) < 0:
@@ -367,14 +387,14 @@ class EngineController(QObject):
             if editor is None:
                 return
             self._run_editor = (run_id, editor)
-            waiting = run.get("waiting_on") if run["status"] == "waiting" else None
-            current = run.get("current_node") or (waiting or {}).get("node")
+            waiting = run_waiting(run)
+            current = run.current_node or (waiting.node if waiting else None)
             editor.view.set_run_path(run_path(run), current, waiting_text(waiting, self.clock()), run_marks(run))
 
         self.bridge.get_run(run_id, got_run)
 
-    def _editor_for_version(self, flow_id: str, version: int, content_hash: str, flow: Any,
-                            focus: bool = True) -> Any:
+    def _editor_for_version(self, flow_id: str, version: int, content_hash: str, flow: Flow,
+                            focus: bool = True) -> FlowEditor | None:
         """The open draft when it equals the version; else that version's own tab (opened once).
         Without `focus` (the once-a-second refresh) no tab is opened or brought forward."""
         from canvas.document import FlowDocument
@@ -407,8 +427,8 @@ class EngineController(QObject):
     def show_versions(self, flow_id: str) -> None:
         """A list of the flow's published versions (number, when, content hash)."""
 
-        def done(versions: Any, error: BaseException | None) -> None:
-            if error is not None:
+        def done(versions: list[FlowVersion] | None, error: BaseException | None) -> None:
+            if error is not None or versions is None:
                 self._say(f"Versions of {flow_id} cannot be read: {error}")
                 return
             dialog = QDialog(self.window)
@@ -450,14 +470,13 @@ class EngineController(QObject):
             self.details.rerun_requested.connect(self.reruns.ask)
             self.details.save_test_requested.connect(self.save_run_as_test)
 
-        def done(found: Run | None, error: BaseException | None) -> None:
-            run = found.model_dump() if found is not None else None
+        def done(run: Run | None, error: BaseException | None) -> None:
             if error is not None or run is None or self.details is None:
                 self._say(f"Run {run_id[:8]} cannot be shown: {error or 'it does not exist'}")
                 return
-            key = (str(run["flow_id"]), int(run["version"]))
+            key = (run.flow_id, run.version)
 
-            def show(found: Any, _problem: BaseException | None) -> None:
+            def show(found: PublishedVersion | None, _problem: BaseException | None) -> None:
                 if found is not None:
                     self.published_versions[key] = found
                 secrets = frozenset(n for n, spec in found[1].inputs.items() if spec.secret) if found else None
@@ -484,15 +503,15 @@ class EngineController(QObject):
         from engine.flowtest.model import save_test
 
         run = self.details.run if self.details is not None else None
-        if run is None or run.get("id") != run_id:
+        if run is None or run.id != run_id:
             return
-        flow_id = str(run["flow_id"])
+        flow_id = run.flow_id
         target = self.ask_test_target(flow_id, flow_folder(self.window.tabs.documents(), flow_id))
         if target is None:
             return
         name, folder = target
 
-        def done(test: Any, error: BaseException | None) -> None:
+        def done(test: FlowTest | None, error: BaseException | None) -> None:
             if error is not None or test is None:
                 self._say(f"Run {run_id[:8]} cannot be saved as a test: {error or 'no answer'}")
                 return
@@ -504,11 +523,10 @@ class EngineController(QObject):
     def _refresh_open_run(self) -> None:
         details = self.details
         if details is not None and details.isVisible() and details.run is not None:
-            run_id = str(details.run["id"])
-            def shown(found: Run | None, error: BaseException | None) -> None:
-                run = found.model_dump() if found is not None else None
+            run_id = details.run.id
+            def shown(run: Run | None, error: BaseException | None) -> None:
                 # Another run may have been opened meanwhile (a rerun opens itself): an older answer is stale.
-                if run and not error and details.run is not None and details.run.get("id") == run_id:
+                if run and not error and details.run is not None and details.run.id == run_id:
                     details.show_run(run)
 
             self.bridge.get_run(run_id, shown)

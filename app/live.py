@@ -11,8 +11,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.panels.rows import RunRow
+from app.waiting import Waiting, run_waiting, waiting_of
 from engine.approvals.claims import TIMEOUT_ACTOR
 from engine.durations import format_duration
+from engine.read_models import Run, RunSummary, Step
 from engine.runtime.live_change import LiveChange
 
 ACTIVE_STATUSES = frozenset({"queued", "running", "waiting"})
@@ -36,7 +38,7 @@ class RunPlace:
     status: str
     seq: int = -1
     node: str | None = None
-    waiting_on: dict[str, Any] | None = None
+    waiting_on: Waiting | None = None
 
 
 @dataclass
@@ -55,20 +57,19 @@ class LiveState:
             self.runs[change.run_id] = place
         place.seq = change.seq
         place.status = change.status
-        place.waiting_on = change.waiting_on if place.status == "waiting" else None
-        node = change.node or (place.waiting_on or {}).get("node")
+        place.waiting_on = waiting_of(change.waiting_on) if place.status == "waiting" else None
+        node = change.node or (place.waiting_on.node if place.waiting_on else None)
         if node:
-            place.node = str(node)
+            place.node = node
         return True
 
-    def seed_from_run(self, run: dict[str, Any]) -> None:
+    def seed_from_run(self, run: RunSummary) -> None:
         """Start from a stored run (runs that were running or parked before live mode started)."""
-        run_id = str(run["id"])
-        if run_id in self.runs:
+        if run.id in self.runs:
             return
-        waiting = run.get("waiting_on") if run.get("status") == "waiting" else None
-        self.runs[run_id] = RunPlace(run_id, str(run["flow_id"]), int(run["version"]), str(run["status"]), -1,
-                                     run.get("current_node") or (waiting or {}).get("node"), waiting)
+        waiting = run_waiting(run)
+        self.runs[run.id] = RunPlace(run.id, run.flow_id, run.version, run.status, -1,
+                                     run.current_node or (waiting.node if waiting else None), waiting)
 
     def node_counts(self, flow_id: str, now: float, version: int | None = None) -> dict[str, tuple[int, int, str]]:
         """Per node of `flow_id` (of one version, or all): (running there, waiting there, what they wait on)."""
@@ -87,21 +88,21 @@ class LiveState:
         return {node: (running, waiting, text) for node, (running, waiting, text) in counts.items()}
 
 
-def waiting_text(waiting_on: dict[str, Any] | None, now: float) -> str:
+def waiting_text(waiting_on: Waiting | None, now: float) -> str:
     """`approval · 23h 59m left`: the reason, with time left when the wait has a due time; a retry's
     backoff names the attempt it waits for (`retry backoff, attempt 3 · 10m left`), a `flow.call` the run it
     waits for (`waiting on child run 1a2b3c4d`)."""
-    if not waiting_on:
+    if waiting_on is None:
         return ""
-    reason = str(waiting_on.get("reason", "waiting"))
+    reason = waiting_on.reason if waiting_on.reason is not None else "waiting"
     text = REASON_TEXT.get(reason, reason)
-    child = waiting_on.get("child_run_id")
-    if reason == "child_run" and isinstance(child, str) and child:
+    child = waiting_on.child_run_id
+    if reason == "child_run" and child:
         text = f"waiting on child run {child[:8]}"
-    if isinstance(waiting_on.get("attempt"), int):
-        text += f", attempt {waiting_on['attempt']}"
-    due_at = waiting_on.get("due_at")
-    if isinstance(due_at, int | float):
+    if waiting_on.attempt is not None:
+        text += f", attempt {waiting_on.attempt}"
+    due_at = waiting_on.due_at
+    if due_at is not None:
         left = due_at - now
         # Past an hour, seconds are noise (and make the label under the node too long to read).
         shown = int(left // 60) * 60 if left >= 3600 else round(left)
@@ -109,31 +110,33 @@ def waiting_text(waiting_on: dict[str, Any] | None, now: float) -> str:
     return text
 
 
-def _moment(value: Any) -> datetime | None:
+def _moment(value: str | None) -> datetime | None:
     if not value:
         return None
-    moment = datetime.fromisoformat(str(value))
+    moment = datetime.fromisoformat(value)
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def run_row(run: dict[str, Any]) -> RunRow:
-    """A Runs panel row from the engine's run record (a `RunSummary` of the facade, as a dict)."""
-    waiting = run.get("waiting_on") if run.get("status") == "waiting" else None
-    due_at = (waiting or {}).get("due_at")
-    cost = run.get("cost_micros")
+def run_row(run: RunSummary) -> RunRow:
+    """A Runs panel row from the engine's run record (a `RunSummary` of the facade, or a `Run`)."""
+    waiting = run_waiting(run)
     return RunRow(
-        run_id=str(run["id"]), flow_id=str(run["flow_id"]), version=int(run["version"]), status=str(run["status"]),
-        started_at=_moment(run.get("started_at") or run.get("created_at")), finished_at=_moment(run.get("finished_at")),
-        cost_usd=cost / 1_000_000 if isinstance(cost, int) else None,
-        current_node=run.get("current_node") or (waiting or {}).get("node"),
-        waiting_reason=REASON_TEXT.get(str((waiting or {}).get("reason")), (waiting or {}).get("reason")),
-        waiting_until=datetime.fromtimestamp(due_at, UTC) if isinstance(due_at, int | float) else None,
-        tokens_in=_count(run.get("tokens_in")), tokens_out=_count(run.get("tokens_out")),
+        run_id=run.id, flow_id=run.flow_id, version=run.version, status=run.status,
+        started_at=_moment(run.started_at or run.created_at), finished_at=_moment(run.finished_at),
+        cost_usd=run.cost_micros / 1_000_000 if run.cost_micros is not None else None,
+        current_node=run.current_node or (waiting.node if waiting else None),
+        waiting_reason=_reason_text(waiting), waiting_until=_until(waiting),
+        tokens_in=run.tokens_in, tokens_out=run.tokens_out,
     )
 
 
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _reason_text(waiting: Waiting | None) -> str | None:
+    reason = waiting.reason if waiting else None
+    return REASON_TEXT.get(reason, reason) if reason is not None else None
+
+
+def _until(waiting: Waiting | None) -> datetime | None:
+    return datetime.fromtimestamp(waiting.due_at, UTC) if waiting and waiting.due_at is not None else None
 
 
 def row_of_place(place: RunPlace, seen_at: datetime) -> RunRow:
@@ -148,59 +151,58 @@ def row_at_place(row: RunRow, place: RunPlace) -> RunRow:
 
     Cost and finish time are not in live changes: the next list of runs brings them."""
     waiting = place.waiting_on if place.status == "waiting" else None
-    due_at = (waiting or {}).get("due_at")
-    return replace(
-        row, status=place.status, current_node=place.node or row.current_node,
-        waiting_reason=REASON_TEXT.get(str((waiting or {}).get("reason")), (waiting or {}).get("reason")),
-        waiting_until=datetime.fromtimestamp(due_at, UTC) if isinstance(due_at, int | float) else None,
-    )
+    return replace(row, status=place.status, current_node=place.node or row.current_node,
+                   waiting_reason=_reason_text(waiting), waiting_until=_until(waiting))
 
 
-def run_path(run: dict[str, Any]) -> list[str]:
-    """The nodes a run has passed, in step order (from `get_run(..., with_steps=True)`); skipped branches are
-    not part of it."""
+def run_path(run: Run) -> list[str]:
+    """The nodes a run has passed, in step order (from `get_run`, with its steps); skipped branches are not
+    part of it."""
     path: list[str] = []
-    for step in run.get("steps", []):
-        if step.get("status") in ("skipped", "pending"):
+    for step in run.steps:
+        if step.status in ("skipped", "pending"):
             continue
-        node = step.get("node")
-        if node and (not path or path[-1] != node):
-            path.append(str(node))
+        if step.node and (not path or path[-1] != step.node):
+            path.append(step.node)
     return path
 
 
-def step_status_text(step: dict[str, Any]) -> str:
+def step_ports(step: Step) -> list[str]:
+    """The ports a step left through (stored JSON: a list of port names)."""
+    return [str(port) for port in step.ports] if isinstance(step.ports, list) else []
+
+
+def step_status_text(step: Step) -> str:
     """A step's status as the user reads it: an approval that ran out of time "timed out", not "succeeded"; a
     rerun's step taken from the run it reruns "reused" (or "reused (failed)" for a failure gone past)."""
-    text = "timed out" if timed_out(step) else str(step.get("status") or "")
-    if step.get("reused_from"):
+    text = "timed out" if timed_out(step) else step.status
+    if step.reused_from:
         return "reused" if text == "succeeded" else f"reused ({text})"
     return text
 
 
-def timed_out(step: dict[str, Any]) -> bool:
+def timed_out(step: Step) -> bool:
     """An approval nobody decided before its timeout (the engine rejects it as the `timeout` actor), or a
     callback that left through `timed_out`."""
-    if "timed_out" in (step.get("ports") or []):
+    if "timed_out" in step_ports(step):
         return True
-    if step.get("type") != "approval":
+    if step.type != "approval":
         return False
-    output = step.get("output")
+    output = step.output
     records = [output, *(output.values() if isinstance(output, dict) else ())]
     return any(isinstance(r, dict) and r.get("decided_by") == TIMEOUT_ACTOR for r in records)
 
 
-def run_marks(run: dict[str, Any]) -> dict[str, tuple[str, str]]:
+def run_marks(run: Run) -> dict[str, tuple[str, str]]:
     """Nodes to flag on a run's path: ("failed", its error) or ("timed_out", "timed out")."""
     marks: dict[str, tuple[str, str]] = {}
-    for step in run.get("steps", []):
-        node = step.get("node")
-        if not node:
+    for step in run.steps:
+        if not step.node:
             continue
-        if step.get("status") == "failed":
-            error = str(step.get("error") or "")
-            kind = step.get("error_type")
-            marks[str(node)] = ("failed", f"{kind}: {error}" if kind and error else error or str(kind or ""))
+        if step.status == "failed":
+            error = str(step.error or "")
+            kind = step.error_type
+            marks[step.node] = ("failed", f"{kind}: {error}" if kind and error else error or str(kind or ""))
         elif timed_out(step):
-            marks[str(node)] = ("timed_out", "timed out")
+            marks[step.node] = ("timed_out", "timed out")
     return marks

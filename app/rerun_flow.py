@@ -4,7 +4,7 @@ the canvas (the selected node, with that run selected)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QMenu
@@ -86,7 +86,7 @@ class RerunFlow(QObject):
             self.controller.open_run(run_id)
             return
 
-        def done(options: Any, error: BaseException | None) -> None:
+        def done(options: list[RerunOption] | None, error: BaseException | None) -> None:
             if error is not None or not options:
                 self.controller._say(f"Run {run_id[:8]} cannot be rerun: {error}")
                 return

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QFont
@@ -27,11 +26,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.live import run_row, step_status_text
+from app.live import run_row, step_ports, step_status_text
 from app.panels.rows import local_time, tokens_text, usd
 from app.panels.timeline import TimelineWidget
 from app.readable import readable_json
 from app.theme import status_colour
+from engine.read_models import Run, RunSummary, Step
 from engine.runtime.transitions import TERMINAL as TERMINAL_STATUSES
 
 STEP_COLUMNS = ("Node", "Type", "Status", "Attempts", "Started", "Duration", "Tokens", "Ports", "Error")
@@ -57,7 +57,7 @@ class RunDetails(QDialog):
         self.setWindowFlag(Qt.WindowType.WindowMaximizeButtonHint, True)
         self.setSizeGripEnabled(True)
         self.resize(980, 680)
-        self.run: dict[str, Any] | None = None
+        self.run: Run | None = None
         self.secret_inputs: frozenset[str] = frozenset()
         """Inputs the flow declares secret: masked here even if a value reached the record."""
         self.header = QLabel(self)
@@ -144,10 +144,10 @@ class RunDetails(QDialog):
         layout.addWidget(self.related)
         layout.addWidget(splitter)
 
-    def show_run(self, run: dict[str, Any], secret_inputs: frozenset[str] | None = None) -> None:
+    def show_run(self, run: Run, secret_inputs: frozenset[str] | None = None) -> None:
         if secret_inputs is not None:
             self.secret_inputs = secret_inputs
-        same_run = self.run is not None and self.run.get("id") == run.get("id")
+        same_run = self.run is not None and self.run.id == run.id
         kept_step = self._selected_step_key() if same_run else None
         self.run = run
         row = run_row(run)
@@ -168,35 +168,33 @@ class RunDetails(QDialog):
         related = related_runs_html(run)
         self.related.setText(related)
         self.related.setVisible(bool(related))
-        steps = run.get("steps", [])
+        steps = run.steps
         self.timeline.set_run(run, _now().timestamp())
         self.steps.blockSignals(True)
         self.steps.setRowCount(len(steps))
         for index, step in enumerate(steps):
-            duration, reused = step.get("duration_ms"), bool(step.get("reused_from"))
+            reused = bool(step.reused_from)
             cells = (  # a reused step ran in the run it was taken from: no attempt or start of its own here
-                step.get("node") or "", step.get("type") or "", step_status_text(step),
-                "" if reused else str(step.get("attempts") or ""), "" if reused else _local(step.get("started_at")),
-                _milliseconds(duration),
-                _step_tokens(step), ", ".join(step.get("ports") or []), step.get("error") or "",
+                step.node or "", step.type or "", step_status_text(step),
+                "" if reused else str(step.attempts or ""), "" if reused else _local(step.started_at),
+                _milliseconds(step.duration_ms),
+                _step_tokens(step), ", ".join(step_ports(step)), step.error or "",
             )
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(str(text))
                 if column == ERROR_COLUMN and text:
                     item.setToolTip(str(text))
                 if column == STATUS_COLUMN:
-                    item.setForeground(QColor(status_colour(str(step.get("status") or ""))))
+                    item.setForeground(QColor(status_colour(step.status)))
                 self.steps.setItem(index, column, item)
         self.steps.blockSignals(False)
-        self.inputs_text.setPlainText(_dump(self._masked(run.get("inputs") or {})) if run.get("inputs")
+        self.inputs_text.setPlainText(_dump(self._masked(run.inputs)) if isinstance(run.inputs, dict) and run.inputs
                                       else "This run was given no inputs.")
-        result = run.get("result")
-        self.result_text.setPlainText(_dump(result) if result is not None else (
+        self.result_text.setPlainText(_dump(run.result) if run.result is not None else (
             "No result yet: the run has not finished." if row.status not in TERMINAL_STATUSES else "No result."))
-        self.state_text.setPlainText(_dump(run.get("state") or {}))
-        errors = [f"run: {run['error_type'] or 'error'}: {run['error']}"] if run.get("error") else []
-        errors += [f"{s.get('node')}: {s.get('error_type') or 'error'}: {s.get('error')}" for s in steps
-                   if s.get("error")]
+        self.state_text.setPlainText(_dump(run.state or {}))
+        errors = [f"run: {run.error_type or 'error'}: {run.error}"] if run.error else []
+        errors += [f"{s.node}: {s.error_type or 'error'}: {s.error}" for s in steps if s.error]
         self.errors_text.setPlainText("\n".join(errors) if errors else "No errors.")
         self.cancel_button.setEnabled(row.status not in TERMINAL_STATUSES)
         self.cancel_button.setToolTip("" if self.cancel_button.isEnabled() else f"The run has {row.status}.")
@@ -207,18 +205,20 @@ class RunDetails(QDialog):
             if self.save_test_button.isEnabled() else "A test is saved from a finished run.")
         self._select_step(kept_step if kept_step is not None else _interesting_step(steps))
 
-    def _masked(self, inputs: dict[str, Any]) -> dict[str, Any]:
+    def _masked(self, inputs: dict[str, object]) -> dict[str, object]:
         return {name: (MASK if name in self.secret_inputs else value) for name, value in inputs.items()}
 
     def _selected_step_key(self) -> str | None:
         rows = self.steps.selectionModel().selectedRows()
-        steps = (self.run or {}).get("steps", [])
-        return str(steps[rows[0].row()].get("step")) if rows and rows[0].row() < len(steps) else None
+        steps = self._steps()
+        return steps[rows[0].row()].step if rows and rows[0].row() < len(steps) else None
+
+    def _steps(self) -> list[Step]:
+        return self.run.steps if self.run is not None else []
 
     def _select_step(self, key: str | None) -> None:
-        steps = (self.run or {}).get("steps", [])
-        for index, step in enumerate(steps):
-            if key is not None and str(step.get("step")) == key:
+        for index, step in enumerate(self._steps()):
+            if key is not None and step.step == key:
                 self.steps.selectRow(index)
                 self._show_selected_step()
                 return
@@ -228,7 +228,7 @@ class RunDetails(QDialog):
         """The node Rerun from here would start at: the selected step's, if the run finished and the step is
         not one item of a foreach."""
         key = self._selected_step_key()
-        if self.run is None or self.run.get("status") not in TERMINAL_STATUSES or key is None or "[" in key:
+        if self.run is None or self.run.status not in TERMINAL_STATUSES or key is None or "[" in key:
             return None
         return key
 
@@ -237,7 +237,7 @@ class RunDetails(QDialog):
         self.rerun_button.setEnabled(node is not None)
         self.rerun_button.setToolTip(f"A new run that reuses the steps before {node} and executes {node} and "
                                      "what follows" if node else "Pick a step of a finished run to rerun from it")
-        steps = (self.run or {}).get("steps", [])
+        steps = self._steps()
         rows = self.steps.selectionModel().selectedRows()
         if not rows or rows[0].row() >= len(steps):
             self.step_label.setText("Pick a step to see what it was given and what it produced.")
@@ -245,20 +245,20 @@ class RunDetails(QDialog):
             self.step_output.setPlainText("")
             return
         step = steps[rows[0].row()]
-        error = f" — <span style='color:{status_colour('failed')}'>{_html(str(step['error']))}</span>" if step.get(
-            "error") else ""
-        self.step_label.setText(f"<b>{_html(str(step.get('step') or step.get('node')))}</b> "
-                                f"({_html(str(step.get('type') or ''))}): {step_status_text(step)}{error}")
-        given, output = step.get("given"), step.get("output")
-        reused_from = step.get("reused_from")
+        error = f" — <span style='color:{status_colour('failed')}'>{_html(str(step.error))}</span>" if (
+            step.error) else ""
+        self.step_label.setText(f"<b>{_html(step.step or step.node)}</b> "
+                                f"({_html(step.type or '')}): {step_status_text(step)}{error}")
+        given, output = step.given, step.output
+        reused_from = step.reused_from
         if reused_from:
             self.step_label.setText(self.step_label.text() + f" — taken from run <a href='{RUN_LINK}{reused_from}'>"
-                                    f"{_html(str(reused_from)[:8])}</a>, not executed again")
+                                    f"{_html(reused_from[:8])}</a>, not executed again")
         self.step_given.setPlainText(_dump(given) if given is not None else (
             f"Not executed in this run: reused from run {reused_from}, as it was recorded there."
             if reused_from else "Nothing recorded."))
         self.step_output.setPlainText(_dump(output) if output is not None else (
-            "Nothing yet." if step.get("status") in ("running", "suspended", "pending") else "Nothing."))
+            "Nothing yet." if step.status in ("running", "suspended", "pending") else "Nothing."))
 
     def _open_linked(self, link: str) -> None:
         if link.startswith(RUN_LINK):
@@ -267,47 +267,47 @@ class RunDetails(QDialog):
     def _rerun(self) -> None:
         node = self.rerun_node()
         if self.run is not None and node is not None:
-            self.rerun_requested.emit(str(self.run["id"]), node)
+            self.rerun_requested.emit(self.run.id, node)
     def _save_test(self) -> None:
         if self.run is not None:
-            self.save_test_requested.emit(str(self.run["id"]))
+            self.save_test_requested.emit(self.run.id)
 
     def _cancel(self) -> None:
         if self.run is not None:
-            self.cancel_requested.emit(str(self.run["id"]))
+            self.cancel_requested.emit(self.run.id)
 
 
 RUN_LINK = "run:"
 """Links of the parent and child runs: `run:<id>`."""
 
 
-def related_runs_html(run: dict[str, Any]) -> str:
+def related_runs_html(run: RunSummary) -> str:
     """`called by run 1a2b3c4d · rerun of run … from node … · child runs: 5e6f7a8b, …` with a link to open
     each; '' when none."""
     parts = []
-    parent = run.get("parent_run_id")
-    if isinstance(parent, str) and parent:
+    parent = run.parent_run_id
+    if parent:
         parts.append(f"called by run <a href='{RUN_LINK}{parent}'>{parent[:8]}</a>")
-    rerun_of = run.get("rerun_of")
-    if isinstance(rerun_of, str) and rerun_of:
+    rerun_of = run.rerun_of
+    if rerun_of:
         parts.append(f"rerun of run <a href='{RUN_LINK}{rerun_of}'>{rerun_of[:8]}</a> from node "
-                     f"<b>{_html(str(run.get('from_node') or ''))}</b>")
-    children = [child for child in run.get("child_run_ids") or [] if isinstance(child, str)]
+                     f"<b>{_html(run.from_node or '')}</b>")
+    children = run.child_run_ids
     if children:
         links = ", ".join(f"<a href='{RUN_LINK}{child}'>{child[:8]}</a>" for child in children)
         parts.append(f"child run{'s' if len(children) != 1 else ''}: {links}")
     return " &nbsp;·&nbsp; ".join(parts)
 
 
-def _step_tokens(step: dict[str, Any]) -> str:
-    tokens_in, tokens_out = step.get("tokens_in"), step.get("tokens_out")
+def _step_tokens(step: Step) -> str:
+    tokens_in, tokens_out = step.tokens_in, step.tokens_out
     if tokens_in is None and tokens_out is None:
         return ""
     return tokens_text(tokens_in, tokens_out) if tokens_in or tokens_out else "0"
 
 
-def _milliseconds(value: Any) -> str:
-    if not isinstance(value, int | float):
+def _milliseconds(value: float | None) -> str:
+    if value is None:
         return ""
     return f"{value:.2f} ms" if value < 10 else f"{value:,.0f} ms"
 
@@ -326,14 +326,14 @@ def _json_view(name: str) -> QPlainTextEdit:
     return view
 
 
-def _dump(value: Any) -> str:
+def _dump(value: object) -> str:
     return json.dumps(readable_json(value), indent=2, sort_keys=True, default=str, ensure_ascii=False)
 
 
-def _local(value: Any) -> str:
+def _local(value: str | None) -> str:
     if not value:
         return ""
-    moment = datetime.fromisoformat(str(value))
+    moment = datetime.fromisoformat(value)
     return local_time(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
 
 
@@ -341,10 +341,10 @@ def _html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _interesting_step(steps: list[dict[str, Any]]) -> str | None:
+def _interesting_step(steps: list[Step]) -> str | None:
     """The step to show first: the first that failed, else the latest that started."""
-    failed = next((s for s in steps if s.get("status") == "failed"), None)
+    failed = next((s for s in steps if s.status == "failed"), None)
     if failed is not None:
-        return str(failed.get("step"))
-    started = [s for s in steps if s.get("started_at")]
-    return str(started[-1].get("step")) if started else None
+        return failed.step
+    started = [s for s in steps if s.started_at]
+    return started[-1].step if started else None

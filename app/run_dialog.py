@@ -94,9 +94,9 @@ class RunInputsDialog(QDialog):
             line.setText(default)
         return line
 
-    def values(self) -> dict[str, Any]:
+    def values(self) -> dict[str, object]:
         """The inputs as typed JSON values; raises InputError naming the input and the fix."""
-        values: dict[str, Any] = {}
+        values: dict[str, object] = {}
         for name, spec in self.flow.inputs.items():
             widget = self.widgets[name]
             value: Any

@@ -106,7 +106,7 @@ def render_rerun(folder: Path) -> list[Path]:
 def _rerun_shown(window: Any, run_id: str) -> bool:
     details = window.engine.details if window.engine is not None else None
     run = details.run if details is not None else None
-    return bool(run and run.get("rerun_of") == run_id and run.get("status") == "succeeded")
+    return run is not None and run.rerun_of == run_id and run.status == "succeeded"
 
 
 if __name__ == "__main__":

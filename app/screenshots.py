@@ -105,9 +105,9 @@ def shoot_run_details(window: MainWindow, run_id: str, target: Path) -> Path:
     _wait_for(partial(_details_shown, window))
     details = window.engine.details
     assert details is not None
-    steps = details.run.get("steps", []) if details.run else []
+    steps = details.run.steps if details.run else []
     for row, step in enumerate(steps):
-        if step.get("node") == "classify":
+        if step.node == "classify":
             details.steps.selectRow(row)
     for _ in range(5):
         QApplication.processEvents()

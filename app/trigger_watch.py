@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -19,6 +19,7 @@ from app.trigger_rows import TriggerRow, TriggerStatus, trigger_rows, webhook_re
 
 if TYPE_CHECKING:
     from app.window import MainWindow
+    from engine.triggers.settings import TriggerSetting
 
 POLL_MS = 2000
 
@@ -73,7 +74,7 @@ class TriggerWatch(QObject):
         self._reading = True
         self.bridge.trigger_status(flow_id, self._read)
 
-    def _read(self, status: Any, error: BaseException | None) -> None:
+    def _read(self, status: TriggerStatus | None, error: BaseException | None) -> None:
         self._reading = False
         if self._again:
             self._again = False
@@ -137,7 +138,7 @@ class TriggerWatch(QObject):
             return
         kind = trigger_type.removeprefix("trigger.")
 
-        def done(settings: Any, error: BaseException | None) -> None:
+        def done(settings: list[TriggerSetting] | None, error: BaseException | None) -> None:
             if error is not None:
                 self._say(f'{kind.capitalize()} "{node_id}" of {flow_id} not {"enabled" if enabled else "disabled"}: '
                           f"{error}")

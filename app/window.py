@@ -11,7 +11,7 @@ import weakref
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from PySide6.QtCore import QByteArray, Qt, QTimer
 from PySide6.QtGui import QActionGroup, QCloseEvent, QKeySequence
@@ -60,6 +60,7 @@ from engine.validation import has_errors
 
 if TYPE_CHECKING:
     from canvas.document import FlowDocument
+    from engine.read_models import FlowVersion
 
 FLOW_FILE_FILTER = "Lockgate flows (*.flow.json);;JSON files (*.json);;All files (*)"
 SaveAnswer = QMessageBox.StandardButton
@@ -80,7 +81,7 @@ class MainWindow(QMainWindow):
         self.ask_to_save: Callable[[FlowDocument], SaveAnswer] = self._ask_to_save_dialog
         self.choose_open_path: Callable[[], Path | None] = self._open_path_dialog
         self.choose_save_path: Callable[[FlowDocument], Path | None] = self._save_path_dialog
-        self.ask_run_inputs: Callable[[Flow], dict[str, Any] | None] = self._run_inputs_dialog
+        self.ask_run_inputs: Callable[[Flow], dict[str, object] | None] = self._run_inputs_dialog
         self.ask_publish_onto_history: Callable[[FlowDocument, int], bool] = self._publish_onto_history_dialog
         self.ask_compare_version: Callable[[str, list[int]], int | None] = self._choose_version_dialog
         self.run_settings_dialog: Callable[[QDialog], int] = lambda dialog: dialog.exec()
@@ -343,7 +344,7 @@ class MainWindow(QMainWindow):
         if self.bridge is None or not self.bridge.available:
             return
 
-        def done(ids: Any, error: BaseException | None) -> None:
+        def done(ids: set[str] | None, error: BaseException | None) -> None:
             if error is None and ids is not None:
                 self.published_ids = frozenset(ids)
                 self.properties.flow_panel.refresh()
@@ -608,7 +609,7 @@ class MainWindow(QMainWindow):
             self.engine.publish(document, then)
             return
 
-        def versions_read(versions: Any, error: BaseException | None) -> None:
+        def versions_read(versions: list[FlowVersion] | None, error: BaseException | None) -> None:
             if self.engine is None or self.tabs.index_of(document) < 0:
                 return
             if error is None and versions and not self.ask_publish_onto_history(document, len(versions)):
@@ -647,7 +648,7 @@ class MainWindow(QMainWindow):
         flow_id = document.flow_ref().id
         draft_hash = content_hash(document.text())
 
-        def versions_read(versions: Any, error: BaseException | None) -> None:
+        def versions_read(versions: list[FlowVersion] | None, error: BaseException | None) -> None:
             if self.tabs.index_of(document) < 0:
                 return
             if error is not None:
@@ -698,7 +699,7 @@ class MainWindow(QMainWindow):
             return "run_published"
         return "cancel"
 
-    def _run_inputs_dialog(self, flow: Flow) -> dict[str, Any] | None:
+    def _run_inputs_dialog(self, flow: Flow) -> dict[str, object] | None:
         from app.run_dialog import RunInputsDialog
 
         dialog = RunInputsDialog(flow, parent=self)
@@ -715,7 +716,7 @@ class MainWindow(QMainWindow):
             return
         flow_id = document.flow_ref().id
 
-        def versions_read(versions: Any, error: BaseException | None) -> None:
+        def versions_read(versions: list[FlowVersion] | None, error: BaseException | None) -> None:
             if error is not None:
                 self.statusBar().showMessage(f"Versions of {flow_id} cannot be read: {error}", STATUS_MESSAGE_MS)
                 return
@@ -728,7 +729,7 @@ class MainWindow(QMainWindow):
             if chosen is not None and self.bridge is not None:
                 self.bridge.get_version(flow_id, chosen, lambda flow, error: version_read(chosen, flow, error))
 
-        def version_read(number: int, flow: Any, error: BaseException | None) -> None:
+        def version_read(number: int, flow: Flow | None, error: BaseException | None) -> None:
             if error is not None or flow is None:
                 self.statusBar().showMessage(f"Version {number} of {flow_id} cannot be read: {error}",
                                              STATUS_MESSAGE_MS)
@@ -745,7 +746,7 @@ class MainWindow(QMainWindow):
         if self.bridge is None:
             return
 
-        def read(flow: Any, error: BaseException | None) -> None:
+        def read(flow: Flow | None, error: BaseException | None) -> None:
             if error is not None or flow is None:
                 self.statusBar().showMessage(f"Version {version} of {flow_id} cannot be read: {error}",
                                              STATUS_MESSAGE_MS)

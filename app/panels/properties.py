@@ -42,6 +42,7 @@ from engine.catalog import CATALOG
 
 if TYPE_CHECKING:
     from canvas.document import FlowDocument
+    from engine.read_models import Run
 
 IDEMPOTENT_CHOICES: tuple[tuple[str, bool | None], ...] = (
     ("As the node type says", None),
@@ -61,7 +62,7 @@ class PropertiesPanel(QWidget):
         self.node_id: str | None = None
         self.editors: dict[str, FieldEditor] = {}
         self._built_for: tuple[str, str] | None = None
-        self.preview_run: dict[str, Any] | None = None
+        self.preview_run: Run | None = None
         """The selected run (its inputs and state): template fields preview their value against it."""
         self.published_flow_ids: Callable[[], frozenset[str]] = frozenset
         """The engine's published flow ids (a `flow.call`'s flow picker offers them); the window sets it."""
@@ -102,7 +103,7 @@ class PropertiesPanel(QWidget):
         self.flow_panel.set_document(document)
         self.show_node(None)
 
-    def set_preview_run(self, run: dict[str, Any] | None) -> None:
+    def set_preview_run(self, run: Run | None) -> None:
         """Preview template fields against `run` (None: against the inputs' defaults)."""
         self.preview_run = run
         if self.document is None:

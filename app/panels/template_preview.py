@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from jinja2 import Undefined
 
 from engine.flow import Flow
+from engine.read_models import Run
 from engine.templates import TemplateProblem, evaluate, is_template
 
 PREVIEW_CHARS = 240
@@ -19,23 +19,27 @@ PREVIEW_CHARS = 240
 class PreviewContext:
     """What a template sees (`inputs`, `state`, `errors`, `run`) and where those values came from."""
 
-    names: dict[str, Any] = field(default_factory=dict)
+    names: dict[str, object] = field(default_factory=dict)
     source: str = ""
     """`run 50843f0e` or `input defaults`: said next to the value."""
 
 
-def context_for(flow: Flow, run: dict[str, Any] | None) -> PreviewContext:
+def context_for(flow: Flow, run: Run | None) -> PreviewContext:
     """The selected run's state when it is a run of `flow`; else the inputs' defaults and an empty state."""
-    if run is not None and run.get("flow_id") == flow.id:
-        facts = {"id": run.get("id"), "flow": run.get("flow_id"), "version": run.get("version"),
-                 "trigger": run.get("trigger")}
-        names = {"inputs": dict(run.get("inputs") or {}), "state": dict(run.get("state") or {}),
-                 "errors": dict(run.get("errors") or {}), "run": facts}
-        return PreviewContext(names, f"run {str(run.get('id'))[:8]}")
+    if run is not None and run.flow_id == flow.id:
+        facts = {"id": run.id, "flow": run.flow_id, "version": run.version, "trigger": run.trigger}
+        names: dict[str, object] = {"inputs": _object(run.inputs), "state": _object(run.state),
+                                    "errors": _object(run.errors), "run": facts}
+        return PreviewContext(names, f"run {run.id[:8]}")
     inputs = {name: spec.default for name, spec in flow.inputs.items()}
     names = {"inputs": inputs, "state": {}, "errors": {},
              "run": {"id": "preview", "flow": flow.id, "version": None, "trigger": "manual"}}
     return PreviewContext(names, "input defaults")
+
+
+def _object(value: object) -> dict[str, object]:
+    """A copy of a stored JSON object (inputs, state, errors); {} for none."""
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def preview_text(source: str, context: PreviewContext) -> tuple[str, bool]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QPainter, QPaintEvent, QPen
@@ -13,8 +12,10 @@ from PySide6.QtWidgets import QWidget
 
 from app.live import REASON_TEXT, timed_out
 from app.theme import status_colour
+from app.waiting import run_waiting
 from engine.catalog import CATALOG, RETRY_PARK_REASON
 from engine.durations import format_duration
+from engine.read_models import Run
 
 ROW_HEIGHT = 22
 LABEL_WIDTH = 130
@@ -38,33 +39,33 @@ class Bar:
         return max(0.0, (self.end - self.start) - self.work_s) if self.park_reason else 0.0
 
 
-def _seconds(value: Any) -> float | None:
+def _seconds(value: str | None) -> float | None:
     if not value:
         return None
-    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    moment = datetime.fromisoformat(value)
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
-def bars_of(run: dict[str, Any], now: float) -> list[Bar]:
+def bars_of(run: Run, now: float) -> list[Bar]:
     """Bars of the steps that started, in start order (from `get_run` steps with started_at/finished_at); a
     rerun's reused steps did not run in it and take no time there."""
-    waiting = run.get("waiting_on") if run.get("status") == "waiting" else None
+    waiting = run_waiting(run)
     bars = []
-    for step in run.get("steps", []):
-        start = _seconds(step.get("started_at"))
-        if start is None or step.get("reused_from"):
+    for step in run.steps:
+        start = _seconds(step.started_at)
+        if start is None or step.reused_from:
             continue
-        end = _seconds(step.get("finished_at")) or now
-        work = float(step.get("duration_ms") or 0) / 1000
-        spec = CATALOG.get(str(step.get("type") or ""))
+        end = _seconds(step.finished_at) or now
+        work = float(step.duration_ms or 0) / 1000
+        spec = CATALOG.get(step.type or "")
         reason: str | None = None
-        if step.get("status") == "suspended" and waiting and waiting.get("node") == step.get("node"):
-            reason = str(waiting.get("reason"))
-        elif (step.get("attempts") or 0) > 1 and (end - start) - work >= MIN_PARK_S:
+        if step.status == "suspended" and waiting and waiting.node == step.node:
+            reason = str(waiting.reason)
+        elif (step.attempts or 0) > 1 and (end - start) - work >= MIN_PARK_S:
             reason = RETRY_PARK_REASON
         elif spec is not None and spec.park_reasons and (end - start) - work >= MIN_PARK_S:
             reason = spec.park_reasons[0]
-        bars.append(Bar(str(step.get("node")), str(step.get("status")), start, end, work, reason, timed_out(step)))
+        bars.append(Bar(step.node, step.status, start, end, work, reason, timed_out(step)))
     return sorted(bars, key=lambda b: b.start)
 
 
@@ -75,7 +76,7 @@ class TimelineWidget(QWidget):
         self.bars: list[Bar] = []
         self.setMinimumHeight(ROW_HEIGHT * 3)
 
-    def set_run(self, run: dict[str, Any], now: float) -> None:
+    def set_run(self, run: Run, now: float) -> None:
         self.bars = bars_of(run, now)
         self.setMinimumHeight(ROW_HEIGHT * (len(self.bars) + 2))
         self.updateGeometry()

@@ -13,10 +13,12 @@ from app.live import LiveState, run_row, waiting_text
 from app.panels.field_editors import FlowRefEditor, IntEditor, MappingEditor, TextEditor
 from app.panels.properties import PropertiesPanel
 from app.run_details import RunDetails, related_runs_html
+from app.waiting import waiting_of
 from canvas.document import FlowDocument
 from canvas.palette import NodePalette
 from canvas.summary import config_summary
 from engine.flow import flow_from_data
+from engine.read_models import Run, RunSummary
 from engine.runtime.live_change import LiveChange
 from tests.engine.conftest import make_flow
 
@@ -92,20 +94,19 @@ def test_the_properties_panel_edits_a_flow_call(qtbot) -> None:
 
 def test_live_mode_says_which_child_run_it_waits_on() -> None:
     waiting = {"node": "call", "reason": "child_run", "due_at": None, "child_run_id": CHILD}
-    assert waiting_text(waiting, NOW) == "waiting on child run 5e6f7a8b"
+    assert waiting_text(waiting_of(waiting), NOW) == "waiting on child run 5e6f7a8b"
     live = LiveState()
     live.apply_change(LiveChange(PARENT, "caller", 1, "waiting", 4, "run_parked", node="call", waiting_on=waiting))
     assert live.node_counts("caller", NOW) == {"call": (0, 1, "waiting on child run 5e6f7a8b")}
-    row = run_row({"id": PARENT, "flow_id": "caller", "version": 1, "status": "waiting", "waiting_on": waiting,
-                   "current_node": "call"})
+    row = run_row(RunSummary(id=PARENT, flow_id="caller", version=1, status="waiting", waiting_on=waiting,
+                             current_node="call"))
     assert row.waiting_reason == "child run"
 
 
 def test_run_details_link_the_parent_and_open_it_on_click(qtbot) -> None:
     details = RunDetails()
     qtbot.addWidget(details)
-    run = {"id": CHILD, "flow_id": "billing", "version": 1, "status": "succeeded", "steps": [], "state": {},
-           "parent_run_id": PARENT, "child_run_ids": []}
+    run = Run(id=CHILD, flow_id="billing", version=1, status="succeeded", state={}, parent_run_id=PARENT)
     details.show_run(run)
     details.show()
     qtbot.waitExposed(details)
@@ -117,6 +118,7 @@ def test_run_details_link_the_parent_and_open_it_on_click(qtbot) -> None:
         QTest.mouseClick(details.related, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
                          QPoint(prefix + 12, height // 2))
     assert opened.args == [PARENT]
-    assert "child runs: " in related_runs_html({"child_run_ids": [CHILD, PARENT]})
-    details.show_run({**run, "parent_run_id": None})
+    assert "child runs: " in related_runs_html(run.model_copy(update={"parent_run_id": None,
+                                                                      "child_run_ids": [CHILD, PARENT]}))
+    details.show_run(run.model_copy(update={"parent_run_id": None}))
     assert not details.related.isVisible()

@@ -84,8 +84,8 @@ def test_rerun_from_run_details_repeats_no_upstream_effect(qtbot, engine_window:
                     and all(r.status == "succeeded" for r in window.runs.rows.values()), timeout=RUN_MS)
     assert site.hits == {"/charge": 1, "/notify": 2}
     rerun_id = next(r for r in window.runs.rows if r != run_id)
-    qtbot.waitUntil(lambda: details.run is not None and details.run.get("id") == rerun_id
-                    and details.run.get("status") == "succeeded", timeout=10_000)
+    qtbot.waitUntil(lambda: details.run is not None and details.run.id == rerun_id
+                    and details.run.status == "succeeded", timeout=10_000)
     assert f"rerun of run <a href='run:{run_id}'>{run_id[:8]}</a> from node <b>greet</b>" in details.related.text()
     assert details.related.isVisible()
     assert [(cell(details.steps, r, 0).text(), cell(details.steps, r, STATUS_COLUMN).text())

@@ -121,7 +121,8 @@ def test_details_of_a_run_whose_approval_timed_out(qtbot, engine_window: MainWin
     # A template field previews its value against the selected run's state.
     row = next(r for r in range(window.runs.row_count()) if window.runs.cell_text(r, 8) == run_id)
     window.runs.select_row(row)
-    qtbot.waitUntil(lambda: (window.properties.preview_run or {}).get("id") == run_id, timeout=20_000)
+    qtbot.waitUntil(lambda: window.properties.preview_run is not None and window.properties.preview_run.id == run_id,
+                    timeout=20_000)
     window.reveal_node("done")
     output = window.properties.editors["output"]
     assert isinstance(output, TemplateEditor)

@@ -13,6 +13,7 @@ from app.panels.template_preview import context_for, preview_text
 from app.settings import AppSettings
 from canvas.document import FlowDocument
 from engine.flow import flow_from_data
+from engine.read_models import Run
 
 FLOW = {
     "format": "lockgate.flow/1", "id": "greets", "name": "Greets",
@@ -65,9 +66,9 @@ def test_the_preview_runs_in_the_engines_sandbox() -> None:
     context = context_for(flow, None)
     text, problem = preview_text("{{ ''.__class__.__mro__ }}", context)
     assert problem and "cannot be worked out" in text  # the sandbox refuses, as it would in a run
-    run = {"id": "0123456789", "flow_id": "greets", "version": 1, "inputs": {"name": "Bo"},
-           "state": {"greeting": "Hi Bo"}, "errors": {}}
+    run = Run(id="0123456789", flow_id="greets", version=1, status="succeeded", inputs={"name": "Bo"},
+              state={"greeting": "Hi Bo"}, errors={})
     assert preview_text("{{ state.greeting }} / {{ inputs.name }}", context_for(flow, run)) == (
         "= 'Hi Bo / Bo' with run 01234567", False)
-    other = dict(run, flow_id="another-flow")
+    other = run.model_copy(update={"flow_id": "another-flow"})
     assert context_for(flow, other).source == "input defaults"  # a run of another flow is not this one's

@@ -12,6 +12,7 @@ from pytestqt.qtbot import QtBot
 from app.live import LiveState, waiting_text
 from app.panels.field_editors import DurationEditor, TextEditor
 from app.panels.properties import PropertiesPanel
+from app.waiting import waiting_of
 from canvas.document import FlowDocument
 from canvas.editor import FlowEditor
 from canvas.palette import NodePalette
@@ -102,10 +103,9 @@ def test_callback_url_naming_no_such_node_badges_the_node_using_it(qtbot: QtBot,
 
 def test_live_mode_says_waiting_for_callback(qtbot: QtBot, editor: FlowEditor) -> None:
     waiting = {"node": "approve", "reason": "callback", "due_at": NOW + 3600}
-    assert waiting_text(waiting, NOW) == "waiting for callback · 1h left"
+    assert waiting_text(waiting_of(waiting), NOW) == "waiting for callback · 1h left"
     live = LiveState()
-    live.apply_change(LiveChange("r1", "ticket-triage", 1, "waiting", 3, "run_parked", node="approve",
-                                 waiting_on=waiting))
+    live.apply_change(LiveChange("r1", "ticket-triage", 1, "waiting", 3, "run_parked", waiting_on=waiting))
     counts = live.node_counts("ticket-triage", NOW)
     assert counts["approve"] == (0, 1, "waiting for callback · 1h left")
     view = editor.view

@@ -20,6 +20,7 @@ from app.panels.runs import COST_COLUMN, TOKENS_COLUMN, RunsPanel
 from app.run_details import ERROR_COLUMN, STEP_COLUMNS, RunDetails
 from engine.api.server import ApiServer
 from engine.approvals.keys import create_key
+from engine.facade import EngineApi
 from engine.providers.sim_answers import answer_for
 from engine.providers.tokens import count_tokens, prompt_tokens
 from engine.runtime.emitter import EVENT_FIELD
@@ -150,15 +151,18 @@ def test_tokens_and_cost_per_step_and_run_everywhere_a_run_is_shown(
     [summary] = [r for r in listed.json()["runs"] if r["id"] == run_id]
     assert (summary["tokens_in"], summary["tokens_out"]) == (EXPECTED_IN, EXPECTED_OUT)
 
-    # The Runs panel and the run's details, from the stored records.
+    # The Runs panel and the run's details, from the stored records as the app's bridge reads them.
+    api = EngineApi(engine.services)
     panel = RunsPanel()
     qtbot.addWidget(panel)
-    panel.set_runs([run_row(r) for r in engine.services.list_runs()])
+    panel.set_runs([run_row(r) for r in api.list_runs().runs])
     assert panel.cell_text(0, TOKENS_COLUMN) == f"{EXPECTED_IN:,} in · {EXPECTED_OUT:,} out"
     assert panel.cell_text(0, COST_COLUMN).startswith("$") and panel.cell_text(0, COST_COLUMN) != "$0.00"
     details = RunDetails()
     qtbot.addWidget(details)
-    details.show_run(engine.services.get_run(run_id) or {})
+    found = api.get_run(run_id)
+    assert found is not None
+    details.show_run(found)
     assert f"tokens {EXPECTED_IN:,} in · {EXPECTED_OUT:,} out" in details.header.text()
     assert "cost $" in details.header.text()
     column = STEP_COLUMNS.index("Tokens")
