@@ -232,12 +232,12 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
             if found is not None:
                 return found
         raise
-    pipe = handles.client.pipeline(transaction=False)
+    pipe = handles.held.pipeline()
     if sealed is not None:
         pipe.set(handles.keys.run_secrets(run_id), sealed)
     pipe.xadd(handles.keys.jobs, job)
     try:
-        pipe.execute()
+        handles.held.execute(pipe, retry=True)
     except Exception:
         _take_back(handles, run_id, idempotency_key)
         raise

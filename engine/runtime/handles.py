@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from engine.clock import Clock, SystemClock
 from engine.secret_box import SecretBox
+from engine.transport.held import HeldConnection
 from engine.transport.keys import Keyspace
 
 
@@ -20,3 +21,8 @@ class EngineHandles:
     clock: Clock = field(default_factory=SystemClock)
     box: SecretBox | None = None
     """Seals secret inputs for Redis; None where no run is created (a run with secrets is then refused)."""
+    held: HeldConnection = field(init=False, repr=False, compare=False)
+    """Each calling thread's own connection to `client`'s server, for the round trip of every run start."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "held", HeldConnection(self.client))
