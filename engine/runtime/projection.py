@@ -24,6 +24,7 @@ import sqlalchemy as sa
 
 from engine.approvals.projection import APPROVAL_EVENT_TYPES, apply_approval_events
 from engine.events import Event, PoisonEvent, decode_event, encode_event
+from engine.events.built import BUILT
 from engine.money.projection import MONEY_EVENT_TYPES, apply_money_events
 from engine.runtime import crashpoints
 from engine.runtime.transitions import IllegalTransition, check_transition
@@ -109,7 +110,7 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
     dead_rows: list[dict[str, Any]] = []
     for message_id, raw in messages:
         try:
-            decoded.append((message_id, decode_event(raw)))
+            decoded.append((message_id, BUILT.take(raw) or decode_event(raw)))
         except PoisonEvent as exc:
             dead_rows.append({"source": source, "message_id": message_id, "payload": raw, "error": str(exc),
                               "created_at": now})

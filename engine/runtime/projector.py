@@ -18,6 +18,7 @@ from typing import Any
 import redis
 import sqlalchemy as sa
 
+from engine.events.built import BUILT
 from engine.runtime import crashpoints
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.projection import BatchResult, apply_batch
@@ -149,7 +150,10 @@ class Projector:
                     self.active = self.lease.acquire_or_renew()
                     if self.active and not was_active:
                         self._recover = True
+                        BUILT.keeping = True
                     if not self.active:
+                        if was_active:
+                            BUILT.stop_keeping()
                         stop.wait(LEASE_SECONDS / 5)
                         continue
                     began = time.monotonic()
@@ -174,6 +178,7 @@ class Projector:
                     self._recover = True
                     stop.wait(0.5)
         finally:
+            BUILT.stop_keeping()
             if self.active:
                 try:
                     self.lease.release()
