@@ -33,6 +33,7 @@ from engine.runtime.transitions import TERMINAL
 from engine.runtime.write_lock import sqlite_writer
 from engine.secret_box import SecretBoxError
 from engine.store.db import READ_ONLY_OPTION
+from engine.store.driver_rows import sqlite_execute_rows
 from engine.store.models import Run
 
 log = logging.getLogger("lockgate.create")
@@ -216,12 +217,12 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
     now = datetime.fromtimestamp(accepted_at, UTC)
     try:
         with sqlite_writer(handles.sql), handles.sql.begin() as conn:
-            conn.execute(_INSERT_RUN, {
+            _insert_run(conn, {
                 "id": run_id, "flow_id": flow.id, "version": published.version, "status": "queued",
                 "trigger": trigger_id, "idempotency_key": idempotency_key or None, "inputs": shown,
                 "state": rerun.state if rerun is not None else {},
                 "errors": rerun.errors if rerun is not None and rerun.errors else None,
-                "cost_micros": 0, "last_seq": 0, "created_at": now, "updated_at": now,
+                "cost_micros": 0, "tokens_in": 0, "tokens_out": 0, "last_seq": 0, "created_at": now, "updated_at": now,
                 "parent_run_id": parent_run_id, "call_depth": call_depth,
                 "rerun_of": rerun.rerun_of if rerun is not None else None,
                 "from_node": rerun.from_node if rerun is not None else None,
@@ -242,6 +243,21 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
         _take_back(handles, run_id, idempotency_key)
         raise
     return CreatedRun(run_id, flow.id, published.version, "queued")
+
+
+_RUN_INSERTED = ("id", "flow_id", "version", "status", "trigger", "idempotency_key", "inputs", "state", "errors",
+                 "cost_micros", "tokens_in", "tokens_out", "last_seq", "created_at", "updated_at", "parent_run_id",
+                 "call_depth", "rerun_of", "from_node", "started_by")
+"""Every column a new run sets (each one with a default among them: the driver's path applies none)."""
+_SQLITE_INSERT_RUN = (f"INSERT INTO {RUNS.name} ({', '.join(_RUN_INSERTED)}) "
+                      f"VALUES ({', '.join(['?'] * len(_RUN_INSERTED))})")
+
+
+def _insert_run(conn: sa.Connection, row: dict[str, Any]) -> None:
+    if conn.dialect.name == "sqlite":  # one row a run: the driver's path, each column's own stored form
+        sqlite_execute_rows(conn, _SQLITE_INSERT_RUN, RUNS, _RUN_INSERTED, [row])
+        return
+    conn.execute(_INSERT_RUN, row)
 
 
 def _take_back(handles: EngineHandles, run_id: str, idempotency_key: str | None) -> None:
