@@ -18,6 +18,18 @@ from typing import Any
 
 import redis
 import redis.client
+from hiredis import pack_command
+
+
+def _packed(conn: Any, commands: list[Any]) -> Any:
+    """The commands in the Redis protocol: what `conn.pack_commands` sends, packed by hiredis in one call a command
+    (redis-py's own packer first walks every argument in Python)."""
+    if all(isinstance(args[0], str) and " " not in args[0] for args in commands):
+        try:
+            return [b"".join([pack_command(args) for args in commands])]
+        except TypeError:  # an argument hiredis does not take (a memoryview): redis-py converts it
+            pass
+    return conn.pack_commands(commands)
 
 
 class HeldConnection:
@@ -57,7 +69,7 @@ class HeldConnection:
         conn = self._connection()
         responses: list[Any] = []
         try:
-            conn.send_packed_command(conn.pack_commands([args for args, _options in stack]))
+            conn.send_packed_command(_packed(conn, [args for args, _options in stack]))
             for args, options in stack:
                 try:
                     responses.append(redis.Redis.parse_response(pipe, conn, args[0], **options))
