@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from jinja2 import StrictUndefined, TemplateSyntaxError, nodes
+from jinja2 import StrictUndefined, Template, TemplateSyntaxError, nodes
+from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 
@@ -160,9 +161,37 @@ def check_template(source: str) -> None:
     template_reads(source)
 
 
+class _Compiled:
+    """A template compiled once, and its globals flattened once: Jinja's own `render` and expression call copy the
+    globals out of a ChainMap on every call (most of a small template's cost). Each call gets its own context
+    with the same names Jinja's would hold; the environment's globals are all set when this module loads."""
+
+    def __init__(self, template: Template) -> None:
+        self.template = template
+        self.globals = dict(template.globals)
+        self.global_names = set(self.globals)
+
+    def context(self, names: dict[str, Any]) -> Context:
+        template = self.template
+        context = template.environment.context_class(template.environment, {**self.globals, **names}, template.name,
+                                                     template.blocks)
+        context.globals_keys = self.global_names
+        return context
+
+    def render(self, names: dict[str, Any]) -> str:
+        return str(self.template.environment.concat(self.template.root_render_func(self.context(names))))
+
+    def value(self, names: dict[str, Any]) -> Any:
+        """The value of a template compiled from an expression (`Environment.compile_expression`)."""
+        context = self.context(names)
+        for _chunk in self.template.root_render_func(context):
+            pass
+        return context.vars["result"]
+
+
 @lru_cache(maxsize=4096)
-def _compiled(source: str) -> Any:
-    return _env.from_string(source)
+def _compiled(source: str) -> _Compiled:
+    return _Compiled(_env.from_string(source))
 
 
 def render(source: str, context: dict[str, Any]) -> str:
@@ -170,7 +199,7 @@ def render(source: str, context: dict[str, Any]) -> str:
     if not is_template(source):
         return source
     try:
-        return str(_compiled(source).render(context))
+        return _compiled(source).render(context)
     except TemplateSyntaxError as exc:
         raise TemplateProblem(f"line {exc.lineno}: {exc.message}") from None
     except Exception as exc:  # sandbox violations, undefined names, type errors
@@ -183,7 +212,7 @@ def evaluate(source: str, context: dict[str, Any]) -> Any:
     if stripped.startswith("{{") and stripped.endswith("}}") and stripped.count("{{") == 1:
         expression = stripped[2:-2].strip()
         try:
-            return _compiled_expression(expression)(**context)
+            return _compiled_expression(expression).value(context)
         except TemplateSyntaxError as exc:
             raise TemplateProblem(f"line {exc.lineno}: {exc.message}") from None
         except Exception as exc:
@@ -192,8 +221,8 @@ def evaluate(source: str, context: dict[str, Any]) -> Any:
 
 
 @lru_cache(maxsize=4096)
-def _compiled_expression(expression: str) -> Any:
-    return _env.compile_expression(expression, undefined_to_none=False)
+def _compiled_expression(expression: str) -> _Compiled:
+    return _Compiled(_env.compile_expression(expression, undefined_to_none=False)._template)
 
 
 def truthy(source: str, context: dict[str, Any]) -> bool:

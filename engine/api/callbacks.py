@@ -98,10 +98,11 @@ class CallbackSender:
 
     def _with_callback(self, run_ids: list[str]) -> list[str]:
         """The runs among `run_ids` that have a callback, in one round trip (most runs have none)."""
-        pipe = self.handles.client.pipeline(transaction=False)
+        pipe = self.handles.held.pipeline()
         for run_id in run_ids:
             pipe.exists(self.handles.keys.run_callback(run_id))
-        return [run_id for run_id, found in zip(run_ids, pipe.execute(), strict=True) if found]
+        found = self.handles.held.execute(pipe, retry=True)
+        return [run_id for run_id, has in zip(run_ids, found, strict=True) if has]
 
     def _claim(self, run_id: str) -> dict[str, str] | None:
         key = self.handles.keys.run_callback(run_id)

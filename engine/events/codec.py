@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+from pydantic import BaseModel
 
 from engine.events.models import EVENT_ADAPTER, Event, EventBase
 
@@ -13,9 +14,16 @@ class PoisonEvent(ValueError):
     """Bytes that are not a valid event; the projector dead-letters them."""
 
 
+def _nested_model(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="python")
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+
+
 def encode_event(event: EventBase) -> bytes:
-    """The event as compact JSON bytes."""
-    return orjson.dumps(event.model_dump(mode="python"), option=orjson.OPT_NON_STR_KEYS)
+    """The event as compact JSON bytes: the bytes of `model_dump(mode="python")` through orjson, made from the
+    model's own field values (events have no aliases or serializers), nested models dumped as orjson meets them."""
+    return orjson.dumps(event.__dict__, default=_nested_model, option=orjson.OPT_NON_STR_KEYS)
 
 
 def decode_event(raw: bytes | str) -> Event:

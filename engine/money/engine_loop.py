@@ -101,8 +101,10 @@ class MoneyRuntime:
     def release_for_finished(self, run_ids: list[str]) -> list[Settled]:
         """Return every hold the finished runs still have placed; forget their money state."""
         released: list[Settled] = []
-        # Two round trips for the whole batch (not two per run): the projector calls this for every batch.
-        for holds in self.services.state.placed_hold_ids_of(run_ids).values():
+        # One round trip for the whole batch (not one per run): the projector calls this for every batch. Only
+        # runs that have money state have any to forget (a second round trip); most runs never had any.
+        states = self.services.state.placed_hold_ids_of(run_ids)
+        for holds in states.values():
             for hold_id in holds:
                 try:
                     settled = self.services.ledger.release(hold_id, reason="run_ended")
@@ -110,7 +112,7 @@ class MoneyRuntime:
                     continue
                 if settled.applied:
                     released.append(settled)
-        self.services.state.forget_all(run_ids)
+        self.services.state.forget_all(list(states))
         self._emit_releases(released)
         return released
 

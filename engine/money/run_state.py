@@ -92,11 +92,11 @@ class RunMoneyState:
         return _placed(self._redis.hgetall(self.key(run_id)))
 
     def placed_hold_ids_of(self, run_ids: list[str]) -> dict[str, dict[str, str]]:
-        """`placed_hold_ids` of several runs in one round trip."""
+        """`placed_hold_ids` of several runs in one round trip; a run with no money state at all is absent."""
         pipe = self._redis.pipeline(transaction=False)
         for run_id in run_ids:
             pipe.hgetall(self.key(run_id))
-        return {run_id: _placed(raw) for run_id, raw in zip(run_ids, pipe.execute(), strict=True)}
+        return {run_id: _placed(raw) for run_id, raw in zip(run_ids, pipe.execute(), strict=True) if raw}
 
     def forget_all(self, run_ids: list[str]) -> None:
         if run_ids:

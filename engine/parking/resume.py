@@ -98,6 +98,8 @@ def expire_parked(stamper: EventStamper, emitter: Emitter, checkpoint: dict[str,
 def expire_queued(stamper: EventStamper, emitter: Emitter, accepted_at: float | None, now: float,
                   settings: FlowSettings, trigger: str) -> bool:
     """Fail an async run that stayed queued past `max_wait` from its acceptance; True when it did."""
+    if accepted_at is None:  # a sync run: its max_wait counts from its first park
+        return False
     limits = WaitLimits.of(settings)
     if not queued_expired(accepted_at, now, limits):
         return False

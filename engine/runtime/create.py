@@ -33,6 +33,7 @@ from engine.runtime.transitions import TERMINAL
 from engine.runtime.write_lock import sqlite_writer
 from engine.secret_box import SecretBoxError
 from engine.store.db import READ_ONLY_OPTION
+from engine.store.driver_rows import sqlite_execute_rows
 from engine.store.models import Run
 
 log = logging.getLogger("lockgate.create")
@@ -215,11 +216,11 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
     now = datetime.fromtimestamp(accepted_at, UTC)
     try:
         with sqlite_writer(handles.sql), handles.sql.begin() as conn:
-            conn.execute(_INSERT_RUN, {
+            _insert_run(conn, {
                 "id": run_id, "flow_id": flow.id, "version": published.version, "status": "queued",
                 "trigger": trigger_id, "idempotency_key": idempotency_key or None, "inputs": shown,
                 "state": {}, "errors": None,
-                "cost_micros": 0, "last_seq": 0, "created_at": now, "updated_at": now,
+                "cost_micros": 0, "tokens_in": 0, "tokens_out": 0, "last_seq": 0, "created_at": now, "updated_at": now,
                 "parent_run_id": parent_run_id, "call_depth": call_depth,
                 "rerun_of": rerun.rerun_of if rerun is not None else None,
                 "from_node": rerun.from_node if rerun is not None else None,
@@ -230,16 +231,31 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
             if found is not None:
                 return found
         raise
-    pipe = handles.client.pipeline(transaction=False)
+    pipe = handles.held.pipeline()
     if sealed is not None:
         pipe.set(handles.keys.run_secrets(run_id), sealed)
     pipe.xadd(handles.keys.jobs, job)
     try:
-        pipe.execute()
+        handles.held.execute(pipe, retry=True)
     except Exception:
         _take_back(handles, run_id, idempotency_key)
         raise
     return CreatedRun(run_id, flow.id, published.version, "queued")
+
+
+_RUN_INSERTED = ("id", "flow_id", "version", "status", "trigger", "idempotency_key", "inputs", "state", "errors",
+                 "cost_micros", "tokens_in", "tokens_out", "last_seq", "created_at", "updated_at", "parent_run_id",
+                 "call_depth", "rerun_of", "from_node", "started_by")
+"""Every column a new run sets (each one with a default among them: the driver's path applies none)."""
+_SQLITE_INSERT_RUN = (f"INSERT INTO {RUNS.name} ({', '.join(_RUN_INSERTED)}) "
+                      f"VALUES ({', '.join(['?'] * len(_RUN_INSERTED))})")
+
+
+def _insert_run(conn: sa.Connection, row: dict[str, Any]) -> None:
+    if conn.dialect.name == "sqlite":  # one row a run: the driver's path, each column's own stored form
+        sqlite_execute_rows(conn, _SQLITE_INSERT_RUN, RUNS, _RUN_INSERTED, [row])
+        return
+    conn.execute(_INSERT_RUN, row)
 
 
 def _take_back(handles: EngineHandles, run_id: str, idempotency_key: str | None) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import redis
 
 from engine.events import EventBase, encode_event
+from engine.events.built import BUILT
 
 EVENT_FIELD = b"e"
 
@@ -24,6 +25,7 @@ class RedisEmitter:
 
     def emit(self, event: EventBase) -> None:
         payload = encode_event(event)
+        BUILT.keep(payload, event)
         with self._lock:
             self._buffer.append(payload)
 

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from engine.clock import Clock, SystemClock
 from engine.config import InputLimits
 from engine.secret_box import SecretBox
+from engine.transport.held import HeldConnection
 from engine.transport.keys import Keyspace
 
 
@@ -23,3 +24,8 @@ class EngineHandles:
     """Seals secret inputs for Redis; None where no run is created (a run with secrets is then refused)."""
     limits: InputLimits = field(default_factory=InputLimits)
     """How large a run's inputs (and callback bodies) may be: the engine's `LOCKGATE_MAX_INPUT_*` settings."""
+    held: HeldConnection = field(init=False, repr=False, compare=False)
+    """Each calling thread's own connection to `client`'s server, for the round trip of every run start."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "held", HeldConnection(self.client))

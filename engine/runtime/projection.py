@@ -14,7 +14,6 @@ duplicate and takes nothing; a batch that does not commit numbers nothing).
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -24,11 +23,13 @@ import sqlalchemy as sa
 
 from engine.approvals.projection import APPROVAL_EVENT_TYPES, apply_approval_events
 from engine.events import Event, PoisonEvent, decode_event, encode_event
+from engine.events.built import BUILT
 from engine.money.projection import MONEY_EVENT_TYPES, apply_money_events
 from engine.runtime import crashpoints
 from engine.runtime.live_change import LiveChange
 from engine.runtime.transitions import IllegalTransition, check_transition
 from engine.runtime.write_lock import sqlite_writer
+from engine.store.driver_rows import bind_processors, sqlite_execute_rows
 from engine.store.models import AppliedEvent, DeadLetter, Run, Step
 from engine.store.types import utc_from_epoch
 
@@ -89,7 +90,7 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
     dead_rows: list[dict[str, Any]] = []
     for message_id, raw in messages:
         try:
-            decoded.append((message_id, decode_event(raw)))
+            decoded.append((message_id, BUILT.take(raw) or decode_event(raw)))
         except PoisonEvent as exc:
             dead_rows.append({"source": source, "message_id": message_id, "payload": raw, "error": str(exc),
                               "created_at": now})
@@ -166,7 +167,7 @@ def _insert_applied(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
     # skipping SQLAlchemy's per-row parameter processing.
     dialect = conn.dialect
     mark = "?" if dialect.paramstyle in ("qmark", "numeric") else "%s"
-    to_db = _bind_processors(dialect, APPLIED, ("applied_at",))[0]
+    to_db = bind_processors(dialect, APPLIED, ("applied_at",))[0]
     applied_at = rows[0]["applied_at"]
     stamp = to_db(applied_at) if to_db is not None else applied_at
     sql = (f"INSERT INTO {APPLIED.name} ({', '.join(_APPLIED_COLUMNS)}) "
@@ -178,36 +179,11 @@ def _insert_applied(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
 _STEP_INSERTED = ("run_id", "step", "node_id", *_STEP_MUTABLE)
 
 
-_processors: weakref.WeakKeyDictionary[sa.Dialect, dict[tuple[str, tuple[str, ...]], list[Any]]] = \
-    weakref.WeakKeyDictionary()
-
-
-def _bind_processors(dialect: sa.Dialect, table: sa.Table, columns: tuple[str, ...]) -> list[Any]:
-    """Each column's bind processor for `dialect`, looked up once per engine (a lookup costs ~20 us)."""
-    known = _processors.setdefault(dialect, {})
-    found = known.get((table.name, columns))
-    if found is None:
-        found = known[(table.name, columns)] = [table.c[name].type.dialect_impl(dialect).bind_processor(dialect)
-                                                for name in columns]
-    return found
-
-
-def _sqlite_executemany(conn: sa.Connection, sql: str, table: sa.Table, columns: tuple[str, ...],
-                        rows: list[dict[str, Any]]) -> None:
-    # SQLite fast path: each column's own bind processor (same stored form as SQLAlchemy's), then straight
-    # to the driver.
-    processors = _bind_processors(conn.dialect, table, columns)
-    params = [tuple(value if process is None else process(value)
-                    for value, process in zip((row[name] for name in columns), processors, strict=True))
-              for row in rows]
-    conn.exec_driver_sql(sql, params)
-
-
 def _update_by_id(conn: sa.Connection, table: sa.Table, mutable: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
     """Write the `mutable` columns of run or step rows back by id."""
     if conn.dialect.name == "sqlite":
         sets = ", ".join(f"{name} = ?" for name in mutable)
-        _sqlite_executemany(conn, f"UPDATE {table.name} SET {sets} WHERE id = ?", table, (*mutable, "id"), rows)
+        sqlite_execute_rows(conn, f"UPDATE {table.name} SET {sets} WHERE id = ?", table, (*mutable, "id"), rows)
         return
     conn.execute(sa.update(table).where(table.c.id == sa.bindparam("b_id"))
                  .values({col: sa.bindparam(col) for col in mutable}),
@@ -218,7 +194,7 @@ def _insert_steps(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
     if conn.dialect.name == "sqlite":
         sql = (f"INSERT INTO {STEPS.name} ({', '.join(_STEP_INSERTED)}) "
                f"VALUES ({', '.join(['?'] * len(_STEP_INSERTED))})")
-        _sqlite_executemany(conn, sql, STEPS, _STEP_INSERTED, rows)
+        sqlite_execute_rows(conn, sql, STEPS, _STEP_INSERTED, rows)
         return
     conn.execute(sa.insert(STEPS), [{name: row[name] for name in _STEP_INSERTED} for row in rows])
 

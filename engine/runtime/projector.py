@@ -18,10 +18,12 @@ from typing import Any
 import redis
 import sqlalchemy as sa
 
+from engine.events.built import BUILT
 from engine.runtime import crashpoints
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.projection import BatchResult, apply_batch
 from engine.runtime.worker import ensure_group
+from engine.transport.held import HeldConnection
 from engine.transport.keys import Keyspace
 
 log = logging.getLogger("lockgate.projector")
@@ -126,6 +128,8 @@ class Projector:
         self.sql = sql
         self.holder = holder or lease_holder()
         self.lease = ProjectorLease(client, keys.projector_lease, self.holder)
+        self.held = HeldConnection(client)
+        """The projecting thread's own connection for its reads and batch writes."""
         self.on_batch = on_batch
         self.block_ms = block_ms
         self.journal = journal
@@ -146,7 +150,10 @@ class Projector:
                     self.active = self.lease.acquire_or_renew()
                     if self.active and not was_active:
                         self._recover = True
+                        BUILT.keeping = True
                     if not self.active:
+                        if was_active:
+                            BUILT.stop_keeping()
                         stop.wait(LEASE_SECONDS / 5)
                         continue
                     began = time.monotonic()
@@ -171,6 +178,7 @@ class Projector:
                     self._recover = True
                     stop.wait(0.5)
         finally:
+            BUILT.stop_keeping()
             if self.active:
                 try:
                     self.lease.release()
@@ -192,7 +200,7 @@ class Projector:
         result = apply_batch(self.sql, messages, source=self.keys.events)
         crashpoints.reached("projector.after_commit")
         ids = [mid for mid, _ in entries]
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self.held.pipeline()
         if self.journal:
             for _mid, raw in messages:
                 pipe.xadd(self.keys.events_journal, {EVENT_FIELD: raw}, maxlen=self.journal, approximate=True)
@@ -200,7 +208,7 @@ class Projector:
         pipe.xdel(self.keys.events, *ids)
         if result.published:
             pipe.eval(_PUBLISH_ALL, 1, self.keys.live, *result.published)
-        pipe.execute()
+        self.held.execute(pipe)
         if self.on_batch is not None:
             self.on_batch(result)
         self.done_through = messages[-1][0]
@@ -209,8 +217,10 @@ class Projector:
     def _read(self, start: str, block_ms: int | None) -> list[tuple[bytes, dict[bytes, bytes]]]:
         # Every projector reads as the same consumer: the lease, not the group, decides who is active,
         # so a successor sees its predecessor's unacknowledged batch as its own pending entries.
-        reply: Any = self.client.xreadgroup(self.keys.events_group, "projector", {self.keys.events: start},
-                                       count=BATCH_SIZE, block=block_ms)
+        read = self.held.pipeline()
+        read.xreadgroup(self.keys.events_group, "projector", {self.keys.events: start}, count=BATCH_SIZE,
+                        block=block_ms)
+        reply: Any = self.held.execute(read)[0]
         entries: list[tuple[bytes, dict[bytes, bytes]]] = []
         for _stream, items in reply or []:
             entries.extend((mid, fields) for mid, fields in items if fields)

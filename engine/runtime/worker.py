@@ -32,6 +32,7 @@ from engine.parking.resume import Admission, admit_resume, expire_parked, expire
 from engine.publish import get_version
 from engine.runtime import crashpoints
 from engine.runtime.bodies import StepServices
+from engine.runtime.claim import UNMARKED, Claimed, claimed, queue_claim
 from engine.runtime.context import RunContext
 from engine.runtime.emitter import RedisEmitter
 from engine.runtime.executor import RunExecutor, RunOutcome
@@ -43,9 +44,13 @@ from engine.runtime.plan import FlowPlan
 from engine.runtime.reclaim import running_entry
 from engine.runtime.sealed import dump_snapshot, load_snapshot, open_secrets
 from engine.secret_box import SecretBox, SecretBoxError
+from engine.transport.held import HeldConnection
 from engine.transport.keys import Keyspace
 
 log = logging.getLogger("lockgate.worker")
+
+CLAIM_COUNT = 16
+"""Most jobs one read (or claim) takes."""
 
 CANCEL_CHECK_INTERVAL = 0.02
 """Seconds between cancel-flag checks within one run (always checked when a job starts)."""
@@ -119,6 +124,8 @@ class Worker:
         self.holding: tuple[bytes, ...] = ()
         """Job messages of the batch in hand (the heartbeat thread keeps them from looking abandoned)."""
         self.writer = FencedWriter(client, keys)
+        self.held = HeldConnection(client)
+        """This worker thread's own connection for its reads and batch writes."""
         self.box = box
         """Opens runs' secret inputs and seals the run data of their progress and checkpoints."""
         self.links = links if links is not None else (CallbackLinks(box) if box is not None else None)
@@ -126,33 +133,44 @@ class Worker:
 
     def run(self, stop: threading.Event) -> None:
         ensure_group(self.client, self.keys.jobs, self.keys.jobs_group)
-        while not stop.is_set():
+        claim = Claimed([], [])
+        """Jobs claimed with the last batch's writes; run before reading again (also while stopping: they are
+        this worker's already)."""
+        while not stop.is_set() or claim.entries:
             if self._lost_batch and not self._redeliver_lost_batch(stop):
                 continue
-            try:
-                reply: Any = self.client.xreadgroup(self.keys.jobs_group, self.name, {self.keys.jobs: ">"}, count=16,
-                                               block=self.block_ms)
-            except redis.ConnectionError:
-                if stop.is_set():
-                    return
-                log.warning("worker %s: Redis connection lost; retrying in 1s", self.name)
-                stop.wait(1.0)
-                continue
-            for _stream, entries in reply or []:
+            entries: list[tuple[bytes, dict[bytes, bytes]]] = claim.entries
+            flags: list[int] | None = claim.flags
+            if not entries:
+                read = self.held.pipeline()
+                read.xreadgroup(self.keys.jobs_group, self.name, {self.keys.jobs: ">"}, count=CLAIM_COUNT,
+                                block=self.block_ms)
                 try:
-                    self.handle_batch(entries)
-                except redis.RedisError as exc:
-                    if stop.is_set():  # the engine stopped and closed Redis under a long batch
-                        log.warning("worker %s: stopped mid-batch (%s); its jobs stay pending for the next start",
-                                    self.name, exc)
+                    reply: Any = self.held.execute(read)[0]
+                except redis.ConnectionError:
+                    if stop.is_set():
                         return
-                    log.exception("worker %s: Redis failed mid-batch; its jobs are redelivered once Redis answers",
-                                  self.name)
-                    self.holding = ()
-                    self.active.clear()
-                    self._lost_batch = True
+                    log.warning("worker %s: Redis connection lost; retrying in 1s", self.name)
                     stop.wait(1.0)
-                    break
+                    continue
+                entries = [entry for _stream, items in reply or [] for entry in items]
+                flags = None
+                if not entries:
+                    continue
+            try:
+                _outcomes, claim = self._handle(entries, 1, flags, claim_next=not stop.is_set())
+            except redis.RedisError as exc:
+                claim = Claimed([], [])
+                if stop.is_set():  # the engine stopped and closed Redis under a long batch
+                    log.warning("worker %s: stopped mid-batch (%s); its jobs stay pending for the next start",
+                                self.name, exc)
+                    return
+                log.exception("worker %s: Redis failed mid-batch; its jobs are redelivered once Redis answers",
+                              self.name)
+                self.holding = ()
+                self.active.clear()
+                self._lost_batch = True
+                stop.wait(1.0)
 
     def _redeliver_lost_batch(self, stop: threading.Event) -> bool:
         """Hand the jobs of a batch cut short by Redis back as their next attempts; False while Redis is away."""
@@ -172,15 +190,27 @@ class Worker:
     def handle_batch(self, entries: list[tuple[bytes, dict[bytes, bytes]]], attempt: int = 1) -> list[str]:
         """Run the jobs of one read, then write all their events and acks in one round trip.
 
-        Cancel flags of the whole read are checked in one round trip first. Returns, per entry,
-        how it ended (a run outcome, `dropped` or `bad_job`).
+        Each job is marked started (heartbeat, running entry) and the cancel flags of the whole read are
+        checked in one round trip first. Returns, per entry, how it ended (a run outcome, `dropped` or `bad_job`).
         """
+        return self._handle(entries, attempt, None, claim_next=False)[0]
+
+    def _handle(self, entries: list[tuple[bytes, dict[bytes, bytes]]], attempt: int, flags: list[int] | None, *,
+                claim_next: bool) -> tuple[list[str], Claimed]:
+        """`handle_batch`, for entries either read (`flags` None: marked here) or claimed by `CLAIM` (marked
+        already; `flags` holds their cancel flags). With `claim_next`, the claim of the next batch rides in the
+        round trip of this batch's writes and is returned."""
         jobs: list[tuple[bytes, Job | None]] = []
         deliveries: dict[bytes, Delivery] = {}
+        cancelled: dict[bytes, bool] = {}
         self.holding = tuple(message_id for message_id, _fields in entries)
-        for message_id, fields in entries:
+        for index, (message_id, fields) in enumerate(entries):
             delivery = delivery_of(message_id, fields)
             deliveries[message_id] = delivery if ATTEMPT_FIELD in fields else Delivery(delivery.origin, attempt)
+            marked = flags is not None and flags[index] != UNMARKED
+            if marked:
+                assert flags is not None
+                cancelled[message_id] = bool(flags[index])
             try:
                 jobs.append((message_id, decode_job(fields)))
             except BadJob as exc:
@@ -188,30 +218,36 @@ class Worker:
                 dead: dict[Any, Any] = {**fields, b"error": str(exc).encode()}
                 pipe = self.client.pipeline(transaction=False)
                 pipe.xadd(self.keys.jobs_dead, dead)
-                self._ack(pipe, message_id)
+                if marked:  # the claim marked it started: take its marks back with it
+                    self._forget(pipe, delivery.origin, message_id)
+                else:
+                    self._ack(pipe, message_id)
                 pipe.execute()
                 jobs.append((message_id, None))
-        check = self.client.pipeline(transaction=False)
+        check = self.held.pipeline()
         now = self.clock.now()
-        for message_id, job in jobs:
-            if job is not None:
-                delivery = deliveries[message_id]
-                check.hset(self.keys.heartbeats, delivery.origin, now)
-                check.hset(self.keys.running_jobs, delivery.origin,
-                           running_entry(message_id, job.run_id, delivery.attempt, self.name))
-                check.exists(self.keys.run_cancel(job.run_id))
-        flags = iter(check.execute()[2::3])
+        unchecked = [(message_id, job.run_id) for message_id, job in jobs
+                     if job is not None and message_id not in cancelled]
+        for message_id, run_id in unchecked:
+            delivery = deliveries[message_id]
+            check.hset(self.keys.heartbeats, delivery.origin, now)
+            check.hset(self.keys.running_jobs, delivery.origin,
+                       running_entry(message_id, run_id, delivery.attempt, self.name))
+            check.exists(self.keys.run_cancel(run_id))
+        if unchecked:
+            for (message_id, _run_id), flag in zip(unchecked, self.held.execute(check)[2::3], strict=True):
+                cancelled[message_id] = bool(flag)
         outcomes: list[str] = []
         finals: list[_Finished] = []
         writes: list[tuple[int, int, _Finished]] = []
         """(index in outcomes, index of the fenced write's reply, the job) per job written."""
-        out = self.client.pipeline(transaction=False)
+        out = self.held.pipeline()
         for message_id, job in jobs:
             if job is None:
                 outcomes.append("bad_job")
                 continue
             delivery = deliveries[message_id]
-            if next(flags):
+            if cancelled[message_id]:
                 self._forget(out, delivery.origin, message_id)
                 outcomes.append("dropped")
                 continue
@@ -240,9 +276,12 @@ class Worker:
                 finished.finish(recorder)
             writes.append((len(outcomes) - 1, len(out.command_stack), finished))
             self.writer.write(fence, recorder, pipe=out)
+        if claim_next:
+            queue_claim(out, self.keys, self.name, CLAIM_COUNT, self.clock.now())
         crashpoints.reached("worker.before_ack")
-        replies = out.execute()
+        replies = self.held.execute(out)
         crashpoints.reached("worker.after_ack")
+        claim = claimed(replies[-1]) if claim_next else Claimed([], [])
         self.holding = ()
         for outcome_index, reply_index, finished in writes:
             if not replies[reply_index]:
@@ -253,7 +292,7 @@ class Worker:
         for finished in finals:
             self.active.discard(finished.origin)
         self._wake_claimed_parks(finished for index, _reply, finished in writes if outcomes[index] == "parked")
-        return outcomes
+        return outcomes, claim
 
     def _wake_claimed_parks(self, parked: Iterable[_Finished]) -> None:
         """Resume parks whose wake key was set before their park was written (its setter saw no park yet)."""

@@ -10,7 +10,9 @@ With `--processes N` the engine is `lockgate worker --processes N --workers W` (
 threads and one projector process under a supervisor) and this process only submits: a run's end is the
 moment its terminal change arrives on the live channel, which the projector publishes after the commit.
 Engine CPU then sums this process's CPU (create_run) and that of the supervisor's process tree (Redis
-excluded, as in the one-process mode); RSS is the peak of the tree's total, sampled every 0.2 s.
+excluded, as in the one-process mode); RSS is the peak of the tree's total, sampled every 0.2 s. This
+process's CPU includes its listener thread parsing every live change (benchmark work, not the engine's):
+`engine_cpu_ms_per_run_without_listener` leaves that thread's CPU while submitting out.
 """
 
 from __future__ import annotations
@@ -63,6 +65,12 @@ FLOW = {
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _redis_cpu(client: Any) -> float:
+    """Seconds of CPU the Redis server has used (user + system)."""
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 def _pg_database() -> tuple[str, Any] | None:
@@ -129,6 +137,9 @@ def bench(db: str, runs: int, workers: int, submitters: int) -> dict[str, Any]:
                 at = time.perf_counter()
                 created[services.create_run("bench5", {"n": n}).run_id] = at
 
+        assert services.redis is not None
+        probe = services.redis.client()
+        redis_began = _redis_cpu(probe)
         began = time.perf_counter()
         cpu_began = time.process_time()
         threads = [threading.Thread(target=submit, args=(range(i, runs, submitters),)) for i in range(submitters)]
@@ -141,6 +152,7 @@ def bench(db: str, runs: int, workers: int, submitters: int) -> dict[str, Any]:
             raise TimeoutError(f"only {len(finished)} of {runs} runs finished")
         ended = max(finished[run_id] for run_id in created)
         cpu = time.process_time() - cpu_began
+        redis_cpu = _redis_cpu(probe) - redis_began
         latencies = [(finished[run_id] - created[run_id]) * 1000 for run_id in created]
         elapsed = ended - began
         ok = sum(1 for run_id in created if statuses.get(run_id) == "succeeded")
@@ -155,6 +167,7 @@ def bench(db: str, runs: int, workers: int, submitters: int) -> dict[str, Any]:
             "events_per_s": round(events[0] / elapsed, 1),
             "submit_per_s": round(runs / (submitted - began), 1),
             "engine_cpu_ms_per_run": round(cpu * 1000 / runs, 3),
+            "redis_cpu_ms_per_run": round(redis_cpu * 1000 / runs, 3),
             "latency_ms": {"p50": round(_percentile(latencies, 0.5), 1), "p99": round(_percentile(latencies, 0.99), 1),
                            "mean": round(statistics.fmean(latencies), 1), "max": round(max(latencies), 1)},
         }
@@ -231,8 +244,12 @@ def bench_processes(db: str, runs: int, workers: int, processes: int, submitters
         pubsub = client.redis.client().pubsub(ignore_subscribe_messages=True)
         pubsub.subscribe(client.keys.live)
 
+        listener_cpu = [0.0]
+        """The listener thread's own CPU time so far (it parses every live change: the benchmark's work)."""
+
         def listen() -> None:
             while not listening.is_set():
+                listener_cpu[0] = time.thread_time()
                 message = pubsub.get_message(timeout=0.2)
                 if message is None:
                     continue
@@ -275,9 +292,11 @@ def bench_processes(db: str, runs: int, workers: int, processes: int, submitters
                 at = time.perf_counter()
                 created[client.create_run("bench5", {"n": n}).run_id] = at
 
+        redis_began = _redis_cpu(client.redis.client())
         cpu_tree_began = _cpu_seconds(tree)
         began = time.perf_counter()
         cpu_began = time.process_time()
+        listener_began = listener_cpu[0]
         threads = [threading.Thread(target=submit, args=(range(i, runs, submitters),)) for i in range(submitters)]
         for thread in threads:
             thread.start()
@@ -285,9 +304,11 @@ def bench_processes(db: str, runs: int, workers: int, processes: int, submitters
             thread.join()
         submitted = time.perf_counter()
         cpu_submit = time.process_time() - cpu_began
+        listener_submitting = listener_cpu[0] - listener_began
         if not done.wait(timeout=max(60.0, runs / 20)):
             raise TimeoutError(f"only {len(finished)} of {runs} runs finished")
         cpu_tree_ended = _cpu_seconds(tree)
+        redis_cpu = _redis_cpu(client.redis.client()) - redis_began
         sampling.set()
         listening.set()
         ended = max(finished[run_id] for run_id in created)
@@ -308,7 +329,11 @@ def bench_processes(db: str, runs: int, workers: int, processes: int, submitters
             "submit_per_s": round(runs / (submitted - began), 1),
             "engine_cpu_ms_per_run": round((cpu_tree + cpu_submit) * 1000 / runs, 3),
             "cpu_ms_per_run": {"create_run": round(cpu_submit * 1000 / runs, 3),
-                               "executors_and_projector": round(cpu_tree * 1000 / runs, 3)},
+                               "executors_and_projector": round(cpu_tree * 1000 / runs, 3),
+                               "listener_while_submitting": round(listener_submitting * 1000 / runs, 3)},
+            "redis_cpu_ms_per_run": round(redis_cpu * 1000 / runs, 3),
+            "engine_cpu_ms_per_run_without_listener": round(
+                (cpu_tree + cpu_submit - listener_submitting) * 1000 / runs, 3),
             "engine_rss_mb": {"processes": len(tree), "peak_total": round(peak_rss[0], 1)},
             "latency_ms": {"p50": round(_percentile(latencies, 0.5), 1), "p99": round(_percentile(latencies, 0.99), 1),
                            "mean": round(statistics.fmean(latencies), 1), "max": round(max(latencies), 1)},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import orjson
 import pytest
 
 from engine.clock import ManualClock
@@ -54,3 +55,9 @@ def test_factories_stamp_sequence_time_and_attempt() -> None:
 def test_bad_events_are_poison(raw: bytes) -> None:
     with pytest.raises(PoisonEvent, match="does not match the contract"):
         decode_event(raw)
+
+
+@pytest.mark.parametrize("type_name", EVENT_TYPE_NAMES)
+def test_encoding_is_the_model_dump_through_orjson(type_name: str) -> None:
+    event = decode_event((CONTRACT_DIR / f"fixture.{type_name}.json").read_bytes())
+    assert encode_event(event) == orjson.dumps(event.model_dump(mode="python"), option=orjson.OPT_NON_STR_KEYS)
