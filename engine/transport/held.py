@@ -13,7 +13,9 @@ redis-py's default retry would (for a connection left stale by a restarted serve
 
 from __future__ import annotations
 
+import os
 import threading
+import weakref
 from typing import Any
 
 import redis
@@ -32,12 +34,25 @@ def _packed(conn: Any, commands: list[Any]) -> Any:
     return conn.pack_commands(commands)
 
 
+_HELD: weakref.WeakSet[HeldConnection] = weakref.WeakSet()
+
+
+def _forget_in_child() -> None:
+    """A forked child must not speak on its parent's sockets: every held connection starts anew there."""
+    for held in list(_HELD):
+        held._local = threading.local()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
 class HeldConnection:
     """Per thread, one connection to `client`'s server (its pool's settings, outside the pool)."""
 
     def __init__(self, client: redis.Redis) -> None:
         self.client = client
         self._local = threading.local()
+        _HELD.add(self)
 
     def _connection(self) -> Any:
         conn = getattr(self._local, "conn", None)

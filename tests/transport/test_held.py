@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -91,3 +92,27 @@ def test_each_thread_has_its_own_connection(client: redis.Redis) -> None:
     read()
     assert len(ids) == 3 and ids[0] == ids[2] != ids[1]
     held.close()
+
+
+def test_a_forked_child_connects_anew_instead_of_sharing_its_parents_socket(redis_url: str) -> None:
+    held = HeldConnection(redis.Redis.from_url(redis_url))
+    pipe = held.pipeline()
+    pipe.ping()
+    assert held.execute(pipe) == [True]
+    parent_socket = held._connection()._sock
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child reports whether it got a connection of its own, and whether it works
+        try:
+            pipe = held.pipeline()
+            pipe.ping()
+            ok = held.execute(pipe) == [True] and held._connection()._sock is not parent_socket
+            os.write(write, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    assert os.read(read, 1) == b"1"
+    os.waitpid(child, 0)
+    pipe = held.pipeline()
+    pipe.ping()
+    assert held.execute(pipe) == [True] and held._connection()._sock is parent_socket
