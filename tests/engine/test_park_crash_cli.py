@@ -37,9 +37,13 @@ def test_a_parked_run_holds_no_worker_and_resumes_at_its_due_time(tmp_path: Path
         created = services.create_run("wait")
         run = services.wait_for_run(created.run_id, statuses=frozenset({"waiting"}))
         assert run["waiting_on"] == {"node": "pause", "reason": "queue_delay", "due_at": 1_800_007_200.0}
-        assert all(not worker.active for worker in services.workers)
+        # The park is projected as the worker acknowledges its job; the worker lets go right after.
+        wait_until(lambda: all(not worker.active for worker in services.workers), timeout=20,
+                   what="every worker to let go of the parked run")
         handles = services.handles
         assert handles is not None and handles.client.xlen(handles.keys.jobs) == 0  # no job held
+        assert handles.client.xpending(handles.keys.jobs, handles.keys.jobs_group)["pending"] == 0
+        assert services.get_run(created.run_id)["status"] == "waiting"
         clock.advance(2 * 3600)
         assert services.waker is not None
         services.waker.due.nudge()

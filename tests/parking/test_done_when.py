@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from engine.approvals.decide import decide_with_key
 from engine.approvals.keys import create_key
 from engine.store.models import Approval, ApprovalAttempt
+from tests.engine.conftest import wait_until
 from tests.parking.conftest import HOUR, START, Parked, approval_flow
 
 MS = 0.001
@@ -28,7 +29,9 @@ def test_parks_resumes_after_24h_parks_for_approval_and_a_key_decides(parked_any
     run_id = parked.start("gate")
     run = parked.waiting_on(run_id, "hold")
     assert run["waiting_on"] == {"node": "hold", "reason": "queue_delay", "due_at": START + 24 * HOUR}
-    assert all(not worker.active for worker in parked.services.workers)
+    # The park is projected as the worker acknowledges its job; the worker lets go right after.
+    wait_until(lambda: all(not worker.active for worker in parked.services.workers), timeout=20,
+               what="every worker to let go of the parked run")
     parked.advance(24 * HOUR - MS)  # 1 ms before the due time: still parked
     parked.still_waiting(run_id, "hold")
     parked.advance(MS)
