@@ -72,9 +72,15 @@ def read_answer(sock: socket.socket, *, head: bool = False) -> Answer:
 
 
 def exchange(url: str, raw: bytes, *, head: bool = False) -> Answer:
-    """Send `raw` on a new connection and read one answer."""
+    """Send `raw` on a new connection and read one answer.
+
+    A server may answer and close before it has read all of `raw` (a refused oversize body): the rest of the
+    send then fails, and the answer it already sent is still read from the connection."""
     with connect(url) as sock:
-        sock.sendall(raw)
+        try:
+            sock.sendall(raw)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
         return read_answer(sock, head=head)
 
 
