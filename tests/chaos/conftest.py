@@ -258,14 +258,19 @@ class Deployment:
         self.check_projection()
         return endings
 
-    def check_projection(self) -> None:
-        """SQL equals a rebuild: the runs as created, then every journalled event applied to a fresh database."""
+    def wait_projected(self) -> Any:
+        """Wait until the projector has applied, journalled and deleted every event; the Redis client."""
         client = self.handle.redis.client() if self.handle.redis else None
         assert client is not None
         deadline = time.monotonic() + 20
         while client.xlen(self.handle.keys.events) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert client.xlen(self.handle.keys.events) == 0, "events left unprojected"
+        return client
+
+    def check_projection(self) -> None:
+        """SQL equals a rebuild: the runs as created, then every journalled event applied to a fresh database."""
+        client = self.wait_projected()
         fresh = make_engine(f"sqlite:///{self.tmp / 'rebuild.db'}")
         init_db(fresh)
         with self.sql.connect() as source, fresh.begin() as target:

@@ -28,8 +28,9 @@ def _callback_flow() -> dict[str, Any]:
 
 
 def _wait_completions(deployment: Deployment, run_id: str) -> list[list[str]]:
-    """The ports of every `step_completed` of node `wait` the projector applied for the run (from the journal)."""
-    client = deployment.handle.require_handles().client
+    """The ports of every `step_completed` of node `wait` the projector applied for the run (from the journal,
+    which the projector writes just after its commit: SQL can show the run ended a moment before)."""
+    client = deployment.wait_projected()
     found = []
     journal: Any = client.xrange(deployment.handle.keys.events_journal)
     for _id, fields in journal:
