@@ -346,7 +346,8 @@ class _Checker:
         approvers = config.get("approvers", "any")
         extra = config.get("escalate_to")
         if isinstance(required, int) and isinstance(approvers, list) and extra != "any":
-            names = set(approvers) | (set(extra) if isinstance(extra, list) else set())
+            listed = approvers + (extra if isinstance(extra, list) else [])
+            names = {name for name in listed if isinstance(name, str)}  # other items: invalid_config says so
             if required > len(names):
                 self.add("quorum_unreachable", node_id,
                          f"node \"{node_id}\" (approval): required is {required} but only {len(names)} "

@@ -300,3 +300,13 @@ def test_flow_from_data_raises_only_flow_load_error() -> None:
     with pytest.raises(FlowLoadError) as problem:
         flow_from_data({"format": "lockgate.flow/1", "id": "x", "nodes": [{"type": "set"}]})
     assert ("$.nodes[0].id", "required but missing; add it") in problem.value.problems
+
+
+@pytest.mark.parametrize("approvers", [[[]], [{"name": "bob"}, "ann"], [None]])
+def test_an_approval_with_non_string_approvers_says_invalid_config(approvers: list[Any]) -> None:
+    document = json.loads((EXAMPLES / "ticket-triage.flow.json").read_text())
+    approval = next(node for node in document["nodes"] if node["type"] == "approval")
+    approval["config"]["approvers"] = approvers
+    approval["config"]["required"] = 2
+    found = assert_only_diagnostics(document)
+    assert "invalid_config" in {d.code for d in found if d.node == "approve"}
