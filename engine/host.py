@@ -61,6 +61,8 @@ from engine.triggers.runtime import TriggerRuntime
 log = logging.getLogger("lockgate.services")
 
 HEARTBEAT_SECONDS = 2.0
+SQLITE_POOL = 24
+"""SQLite connections kept open, and as many more opened at busy moments (QueuePool size and overflow)."""
 
 
 class EngineServices:
@@ -133,8 +135,11 @@ class EngineServices:
     def start(self) -> EngineServices:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         self.redis = open_redis(self.config)
+        # SQLite: connections are cheap to keep and dear to open (a file and four PRAGMAs), and one closed for
+        # being past the pool's size is opened again by the next busy moment: keep as many as threads read at once.
         self.sql = make_engine(self.config.sql_url, pool_size=10, max_overflow=10) if not \
-            self.config.sql_url.startswith("sqlite") else make_engine(self.config.sql_url)
+            self.config.sql_url.startswith("sqlite") else make_engine(self.config.sql_url, pool_size=SQLITE_POOL,
+                                                                     max_overflow=SQLITE_POOL)
         if self.migrate:
             init_db(self.sql)
         else:

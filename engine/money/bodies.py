@@ -33,6 +33,12 @@ from engine.templates import TemplateProblem, render
 DEFAULT_HOLD_TTL = "30m"
 
 
+RESERVE_TYPE = "budget.reserve"
+MODEL_TYPE = "ai.model"
+HOLDING_NODE_TYPES = frozenset({RESERVE_TYPE, MODEL_TYPE})
+"""The node types whose bodies place holds and keep a run's money state; a run of a flow without them has none."""
+
+
 def _services(call: StepCall) -> MoneyServices:
     services = current(call.services.keys.prefix if call.services is not None else None)
     if services is None:
@@ -108,7 +114,7 @@ def _target_ttl(services: MoneyServices, call: StepCall, model_node: str) -> flo
     return parse_duration(ttl)
 
 
-@register_body("budget.reserve", blocking=True)
+@register_body(RESERVE_TYPE, blocking=True)
 def reserve_body(call: StepCall) -> StepResult:
     config = BudgetReserveConfig.model_validate(call.config)
     services = _services(call)
@@ -164,7 +170,7 @@ def _hold_ref(services: MoneyServices, call: StepCall, plan: HoldPlan | None,
     return HoldRef(plan.budget, plan.amount_usd, plan.hold_id, plan.ttl_seconds)
 
 
-@register_body("ai.model", blocking=True, prepare=_model_given)
+@register_body(MODEL_TYPE, blocking=True, prepare=_model_given)
 def model_body(call: StepCall) -> StepResult | Park:
     config = ModelConfig.model_validate(call.config)
     services = _services(call)

@@ -19,11 +19,13 @@ from engine.concurrency.telemetry import FAIL_SOFT_TIMEOUT_SECONDS
 from engine.events import ExternalStamper, encode_event
 from engine.flow import Flow
 from engine.money.amounts import micros_to_usd
+from engine.money.bodies import HOLDING_NODE_TYPES
 from engine.money.ledger import Settled, UnknownBudget, UnknownHold
 from engine.money.preflight import BudgetExhausted, ledger_preflight
 from engine.money.sql_sync import restore_ledger
 from engine.money.wiring import MoneyServices, build_money_services, install, uninstall
 from engine.parts import PartContext
+from engine.publish import UnknownFlowVersion, get_version
 from engine.runtime.create import RunRefused
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.projection import BatchResult
@@ -51,6 +53,8 @@ class MoneyRuntime:
         self.sweep_seconds = sweep_seconds
         self.control: ControlLoop | None = None
         self._threads: list[threading.Thread] = []
+        self._holding_versions: dict[tuple[str, int], bool] = {}
+        """(flow id, version) -> whether it has a node that places holds; published versions never change."""
 
     @classmethod
     def start(cls, parts: PartContext, *, control_loop: bool = True) -> MoneyRuntime:
@@ -117,11 +121,34 @@ class MoneyRuntime:
         return released
 
     def on_batch(self, result: BatchResult) -> None:
-        if result.terminal_runs:
+        if not result.terminal_runs:
+            return
+        try:
+            holding = self._may_hold(result)
+            if holding:
+                self.release_for_finished(holding)
+        except Exception:  # the sweep returns what this misses, at the hold's expiry
+            log.exception("money: returning the holds of finished runs failed; the sweep will return them")
+
+    def _may_hold(self, result: BatchResult) -> list[str]:
+        """The runs that ended in `result` whose flow version has a node that places holds (or whose version is not
+        known here): the others never had money state, so they cost no round trip."""
+        ended = {run_id for run_id, _status in result.terminal_runs}
+        versions = {change.run_id: (change.flow_id, change.version) for change in result.changes
+                    if change.run_id in ended}
+        return [run_id for run_id, _status in result.terminal_runs
+                if run_id not in versions or self._version_holds(*versions[run_id])]
+
+    def _version_holds(self, flow_id: str, version: int) -> bool:
+        known = self._holding_versions.get((flow_id, version))
+        if known is None:
             try:
-                self.release_for_finished([run_id for run_id, _status in result.terminal_runs])
-            except Exception:  # the sweep returns what this misses, at the hold's expiry
-                log.exception("money: returning the holds of finished runs failed; the sweep will return them")
+                _published, flow = get_version(self.services.sql, flow_id, version)
+            except UnknownFlowVersion:
+                return True
+            known = self._holding_versions[(flow_id, version)] = any(
+                node.type in HOLDING_NODE_TYPES for node in flow.nodes)
+        return known
 
     def _emit_releases(self, released: list[Settled]) -> None:
         if not released:

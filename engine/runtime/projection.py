@@ -98,7 +98,7 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
         ids = list({event.event_id for _, event in decoded})
         seen: set[str] = set()
         for chunk in _chunks(ids):
-            seen.update(conn.execute(_SELECT_APPLIED, {"ids": chunk}).scalars())
+            seen.update(conn.execute(_SELECT_APPLIED, {"ids": chunk}).scalars().all())
         fresh: list[tuple[str, Event]] = []
         for message_id, event in decoded:
             if event.event_id in seen:
@@ -155,9 +155,9 @@ def _load(conn: sa.Connection, run_ids: set[str]) -> _Work:
     runs: dict[str, dict[str, Any]] = {}
     steps: dict[tuple[str, str], dict[str, Any]] = {}
     for chunk in _chunks(sorted(run_ids)):
-        for row in conn.execute(_SELECT_RUNS, {"ids": chunk}).mappings():
+        for row in conn.execute(_SELECT_RUNS, {"ids": chunk}).mappings().all():
             runs[row["id"]] = dict(row)
-        for row in conn.execute(_SELECT_STEPS, {"ids": chunk}).mappings():
+        for row in conn.execute(_SELECT_STEPS, {"ids": chunk}).mappings().all():
             steps[(row["run_id"], row["step"])] = dict(row)
     return _Work(runs, steps)
 

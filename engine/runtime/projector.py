@@ -29,6 +29,9 @@ from engine.transport.keys import Keyspace
 log = logging.getLogger("lockgate.projector")
 
 LEASE_SECONDS = 5.0
+RENEW_SECONDS = LEASE_SECONDS / 5
+"""How often the active projector renews its lease: a batch starts only while at least four fifths of the lease
+is left by the time of its last renewal, so no standby can have taken it over."""
 BATCH_SIZE = 1000
 BATCH_INTERVAL_SECONDS = 0.01
 """Least time between the starts of two batches applied back to back. A batch's transaction and commit cost
@@ -140,6 +143,8 @@ class Projector:
         """Id of the last event message whose batch is applied and was passed to `on_batch`."""
         self._recover = True
         """Re-read entries delivered but not acknowledged (after taking the lease or a failed batch)."""
+        self._renewed_at = float("-inf")
+        """Monotonic time just before the last renewal that kept the lease."""
 
     def run(self, stop: threading.Event) -> None:
         ensure_group(self.client, self.keys.events, self.keys.events_group)
@@ -147,7 +152,7 @@ class Projector:
             while not stop.is_set():
                 try:
                     was_active = self.active
-                    self.active = self.lease.acquire_or_renew()
+                    self.active = self._hold_lease()
                     if self.active and not was_active:
                         self._recover = True
                         BUILT.keeping = True
@@ -185,6 +190,16 @@ class Projector:
                 except redis.RedisError:
                     pass
             self.active = False
+
+    def _hold_lease(self) -> bool:
+        """Whether this projector holds the lease; asks Redis only once `RENEW_SECONDS` have passed since the last
+        renewal (a round trip per batch otherwise)."""
+        asked = time.monotonic()
+        if self.active and asked - self._renewed_at < RENEW_SECONDS:
+            return True
+        held = self.lease.acquire_or_renew()
+        self._renewed_at = asked if held else float("-inf")
+        return held
 
     def step(self, block_ms: int | None = None) -> BatchResult:
         """Apply one batch: first anything delivered but not acknowledged (when recovering), then new events."""

@@ -129,7 +129,9 @@ def _step_data(row: Any, rerun_of: str | None = None) -> dict[str, Any]:
     }
 
 
-# Built once: building a statement per read costs more than executing it.
+# Built once: building a statement per read costs more than executing it. Rows are fetched with one driver
+# call (`.all()`): the driver lets go of the GIL on each fetch, and with busy threads each wait to get it
+# back costs more than the row.
 _RUN = sa.select(RUNS).where(RUNS.c.id == sa.bindparam("run_id"))
 _CHILD_IDS = (sa.select(RUNS.c.id).where(RUNS.c.parent_run_id == sa.bindparam("run_id"))
               .order_by(RUNS.c.created_at, RUNS.c.id))
@@ -144,9 +146,9 @@ def _read_run(conn: sa.Connection, run_id: str, with_steps: bool) -> tuple[dict[
         return None
     data = _run_data(row)
     data["state"] = shown(row["state"])
-    data["child_run_ids"] = list(conn.execute(_CHILD_IDS, key).scalars())
+    data["child_run_ids"] = conn.execute(_CHILD_IDS, key).scalars().all()
     if with_steps:
-        steps = conn.execute(_STEPS, key).mappings()
+        steps = conn.execute(_STEPS, key).mappings().all()
         data["steps"] = [_step_data(step, row["rerun_of"]) for step in steps]
         counts: dict[str, int] = {}
         for step in data["steps"]:
@@ -206,4 +208,4 @@ def list_runs(sql: sa.Engine, *, flow_id: str | None = None, status: str | None 
         query = query.where(sa.or_(RUNS.c.created_at < created,
                                    sa.and_(RUNS.c.created_at == created, RUNS.c.id > run_id)))
     with reading(sql) as conn:
-        return [_run_data(row) for row in conn.execute(query).mappings()]
+        return [_run_data(row) for row in conn.execute(query).mappings().all()]

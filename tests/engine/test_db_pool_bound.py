@@ -10,12 +10,13 @@ from sqlalchemy.pool import NullPool
 
 from engine.concurrency.control import ControlLoop, sql_pool_limit
 from engine.concurrency.settings import AimdSettings
+from engine.host import SQLITE_POOL
 from engine.store.db import make_engine
 from engine.transport.keys import Keyspace
 from tests.engine.conftest import Engine
 
-# The pools EngineServices opens: SQLite's default QueuePool (5 + 10 overflow), PostgreSQL's 10 + 10.
-EXPECTED = {"sqlite": 15, "postgresql": 20}
+# The pools EngineServices opens: SQLite's SQLITE_POOL kept + as many overflow, PostgreSQL's 10 + 10.
+EXPECTED = {"sqlite": 2 * SQLITE_POOL, "postgresql": 20}
 
 
 def test_a_running_engine_bounds_the_cap_by_its_sql_pool(any_db_engine: Engine) -> None:
