@@ -186,8 +186,8 @@ def app_executor_processes() -> int:
 
 
 class EngineProcess:
-    """The engine child: `lockgate worker`, a supervisor of executor processes and a projector process where the
-    machine has the cores for them (`app_executor_processes`)."""
+    """The engine child: `lockgate worker`, a supervisor of executor processes, a projector process and (with
+    `http_url`) an http process where the machine has the cores for them (`app_executor_processes`)."""
 
     def __init__(self, config: EngineConfig, redis_url: str, workers: int, http_url: str | None = None,
                  processes: int | None = None) -> None:

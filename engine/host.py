@@ -74,7 +74,7 @@ class EngineServices:
                  heartbeat_seconds: float = HEARTBEAT_SECONDS, scheduler: bool = True,
                  recovery: RecoveryThresholds | None = None, reaper: bool = True,
                  max_call_depth: int | None = None, migrate: bool = True, role: str = "all",
-                 settings: LockgateSettings | None = None) -> None:
+                 settings: LockgateSettings | None = None, concurrency_control: bool = True) -> None:
         self.config = config
         self.settings = settings if settings is not None else load_settings()
         """The `LOCKGATE_*` settings this engine runs with: the caller's, else the environment's, read here once
@@ -85,13 +85,15 @@ class EngineServices:
         """Upgrade the schema at start (the default); False: refuse a schema that is not current
         (`SchemaMismatch`), as workers on a shared database do."""
         self.role = role
-        """What this process is in a process layout (`all`, `executor`, `projector`); `lockgate admin status`
+        """What this process is in a process layout (`all`, `executor`, `projector`, `http`); `lockgate admin status`
         shows it."""
         self.clock: Clock = clock or SystemClock()
         self.worker_count = workers
         self.run_projector = projector
         self.run_due_waker = due_waker
         self.run_scheduler = scheduler
+        self.run_concurrency_control = concurrency_control
+        """Run the money part's concurrency control loop (one per Redis holds its lease; an http process runs none)."""
         self.sleep = sleep
         self.budget_preflight = budget_preflight
         self.block_ms = block_ms
@@ -150,7 +152,7 @@ class EngineServices:
         ensure_group(client, self.keys.jobs, self.keys.jobs_group)
         ensure_group(client, self.keys.events, self.keys.events_group)
         self.due = DueSet(client, self.keys)
-        self.money = MoneyRuntime.start(self._part_context())
+        self.money = MoneyRuntime.start(self._part_context(), control_loop=self.run_concurrency_control)
         if self.budget_preflight is no_budget_preflight:
             self.budget_preflight = self.money.preflight
         reclaimer = Reclaimer(self.redis.client(), self.keys, self.sql, self.clock, self.recovery)

@@ -1,8 +1,10 @@
 """The engine's HTTP server: the ASGI application of `engine.api.app` on uvicorn, in a thread of its own.
 
 `ApiServer(services, host, port).start()` binds (an `OSError` when the port is taken), serves, and returns once
-the server accepts connections; `.url` says where, `.stop()` ends it. uvicorn runs its fast parser (httptools,
-with this engine's limits: `engine.api.protocol`) and event loop (uvloop) where they are installed.
+the server accepts connections; `.url` says where, `.stop()` ends it. `ApiServer(services, listening=sock)` serves
+on a socket bound and listening already (`engine.api.listener`), e.g. one several processes share. uvicorn runs
+its fast parser (httptools, with this engine's limits: `engine.api.protocol`) and event loop (uvloop) where they
+are installed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import uvicorn
 from fastapi import APIRouter
 
 from engine.api.app import MAX_BODY_BYTES, build_app
+from engine.api.listener import LISTEN_BACKLOG, listen_socket
 from engine.api.live_routes import live_feed_for, live_router
 from engine.api.run_watch import RunWatch
 from engine.facade import EngineApi
@@ -34,7 +37,7 @@ START_TIMEOUT_SECONDS = 30.0
 
 @dataclass(frozen=True)
 class ServerLimits:
-    backlog: int = 2048
+    backlog: int = LISTEN_BACKLOG
     """Connections the kernel queues before `accept`; a burst of hundreds must not be reset."""
     read_timeout: float = 30.0
     """Seconds a request may take to arrive whole (line, headers, body)."""
@@ -59,20 +62,14 @@ class ApiServer:
     """The HTTP API of started `EngineServices`; `start()` serves in a thread, `stop()` closes."""
 
     def __init__(self, services: RunningEngine, host: str = "127.0.0.1", port: int = 0, *,
-                 limits: ServerLimits | None = None, routers: Sequence[APIRouter] = ()) -> None:
-        """Binds at once (the services may still be starting: clients wait in the backlog until `start()`)."""
+                 limits: ServerLimits | None = None, routers: Sequence[APIRouter] = (),
+                 listening: socket.socket | None = None) -> None:
+        """Binds at once (the services may still be starting: clients wait in the backlog until `start()`); given
+        `listening`, a socket bound and listening already, serves on that instead (`host` and `port` unused)."""
         self.services = services
         self.limits = limits or ServerLimits()
         self.routers = list(routers)
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.socket = socket.socket(family, socket.SOCK_STREAM)
-        try:
-            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self.socket.bind((host, port))
-            self.socket.listen(self.limits.backlog)
-        except OSError:
-            self.socket.close()
-            raise
+        self.socket = listening if listening is not None else listen_socket(host, port, self.limits.backlog)
         self.watch: RunWatch | None = None
         self.engine: EngineApi | None = None
         self.server: uvicorn.Server | None = None

@@ -1,5 +1,6 @@
-"""`lockgate worker --processes N`: check the schema, start (or reuse) Redis, then supervise N executor processes
-and one projector process until SIGINT/SIGTERM (`engine.runtime.supervisor`)."""
+"""`lockgate worker --processes N [--http HOST:PORT [--http-processes K]]`: bind the HTTP port, start (or reuse)
+Redis, then supervise N executor processes, one projector process and K http processes (default 1, all serving on
+the socket bound here) until SIGINT/SIGTERM (`engine.runtime.supervisor`)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ CHILD_COMMAND = (sys.executable, "-m", "app")
 
 
 def supervise_command(args: argparse.Namespace) -> int:
+    from engine.api.listener import listen_socket
     from engine.cli.settings import command_config
-    from engine.cli.worker import parse_http_address
+    from engine.cli.worker import http_refusal, parse_http_address
     from engine.runtime.supervisor import Supervisor, default_executor_processes, layout
     from engine.transport.connection import open_redis
 
@@ -26,12 +28,28 @@ def supervise_command(args: argparse.Namespace) -> int:
         print("lockgate worker: --processes starts its own executor and projector processes; "
               "leave out --role", file=sys.stderr)
         return 2
+    if args.http_processes is not None and (not args.http or args.http_processes < 1):
+        print("lockgate worker: --http-processes K needs --http and K of at least 1", file=sys.stderr)
+        return 2
+    if args.http_fd is not None:
+        print("lockgate worker: --http-fd is how the supervisor starts its http processes; give --http instead",
+              file=sys.stderr)
+        return 2
+    listener = None
     if args.http:
         try:
-            parse_http_address(args.http)
+            address = parse_http_address(args.http)
         except ValueError as exc:
             print(f"lockgate: {exc}", file=sys.stderr)
             return 2
+        try:
+            # Bound here, once, for every http child: a taken port fails at once, and requests wait in the backlog
+            # while the children start or one restarts.
+            listener = listen_socket(*address)
+        except OSError as exc:
+            print(http_refusal("lockgate worker", address, exc, "--http HOST:PORT"), file=sys.stderr)
+            return 2
+    http_processes = (args.http_processes or 1) if listener is not None else 0
     config = command_config()
     executors = args.processes or default_executor_processes()
     threads = max(1, args.workers)
@@ -50,17 +68,22 @@ def supervise_command(args: argparse.Namespace) -> int:
     env = {**os.environ, "LOCKGATE_REDIS_URL": redis.url, "LOCKGATE_DATA_DIR": str(config.data_dir),
            "LOCKGATE_KEY_PREFIX": config.key_prefix}
     # The log level reaches the children by LOCKGATE_LOG_LEVEL.
-    specs = layout(executors, threads, CHILD_COMMAND, http=args.http)
+    specs = layout(executors, threads, CHILD_COMMAND, http_fd=None if listener is None else listener.fileno(),
+                   http_processes=max(1, http_processes))
     supervisor = Supervisor(specs, env)
+    http_text = f", {http_processes} http process(es)" if http_processes else ""
     try:
         supervisor.start()
-        print(f"lockgate worker: supervising {executors} executor process(es) of {threads} worker thread(s) and "
-              f"one projector process (pids {', '.join(map(str, supervisor.pids().values()))}) on {redis.url}; "
-              f"SQL {config.sql_url}; stop them with Ctrl-C or SIGTERM", file=sys.stderr)
-        log.info("supervising %d executor process(es) of %d thread(s) and one projector", executors, threads)
+        print(f"lockgate worker: supervising {executors} executor process(es) of {threads} worker thread(s), "
+              f"one projector process{http_text} (pids {', '.join(map(str, supervisor.pids().values()))}) on "
+              f"{redis.url}; SQL {config.sql_url}; stop them with Ctrl-C or SIGTERM", file=sys.stderr)
+        log.info("supervising %d executor process(es) of %d thread(s), one projector and %d http process(es)",
+                 executors, threads, http_processes)
         refused = supervisor.run(stop)
     finally:
         supervisor.stop()
+        if listener is not None:
+            listener.close()
         redis.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -1,10 +1,11 @@
-"""`lockgate worker [--workers N] [--processes N] [--role ROLE] [--http HOST:PORT] [--log-level LEVEL]`: the engine
-services headless until SIGINT/SIGTERM, then a clean stop. Its warnings and errors also go out on the keyspace's
-`logs` channel.
+"""`lockgate worker [--workers N] [--processes N] [--role ROLE] [--http HOST:PORT] [--http-processes K]
+[--log-level LEVEL]`: the engine services headless until SIGINT/SIGTERM, then a clean stop. Its warnings and errors
+also go out on the keyspace's `logs` channel.
 
 Without `--processes` everything runs in this one process (`--role all`). With `--processes N` this process
-supervises N executor processes and one projector process (`engine.runtime.supervisor`); `--role` is how the
-supervisor starts each of them.
+supervises N executor processes, one projector process and, with `--http`, K http processes sharing the port it
+binds (`engine.runtime.supervisor`); `--role` (and `--http-fd`, the inherited socket) is how the supervisor starts
+each of them.
 
 On a shared database (LOCKGATE_DB_URL) a worker does not upgrade the schema itself: it refuses one that is not
 current and names `lockgate admin migrate`. The data folder's own SQLite file is upgraded at start, as before
@@ -20,7 +21,7 @@ import threading
 from typing import Any
 
 SWITCH_INTERVAL_SECONDS = 0.001
-ROLES = ("all", "executor", "projector")
+ROLES = ("all", "executor", "projector", "http")
 log = logging.getLogger("lockgate.worker")
 
 
@@ -48,13 +49,19 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--workers", type=int, default=4,
                         help="worker threads (default 4); with --processes, per executor process")
     parser.add_argument("--processes", type=int, default=None, metavar="N",
-                        help="supervise N executor processes and one projector process (0: one executor per core); "
-                             "default: everything in this one process")
+                        help="supervise N executor processes and one projector process (0: one executor per core), "
+                             "and with --http the http processes; default: everything in this one process")
     parser.add_argument("--role", choices=ROLES, default="all",
-                        help="what this process runs: all (default), executor (workers only) or projector "
-                             "(projector, due waker, scheduler, reaper, watchdog)")
+                        help="what this process runs: all (default), executor (workers only), projector "
+                             "(projector, due waker, scheduler, reaper, watchdog) or http (the HTTP API only)")
     parser.add_argument("--http", metavar="HOST:PORT", default=None,
-                        help="also serve the HTTP API and webhooks there, e.g. 127.0.0.1:8080 (default: off)")
+                        help="also serve the HTTP API and webhooks there, e.g. 127.0.0.1:8080 (default: off); with "
+                             "--processes, in http processes of their own")
+    parser.add_argument("--http-processes", type=int, default=None, metavar="K",
+                        help="with --processes and --http: K http processes sharing the port (default 1)")
+    parser.add_argument("--http-fd", type=int, default=None, metavar="FD",
+                        help="serve the HTTP API on this inherited listening socket instead of binding --http "
+                             "(how the supervisor starts its http processes)")
     # Also accepted before the command (`lockgate --log-level debug worker`); given here, it wins.
     add_log_level(parser, argparse.SUPPRESS)
     parser.set_defaults(handler=worker_command)
@@ -65,6 +72,12 @@ def parse_http_address(text: str) -> tuple[str, int]:
     if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"--http {text!r} is not HOST:PORT; write e.g. 127.0.0.1:8080")
     return host, int(port)
+
+
+def http_refusal(label: str, address: tuple[str, int], exc: OSError, port_option: str) -> str:
+    """The message of a process that cannot bind its HTTP port."""
+    host, port = address
+    return f"{label}: cannot serve HTTP on {host}:{port} ({exc.strerror or exc}); pick a free port with {port_option}"
 
 
 def auto_migrate(config: Any) -> bool:
@@ -81,6 +94,10 @@ def role_options(role: str, workers: int) -> dict[str, Any]:
         return {"workers": workers, "projector": False, "due_waker": False, "scheduler": False, "reaper": False}
     if role == "projector":
         return {"workers": 0}
+    if role == "http":
+        # Requests only: create runs, read the store, wait on the live channel; the other roles do the rest.
+        return {"workers": 0, "projector": False, "due_waker": False, "scheduler": False, "reaper": False,
+                "concurrency_control": False}
     return {"workers": workers}
 
 
@@ -89,18 +106,25 @@ def worker_command(args: argparse.Namespace) -> int:
         from engine.cli.supervise import supervise_command
 
         return supervise_command(args)
+    if args.http_processes is not None:
+        print("lockgate worker: --http-processes needs --processes and --http", file=sys.stderr)
+        return 2
     try:
         http_address = parse_http_address(args.http) if args.http else None
     except ValueError as exc:
         print(f"lockgate: {exc}", file=sys.stderr)
         return 2
-    return run_engine(args, http_address, "lockgate worker")
+    if args.role == "http" and http_address is None and args.http_fd is None:
+        print("lockgate worker: --role http needs --http HOST:PORT (or --http-fd)", file=sys.stderr)
+        return 2
+    return run_engine(args, http_address, "lockgate worker", http_fd=args.http_fd)
 
 
 def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, label: str,
-               port_option: str = "--http HOST:PORT") -> int:
-    """The engine services of `args.role` with `args.workers`, and the HTTP API at `http_address`, until SIGINT or
-    SIGTERM; `label` starts this process's messages, `port_option` is how its user picks another port."""
+               port_option: str = "--http HOST:PORT", http_fd: int | None = None) -> int:
+    """The engine services of `args.role` with `args.workers`, and the HTTP API at `http_address` (or on the
+    inherited listening socket `http_fd`), until SIGINT or SIGTERM; `label` starts this process's messages,
+    `port_option` is how its user picks another port."""
     # httpx imports its command-line tool when click, rich and pygments are installed (they are, for the
     # CLI); a worker never runs it, and without them each engine process is ~6 MB smaller. httpx falls back
     # to a stub `main` when the import fails, as it does where they are not installed.
@@ -127,7 +151,16 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
     api = None
     publisher: LogPublisher | None = None
     try:
-        if http_address is not None:
+        if http_fd is not None:
+            from engine.api.listener import adopt_socket
+            from engine.api.server import ApiServer
+
+            try:
+                api = ApiServer(services, listening=adopt_socket(http_fd))
+            except OSError as exc:
+                print(f"{label}: cannot serve HTTP on --http-fd {http_fd} ({exc.strerror or exc})", file=sys.stderr)
+                return 2
+        elif http_address is not None:
             from engine.api.server import ApiServer
 
             try:
@@ -135,9 +168,7 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
                 # engine starts wait in the listen backlog instead of being refused.
                 api = ApiServer(services, *http_address)
             except OSError as exc:
-                host, port = http_address
-                print(f"{label}: cannot serve HTTP on {host}:{port} ({exc.strerror or exc}); "
-                      f"pick a free port with {port_option}", file=sys.stderr)
+                print(http_refusal(label, http_address, exc, port_option), file=sys.stderr)
                 return 2
         try:
             services.start()

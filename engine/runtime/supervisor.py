@@ -1,7 +1,9 @@
-"""The process layout of `lockgate worker --processes N`: N executor processes and one projector process
-under one supervisor.
+"""The process layout of `lockgate worker --processes N`: N executor processes, one projector process and, with
+`--http`, K http processes (the API and webhooks) under one supervisor.
 
-Each child is a `lockgate worker --role executor|projector` process. A child that dies is logged and
+Each child is a `lockgate worker --role executor|projector|http` process. The http children share one listening
+socket the supervisor bound (`--http-fd`): the port stays bound, and a burst waits in its backlog, while a child
+restarts. A child that dies is logged and
 started again after a backoff that doubles with every quick death (reset once a child has stayed up for
 `STABLE_SECONDS`). SIGTERM to the supervisor is forwarded to every child, which drains (its workers finish
 the batch in hand; nothing half-done is acknowledged); children still running after `DRAIN_SECONDS` are
@@ -58,10 +60,11 @@ def die_with_parent(parent_pid: int) -> Callable[[], None]:
 
 @dataclass(frozen=True)
 class ChildSpec:
-    """One supervised process: its name in the log and its command line."""
+    """One supervised process: its name in the log, its command line and the file descriptors it inherits."""
 
     name: str
     argv: tuple[str, ...]
+    pass_fds: tuple[int, ...] = ()
 
 
 @dataclass
@@ -157,7 +160,7 @@ class Supervisor:
     def _spawn(self, child: _Child) -> None:
         try:
             child.process = subprocess.Popen(list(child.spec.argv), env=self.env, stdin=subprocess.DEVNULL,
-                                             preexec_fn=die_with_parent(os.getpid()))
+                                             pass_fds=child.spec.pass_fds, preexec_fn=die_with_parent(os.getpid()))
         except OSError as exc:
             log.error("%s could not be started (%s); retrying in %.1fs", child.spec.name, exc, child.backoff)
             child.restart_at = time.monotonic() + child.backoff
@@ -176,14 +179,18 @@ def _exit_text(code: int) -> str:
     return f"code {code}"
 
 
-def layout(executors: int, threads: int, base: Sequence[str], http: str | None = None) -> list[ChildSpec]:
+def layout(executors: int, threads: int, base: Sequence[str], http_fd: int | None = None,
+           http_processes: int = 1) -> list[ChildSpec]:
     """The children of `lockgate worker --processes N`: `executors` executor processes of `threads` worker
-    threads, and one projector process (which also serves `--http` when given)."""
+    threads, one projector process and, given the listening socket `http_fd`, `http_processes` http processes
+    serving the API on it."""
     common = [*base, "worker"]
     specs = [ChildSpec(f"executor-{index}", (*common, "--role", "executor", "--workers", str(threads)))
              for index in range(executors)]
-    projector = [*common, "--role", "projector"]
-    if http is not None:
-        projector += ["--http", http]
-    specs.append(ChildSpec("projector", tuple(projector)))
+    specs.append(ChildSpec("projector", (*common, "--role", "projector")))
+    if http_fd is not None:
+        if http_processes < 1:
+            raise ValueError(f"http_processes must be at least 1, not {http_processes}")
+        specs += [ChildSpec(f"http-{index}", (*common, "--role", "http", "--http-fd", str(http_fd)), (http_fd,))
+                  for index in range(http_processes)]
     return specs

@@ -1,6 +1,6 @@
 """`POST /api/v1/runs` with `wait` under wrk: the peer harness's flow through the HTTP front door.
 
-    python tests/bench/api_throughput.py [--conc 1,8,32] [--duration 20] [--processes N]
+    python tests/bench/api_throughput.py [--conc 1,8,32] [--duration 20] [--processes N [--http-processes K]]
 
 Starts `lockgate worker --http` on an embedded engine in a fresh data folder (as `../shared/peers/lockgate/
 start.sh` does), publishes `../shared/peers/lockgate/bench.flow.json`, and drives it with the peers' own
@@ -49,7 +49,8 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(data: Path, port: int, processes: int | None) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(data: Path, port: int, processes: int | None,
+                 http_processes: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
     env = {**os.environ, "LOCKGATE_DATA_DIR": str(data), "LOCKGATE_LOG_LEVEL": "warning"}
     for key in ("LOCKGATE_REDIS_URL", "LOCKGATE_DB_URL", "LOCKGATE_KEY_PREFIX"):
         env.pop(key, None)
@@ -65,6 +66,8 @@ def start_server(data: Path, port: int, processes: int | None) -> tuple[subproce
     command = [*LOCKGATE, "worker", "--http", f"127.0.0.1:{port}"]
     if processes:
         command += ["--processes", str(processes)]
+    if http_processes:
+        command += ["--http-processes", str(http_processes)]
     with open(data / "server.log", "wb") as log:
         server = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log,
                                   start_new_session=True)
@@ -85,13 +88,15 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--processes", type=int, default=None, help="lockgate worker --processes N")
+    parser.add_argument("--http-processes", type=int, default=None,
+                        help="lockgate worker --http-processes K (with --processes)")
     args = parser.parse_args()
     ensure_wrk()
     with tempfile.TemporaryDirectory(prefix="lg-api-bench-") as scratch:
         data = Path(scratch) / "data"
         data.mkdir()
         port = _free_port()
-        server, key = start_server(data, port, args.processes)
+        server, key = start_server(data, port, args.processes, args.http_processes)
         try:
             pidfile = Path(scratch) / "lockgate.pid"
             pidfile.write_text(str(server.pid))
@@ -112,7 +117,7 @@ def main() -> None:
                 os.killpg(server.pid, signal.SIGKILL)
     print(json.dumps({
         "bench": "api_throughput", "flow": "peers/lockgate/bench.flow.json", "duration_s": args.duration,
-        "processes": args.processes,
+        "processes": args.processes, "http_processes": args.http_processes,
         "by_concurrency": [{
             "connections": row["conc"], "ok_per_s": round(row["ok_per_s"], 1), "p50_ms": round(row["p50_ms"], 2),
             "p99_ms": round(row["p99_ms"], 2), "server_cpu_ms_per_request": round(row["cpu_ms_per_ok"], 3),

@@ -1,0 +1,150 @@
+"""`lockgate worker --processes N --http HOST:PORT --http-processes K`: the HTTP API in http child processes of
+its own, sharing the one listening socket the supervisor bound. Real supervisor, children, Redis and SQLite."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from engine.config import EngineConfig
+from engine.flow import flow_from_data
+from engine.publish import publish
+from engine.runtime.supervisor import layout
+from engine.store.db import open_store
+from tests.cli import LOCKGATE, cli_env, lockgate
+from tests.engine.test_process_layout import FLOW, HANG_GUARD_S, alive, children_of, wait_until
+
+ROLES = ("executor", "projector", "http")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def role_pids(supervisor: int) -> dict[str, list[int]]:
+    roles: dict[str, list[int]] = {role: [] for role in ROLES}
+    for pid, command in children_of(supervisor).items():
+        for role in ROLES:
+            if f"--role {role}" in command:
+                roles[role].append(pid)
+    return roles
+
+
+@dataclass
+class HttpLayout:
+    process: subprocess.Popen[bytes]
+    base: str
+    key: str
+
+    def roles(self) -> dict[str, list[int]]:
+        return role_pids(self.process.pid)
+
+    def start_run(self, n: int) -> httpx.Response:
+        """POST /api/v1/runs with `wait` on a fresh connection (no keep-alive: each may land on either child)."""
+        return httpx.post(f"{self.base}/api/v1/runs", json={"flow_id": "layout", "inputs": {"n": n}, "wait": 30},
+                          headers={"Authorization": f"Bearer {self.key}"}, timeout=HANG_GUARD_S)
+
+
+@pytest.fixture
+def http_layout(tmp_path: Path, redis_url: str, key_prefix: str) -> Iterator[HttpLayout]:
+    data = tmp_path / "data"
+    data.mkdir()
+    sql = open_store(EngineConfig(data_dir=data, redis_url=redis_url, key_prefix=key_prefix))
+    publish(sql, flow_from_data(FLOW))
+    sql.dispose()
+    env = cli_env(tmp_path, redis_url, key_prefix)
+    made = lockgate(env, "keys", "create", "layout")
+    assert made.returncode == 0, made.stderr
+    port = free_port()
+    process = subprocess.Popen([*LOCKGATE, "worker", "--processes", "1", "--workers", "1",
+                                "--http", f"127.0.0.1:{port}", "--http-processes", "2"], env=env,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: [len(pids) for pids in role_pids(process.pid).values()] == [1, 1, 2],
+                   "the supervisor's children did not all start")
+        yield HttpLayout(process, f"http://127.0.0.1:{port}", made.stdout.strip())
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(HANG_GUARD_S)
+
+
+def test_layout_gives_k_http_children_the_supervisors_socket() -> None:
+    specs = layout(2, 3, ("lg",), http_fd=7, http_processes=2)
+    assert [spec.name for spec in specs] == ["executor-0", "executor-1", "projector", "http-0", "http-1"]
+    assert specs[2].argv == ("lg", "worker", "--role", "projector")
+    assert specs[3].argv == ("lg", "worker", "--role", "http", "--http-fd", "7")
+    assert [spec.pass_fds for spec in specs] == [(), (), (), (7,), (7,)]
+    assert [spec.name for spec in layout(1, 1, ("lg",))] == ["executor-0", "projector"]
+
+
+def test_a_sync_start_through_two_http_children_answers_201_with_the_result(http_layout: HttpLayout) -> None:
+    answer = http_layout.start_run(21)
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["status"] == "succeeded" and answer.json()["result"] == 42
+    roles = http_layout.roles()
+    assert len(roles["http"]) == 2 and all(alive(pid) for pid in roles["http"])
+    [projector] = roles["projector"]
+    assert "--http" not in Path(f"/proc/{projector}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+
+
+def test_a_killed_http_child_is_restarted_and_the_other_answers_meanwhile(http_layout: HttpLayout) -> None:
+    assert http_layout.start_run(1).status_code == 201
+    victim, survivor = http_layout.roles()["http"]
+    os.kill(victim, signal.SIGKILL)
+    answered: list[int] = []
+    deadline = time.monotonic() + HANG_GUARD_S
+    while victim in http_layout.roles()["http"] or len(http_layout.roles()["http"]) < 2 or not answered:
+        assert time.monotonic() < deadline, "hang guard: the killed http child was not replaced"
+        answer = http_layout.start_run(len(answered))
+        assert answer.status_code == 201, answer.text
+        answered.append(answer.json()["result"])
+    assert answered == [n * 2 for n in range(len(answered))]
+    assert alive(survivor) and survivor in http_layout.roles()["http"]
+    results = [http_layout.start_run(n) for n in range(10, 16)]
+    assert [(r.status_code, r.json()["result"]) for r in results] == [(201, n * 2) for n in range(10, 16)]
+
+
+def test_sigterm_stops_the_supervisor_and_its_http_children_within_10_s(http_layout: HttpLayout) -> None:
+    assert http_layout.start_run(3).status_code == 201
+    tree = [pid for pids in http_layout.roles().values() for pid in pids]
+    assert len(tree) == 4
+    http_layout.process.send_signal(signal.SIGTERM)
+    assert http_layout.process.wait(10) == 0
+    assert [pid for pid in tree if alive(pid)] == []
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{http_layout.base}/api/v1/runs", timeout=2)
+
+
+def test_a_taken_port_fails_at_once_with_exit_2(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    env = cli_env(tmp_path, redis_url, key_prefix)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        done = lockgate(env, "worker", "--processes", "1", "--http", f"127.0.0.1:{port}", "--http-processes", "2")
+    assert done.returncode == 2, done.stderr
+    assert f"cannot serve HTTP on 127.0.0.1:{port}" in done.stderr and "pick a free port" in done.stderr
+    assert "Traceback" not in done.stderr and "supervising" not in done.stderr
+
+
+@pytest.mark.parametrize("args", [["--http", "127.0.0.1:1", "--http-processes", "2"],
+                                  ["--processes", "1", "--http-processes", "2"],
+                                  ["--processes", "1", "--http", "127.0.0.1:1", "--http-processes", "0"],
+                                  ["--role", "http"]])
+def test_http_processes_needs_processes_and_http(tmp_path: Path, redis_url: str, key_prefix: str,
+                                                 args: list[str]) -> None:
+    done = lockgate(cli_env(tmp_path, redis_url, key_prefix), "worker", *args)
+    assert done.returncode == 2, done.stderr
+    assert "needs" in done.stderr and "Traceback" not in done.stderr
