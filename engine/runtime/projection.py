@@ -157,8 +157,12 @@ def _load(conn: sa.Connection, run_ids: set[str]) -> _Work:
     for chunk in _chunks(sorted(run_ids)):
         for row in conn.execute(_SELECT_RUNS, {"ids": chunk}).mappings().all():
             runs[row["id"]] = dict(row)
-        for row in conn.execute(_SELECT_STEPS, {"ids": chunk}).mappings().all():
-            steps[(row["run_id"], row["step"])] = dict(row)
+        # Step rows are written only here, with the run's last_seq moved on in the same transaction: a run no
+        # event was applied to yet (a new run, the common case) has none to read.
+        applied_to = [run_id for run_id in chunk if run_id in runs and runs[run_id]["last_seq"]]
+        if applied_to:
+            for row in conn.execute(_SELECT_STEPS, {"ids": applied_to}).mappings().all():
+                steps[(row["run_id"], row["step"])] = dict(row)
     return _Work(runs, steps)
 
 

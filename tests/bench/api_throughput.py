@@ -1,6 +1,7 @@
 """`POST /api/v1/runs` with `wait` under wrk: the peer harness's flow through the HTTP front door.
 
-    python tests/bench/api_throughput.py [--conc 1,8,32] [--duration 20] [--processes N [--http-processes K]]
+    python tests/bench/api_throughput.py [--conc 1,8,32] [--duration 20] [--workers N]
+                                          [--processes N [--http-processes K]]
 
 Starts `lockgate worker --http` on an embedded engine in a fresh data folder (as `../shared/peers/lockgate/
 start.sh` does), publishes `../shared/peers/lockgate/bench.flow.json`, and drives it with the peers' own
@@ -50,7 +51,7 @@ def _free_port() -> int:
 
 
 def start_server(data: Path, port: int, processes: int | None,
-                 http_processes: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
+                 http_processes: int | None = None, workers: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
     env = {**os.environ, "LOCKGATE_DATA_DIR": str(data), "LOCKGATE_LOG_LEVEL": "warning"}
     for key in ("LOCKGATE_REDIS_URL", "LOCKGATE_DB_URL", "LOCKGATE_KEY_PREFIX"):
         env.pop(key, None)
@@ -68,6 +69,8 @@ def start_server(data: Path, port: int, processes: int | None,
         command += ["--processes", str(processes)]
     if http_processes:
         command += ["--http-processes", str(http_processes)]
+    if workers:
+        command += ["--workers", str(workers)]
     with open(data / "server.log", "wb") as log:
         server = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log,
                                   start_new_session=True)
@@ -88,6 +91,7 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--processes", type=int, default=None, help="lockgate worker --processes N")
+    parser.add_argument("--workers", type=int, default=None, help="lockgate worker --workers N (threads)")
     parser.add_argument("--http-processes", type=int, default=None,
                         help="lockgate worker --http-processes K (with --processes)")
     args = parser.parse_args()
@@ -96,7 +100,7 @@ def main() -> None:
         data = Path(scratch) / "data"
         data.mkdir()
         port = _free_port()
-        server, key = start_server(data, port, args.processes, args.http_processes)
+        server, key = start_server(data, port, args.processes, args.http_processes, args.workers)
         try:
             pidfile = Path(scratch) / "lockgate.pid"
             pidfile.write_text(str(server.pid))
@@ -117,7 +121,7 @@ def main() -> None:
                 os.killpg(server.pid, signal.SIGKILL)
     print(json.dumps({
         "bench": "api_throughput", "flow": "peers/lockgate/bench.flow.json", "duration_s": args.duration,
-        "processes": args.processes, "http_processes": args.http_processes,
+        "processes": args.processes, "http_processes": args.http_processes, "workers": args.workers,
         "by_concurrency": [{
             "connections": row["conc"], "ok_per_s": round(row["ok_per_s"], 1), "p50_ms": round(row["p50_ms"], 2),
             "p99_ms": round(row["p99_ms"], 2), "server_cpu_ms_per_request": round(row["cpu_ms_per_ok"], 3),
