@@ -85,7 +85,9 @@ class ApiServer:
         config = uvicorn.Config(app, http=_protocol(self.limits), ws="none", lifespan="on",
                                 backlog=self.limits.backlog, timeout_keep_alive=self.limits.keep_alive_timeout,
                                 h11_max_incomplete_event_size=self.limits.max_url_bytes + self.limits.max_header_bytes,
-                                log_config=None, access_log=False, server_header=False, timeout_graceful_shutdown=5)
+                                log_config=None, access_log=False, server_header=False, timeout_graceful_shutdown=5,
+                                # Nothing reads a client's address, so no middleware rewrites it from X-Forwarded-*.
+                                proxy_headers=False)
         return uvicorn.Server(config)
 
     @property
