@@ -29,9 +29,9 @@ from engine.transport.keys import Keyspace
 log = logging.getLogger("lockgate.projector")
 
 LEASE_SECONDS = 5.0
-RENEW_SECONDS = LEASE_SECONDS / 5
-"""How often the active projector renews its lease: a batch starts only while at least four fifths of the lease
-is left by the time of its last renewal, so no standby can have taken it over."""
+RENEW_FRACTION = 0.2
+"""The part of its lease after which the active projector renews it: a batch starts only while at least four
+fifths of the lease is left by the time of its last renewal, so no standby can have taken it over."""
 BATCH_SIZE = 1000
 BATCH_INTERVAL_SECONDS = 0.01
 """Least time between the starts of two batches applied back to back. A batch's transaction and commit cost
@@ -125,12 +125,14 @@ class Projector:
 
     def __init__(self, client: redis.Redis, keys: Keyspace, sql: sa.Engine, *, holder: str | None = None,
                  on_batch: Callable[[BatchResult], None] | None = None, block_ms: int = 200,
-                 journal: int = 0, batch_interval: float = BATCH_INTERVAL_SECONDS) -> None:
+                 journal: int = 0, batch_interval: float = BATCH_INTERVAL_SECONDS,
+                 lease_seconds: float = LEASE_SECONDS) -> None:
         self.client = client
         self.keys = keys
         self.sql = sql
         self.holder = holder or lease_holder()
-        self.lease = ProjectorLease(client, keys.projector_lease, self.holder)
+        self.lease = ProjectorLease(client, keys.projector_lease, self.holder, lease_seconds)
+        self.renew_seconds = lease_seconds * RENEW_FRACTION
         self.held = HeldConnection(client)
         """The projecting thread's own connection for its reads and batch writes."""
         self.on_batch = on_batch
@@ -159,7 +161,7 @@ class Projector:
                     if not self.active:
                         if was_active:
                             BUILT.stop_keeping()
-                        stop.wait(LEASE_SECONDS / 5)
+                        stop.wait(self.renew_seconds)
                         continue
                     began = time.monotonic()
                     done = self.step(block_ms=self.block_ms)
@@ -192,10 +194,10 @@ class Projector:
             self.active = False
 
     def _hold_lease(self) -> bool:
-        """Whether this projector holds the lease; asks Redis only once `RENEW_SECONDS` have passed since the last
+        """Whether this projector holds the lease; asks Redis only once `renew_seconds` have passed since the last
         renewal (a round trip per batch otherwise)."""
         asked = time.monotonic()
-        if self.active and asked - self._renewed_at < RENEW_SECONDS:
+        if self.active and asked - self._renewed_at < self.renew_seconds:
             return True
         held = self.lease.acquire_or_renew()
         self._renewed_at = asked if held else float("-inf")

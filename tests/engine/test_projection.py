@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -315,3 +316,25 @@ def test_a_database_error_leaves_the_batch_pending_and_it_is_applied_once_the_da
         dead = conn.execute(sa.select(sa.func.count()).select_from(DeadLetter)).scalar_one()
     assert sorted(applied) == list(range(1, last_seq + 1)) and dead == 0  # each event once, none lost
     wait_until(lambda: client.xpending(keys.events, keys.events_group)["pending"] == 0, what="the batch's ack")
+
+
+def test_an_active_projector_keeps_its_lease_renewed_and_a_standby_never_gets_it(
+        redis_url: str, key_prefix: str, sql: sa.Engine) -> None:
+    client = redis.Redis.from_url(redis_url)
+    keys = Keyspace(key_prefix)
+    projector = Projector(client, keys, sql, holder="active", block_ms=20, lease_seconds=0.5)
+    standby = ProjectorLease(client, keys.projector_lease, "standby", seconds=0.5)
+    stop = threading.Event()
+    thread = threading.Thread(target=projector.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: client.get(keys.projector_lease) == b"active", what="the projector to take the lease")
+        deadline = time.monotonic() + 2.0  # four lease lifetimes: only renewals keep it
+        while time.monotonic() < deadline:
+            assert not standby.acquire_or_renew()
+            assert client.get(keys.projector_lease) == b"active"
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        thread.join(5)
+    assert client.get(keys.projector_lease) is None  # released on stop
