@@ -68,8 +68,8 @@ def supervise_command(args: argparse.Namespace) -> int:
     env = {**os.environ, "LOCKGATE_REDIS_URL": redis.url, "LOCKGATE_DATA_DIR": str(config.data_dir),
            "LOCKGATE_KEY_PREFIX": config.key_prefix}
     # The log level reaches the children by LOCKGATE_LOG_LEVEL.
-    specs = layout(executors, threads, CHILD_COMMAND, http_fd=None if listener is None else listener.fileno(),
-                   http_processes=max(1, http_processes))
+    specs = layout(executors, threads, CHILD_COMMAND) if listener is None else \
+        layout(executors, threads, CHILD_COMMAND, http_fd=listener.fileno(), http_processes=http_processes)
     supervisor = Supervisor(specs, env)
     http_text = f", {http_processes} http process(es)" if http_processes else ""
     try:
