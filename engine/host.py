@@ -26,6 +26,7 @@ from engine.parking.callback_links import CallbackLinks
 from engine.parking.rebuild import rebuild_due_set
 from engine.parts import BatchListener, PartContext
 from engine.publish import PublishedVersion, publish
+from engine.runtime import cancel as cancel_module
 from engine.runtime import create as create_module
 from engine.runtime import queries
 from engine.runtime import rerun as rerun_module
@@ -335,7 +336,7 @@ class EngineServices:
                                       budget_preflight=self.budget_preflight)
 
     def cancel_run(self, run_id: str, reason: str = "cancelled by request") -> str:
-        return create_module.cancel_run(self.require_handles(), run_id, reason)
+        return cancel_module.cancel_run(self.require_handles(), run_id, reason)
 
     def get_run(self, run_id: str, with_steps: bool = True) -> dict[str, Any] | None:
         """The run's stored row as `engine.runtime.queries` reads it, for in-process scripts and tests; the app,

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from engine.calls.body import CHILD_RUN
 from engine.calls.wiring import reading
 from engine.parking.limits import park_token
-from engine.runtime.create import cancel_run
+from engine.runtime.cancel import cancel_run
 from engine.runtime.handles import EngineHandles
 from engine.runtime.jobs import encode_job, resume_job
 from engine.runtime.projection import BatchResult

@@ -42,7 +42,14 @@ for i, entry in ipairs(entries) do
       redis.call('HSET', KEYS[2], origin, ARGV[4])
       redis.call('HSET', KEYS[3], origin,
                  cjson.encode({message = id, run = job['run_id'], attempt = attempt, worker = ARGV[2]}))
-      flag = redis.call('EXISTS', ARGV[5] .. job['run_id'] .. ARGV[6])
+      local value = redis.call('GET', ARGV[5] .. job['run_id'] .. ARGV[6])
+      if not value then
+        flag = 0
+      elseif string.sub(value, 1, 1) == 'w' then
+        flag = 2
+      else
+        flag = 1
+      end
     end
   end
   flags[i] = flag
@@ -51,12 +58,13 @@ return {entries, flags}
 """
 
 UNMARKED = -1
-"""The flag of a claimed entry the script could not read as a job: nothing was written for it."""
+"""The flag of a claimed entry the script could not read as a job: nothing was written for it. The others are
+`engine.runtime.cancel.FlagState` values, as `flag_state` reads the flag's value."""
 
 
 @dataclass(frozen=True)
 class Claimed:
-    """Entries claimed by `CLAIM`, and per entry its run's cancel flag (1 set, 0 not, `UNMARKED`)."""
+    """Entries claimed by `CLAIM`, and per entry its run's cancel flag (a `FlagState`, or `UNMARKED`)."""
 
     entries: list[tuple[bytes, dict[bytes, bytes]]]
     flags: list[int]

@@ -1,4 +1,4 @@
-"""`create_run()`: the single way a run comes to exist, and `cancel_run()`.
+"""`create_run()`: the single way a run comes to exist.
 
 create_run: idempotency guard, budget preflight, version resolve, input check, run record
 `queued`, job message on the jobs stream — in that order, so a refused run leaves no trace. A job that
@@ -21,15 +21,12 @@ import redis
 import sqlalchemy as sa
 
 from engine.config import InputLimits
-from engine.events import ExternalStamper, encode_event
 from engine.flow import Flow
 from engine.publish import PublishedVersion, get_version
-from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.handles import EngineHandles
 from engine.runtime.inputs import check_input_bounds, check_inputs, redacted_inputs, secret_names
 from engine.runtime.jobs import encode_job, start_job
 from engine.runtime.sealed import seal_secrets
-from engine.runtime.transitions import TERMINAL
 from engine.runtime.write_lock import sqlite_writer
 from engine.secret_box import SecretBoxError
 from engine.store.db import READ_ONLY_OPTION
@@ -43,7 +40,6 @@ LATEST_VERSION_TTL_SECONDS = 1.0
 """How long a resolved "latest version" is reused; this process's publishes invalidate it at once."""
 RUNS = cast(sa.Table, Run.__table__)
 _INSERT_RUN = sa.insert(RUNS)
-CANCEL_FLAG_TTL_SECONDS = 7 * 24 * 3600
 
 RunMode = Literal["sync", "async"]
 """`async`: the caller does not wait (API `wait: 0`); its `max_wait` counts from acceptance, queued time included."""
@@ -271,39 +267,3 @@ def _take_back(handles: EngineHandles, run_id: str, idempotency_key: str | None)
         # Left behind, the secrets are never read (no job names the run), and an idempotency key naming a run
         # that does not exist counts as no key.
         log.warning("run %s: its job was not enqueued and Redis did not answer the clean-up", run_id)
-
-
-def cancel_run(handles: EngineHandles, run_id: str, reason: str = "cancelled by request") -> str:
-    """Cancel a run: queued and waiting runs at once, running ones at their next step boundary.
-
-    Returns the run's status as seen (`cancelled` when it was stopped at once, `cancelling` for a
-    running run, the terminal status unchanged for a finished one). Raises LookupError for an unknown run.
-    """
-    with handles.sql.connect() as conn:
-        row = conn.execute(sa.select(Run.status, Run.last_seq).where(Run.id == run_id)).first()
-    if row is None:
-        raise LookupError(f'run "{run_id}" does not exist; list runs with `lockgate runs list`')
-    status, last_seq = row.status, row.last_seq or 0
-    if status in TERMINAL:
-        return str(status)
-    pipe = handles.client.pipeline(transaction=False)
-    pipe.set(handles.keys.run_cancel(run_id), reason, ex=CANCEL_FLAG_TTL_SECONDS)
-    if status in ("queued", "waiting"):
-        event = ExternalStamper(run_id, handles.clock, last_seq).run_cancelled(reason)
-        pipe.xadd(handles.keys.events, {EVENT_FIELD: encode_event(event)})
-        pipe.zrem(handles.keys.due, run_id)
-        pipe.delete(handles.keys.run_checkpoint(run_id), handles.keys.run_secrets(run_id))
-    pipe.execute()
-    cancel_children(handles, run_id)
-    return "cancelled" if status in ("queued", "waiting") else "cancelling"
-
-
-def cancel_children(handles: EngineHandles, run_id: str) -> list[str]:
-    """Cancel the unfinished child runs (`flow.call`) of `run_id`, and theirs; returns the ids cancelled."""
-    with handles.sql.connect() as plain:
-        conn = plain.execution_options(**{READ_ONLY_OPTION: True})
-        children = list(conn.execute(sa.select(Run.id).where(Run.parent_run_id == run_id,
-                                                             Run.status.not_in(TERMINAL))).scalars())
-    for child in children:
-        cancel_run(handles, child, f'its parent run "{run_id}" was cancelled')
-    return children

@@ -32,6 +32,7 @@ from engine.parking.resume import Admission, admit_resume, expire_parked, expire
 from engine.publish import get_version
 from engine.runtime import crashpoints
 from engine.runtime.bodies import StepServices
+from engine.runtime.cancel import FlagState, flag_reason, flag_state
 from engine.runtime.claim import UNMARKED, Claimed, claimed, queue_claim
 from engine.runtime.context import RunContext
 from engine.runtime.emitter import RedisEmitter
@@ -202,7 +203,8 @@ class Worker:
         round trip of this batch's writes and is returned."""
         jobs: list[tuple[bytes, Job | None]] = []
         deliveries: dict[bytes, Delivery] = {}
-        cancelled: dict[bytes, bool] = {}
+        cancelled: dict[bytes, int] = {}
+        """Per job, its run's cancel flag as a `FlagState`."""
         self.holding = tuple(message_id for message_id, _fields in entries)
         for index, (message_id, fields) in enumerate(entries):
             delivery = delivery_of(message_id, fields)
@@ -210,7 +212,7 @@ class Worker:
             marked = flags is not None and flags[index] != UNMARKED
             if marked:
                 assert flags is not None
-                cancelled[message_id] = bool(flags[index])
+                cancelled[message_id] = flags[index]
             try:
                 jobs.append((message_id, decode_job(fields)))
             except BadJob as exc:
@@ -233,10 +235,10 @@ class Worker:
             check.hset(self.keys.heartbeats, delivery.origin, now)
             check.hset(self.keys.running_jobs, delivery.origin,
                        running_entry(message_id, run_id, delivery.attempt, self.name))
-            check.exists(self.keys.run_cancel(run_id))
+            check.get(self.keys.run_cancel(run_id))
         if unchecked:
             for (message_id, _run_id), flag in zip(unchecked, self.held.execute(check)[2::3], strict=True):
-                cancelled[message_id] = bool(flag)
+                cancelled[message_id] = flag_state(flag)
         outcomes: list[str] = []
         finals: list[_Finished] = []
         writes: list[tuple[int, int, _Finished]] = []
@@ -247,7 +249,7 @@ class Worker:
                 outcomes.append("bad_job")
                 continue
             delivery = deliveries[message_id]
-            if cancelled[message_id]:
+            if cancelled[message_id] == FlagState.ENDED:  # its cancel ended the run: nothing is left to do
                 self._forget(out, delivery.origin, message_id)
                 outcomes.append("dropped")
                 continue
@@ -256,7 +258,10 @@ class Worker:
             try:
                 with run_context(job.run_id):
                     log.debug("worker %s: run %s, attempt %d", self.name, job.run_id, delivery.attempt)
-                    finished = self._execute(job, message_id, delivery, self.keys.run_cancel(job.run_id))
+                    if cancelled[message_id] == FlagState.TO_END:
+                        finished = self._cancelled_at_claim(job, message_id, delivery)
+                    else:
+                        finished = self._execute(job, message_id, delivery, self.keys.run_cancel(job.run_id))
             except JobFenced as exc:
                 log.warning("worker %s: %s", self.name, exc)
                 finished = _Finished(job.run_id, "fenced", delivery.origin)
@@ -310,6 +315,21 @@ class Worker:
                 wake.xadd(self.keys.jobs, encode_job(resume_job(finished.run_id, finished.park)))
         if wake.command_stack:
             wake.execute()
+
+    def _cancelled_at_claim(self, job: Job, message_id: bytes, delivery: Delivery) -> _Finished:
+        """End a run whose cancel left it to the worker that runs its job next (its holder then, since lost)."""
+        cancel_key = self.keys.run_cancel(job.run_id)
+        reason = flag_reason(self.client.get(cancel_key))  # type: ignore[arg-type]
+        log.info("worker %s: run %s was cancelled while its job was held; it ends here (%s)", self.name,
+                 job.run_id, reason)
+        emitter = RedisEmitter(self.client, self.keys.events)
+        emitter.emit(EventStamper(job.run_id, self.clock, attempt=delivery.attempt).run_cancelled(reason))
+
+        def finish(pipe: Any) -> None:
+            pipe.delete(self.keys.run_checkpoint(job.run_id), self.keys.run_secrets(job.run_id), cancel_key)
+            self._release(pipe, job.run_id, delivery.origin, message_id)
+
+        return _Finished(job.run_id, "cancelled", delivery.origin, emitter, finish)
 
     def _unrunnable(self, job: Job, message_id: bytes, delivery: Delivery, exc: Exception) -> _Finished:
         stamper = EventStamper(job.run_id, self.clock, attempt=delivery.attempt)

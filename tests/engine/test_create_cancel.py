@@ -9,9 +9,11 @@ from typing import Any
 
 import orjson
 import pytest
+import sqlalchemy as sa
 
 from engine.flow import Flow, flow_from_data
 from engine.runtime.inputs import InputError
+from engine.store.models import DeadLetter
 from tests.engine.conftest import Engine, Site, make_flow, start_engine, wait_until
 
 T = {"id": "start", "type": "trigger.manual"}
@@ -140,6 +142,39 @@ def test_a_running_run_stops_at_the_next_step_boundary(engine: Engine, site: Sit
     assert run["error_type"] == "cancelled"
     steps = {s["step"]: s["status"] for s in run["steps"]}
     assert steps == {"start": "succeeded", "call": "succeeded"}  # `next` never started
+
+
+def test_a_run_sql_still_calls_queued_but_a_worker_holds_is_cancelled_by_that_worker(
+        tmp_path: Path, redis_url: str, sqlite_url: str, key_prefix: str, site: Site) -> None:
+    # No projector yet: SQL says `queued` while the worker is inside the http step. The cancel must see the
+    # worker's hold in Redis, not SQL's stale status, or its `run_cancelled` lands before the worker's events.
+    services, _ = start_engine(tmp_path, redis_url, sqlite_url, key_prefix, workers=1, projector=False)
+    site.release.clear()
+    call = {"id": "call", "type": "http.request", "config": {"method": "GET", "url": site.url + "/hold"}}
+    doc = make_flow("lag", [T, call, {"id": "next", "type": "set", "config": {"values": {"x": "1"}}}],
+                    [("start", "call"), ("call", "next")])
+    try:
+        services.publish_flow(flow_from_data(doc))
+        run_id = services.create_run("lag").run_id
+        wait_until(lambda: site.hits.get("/hold"), what="the http step to be in flight")
+        assert services.get_run(run_id, with_steps=False)["status"] == "queued"  # type: ignore[index]
+        assert services.cancel_run(run_id) == "cancelling"
+        site.release.set()
+        handles = services.handles
+        assert handles is not None
+        wait_until(lambda: handles.client.xlen(handles.keys.jobs) == 0, what="the worker to end the job")
+    finally:
+        services.stop()
+    projector, _ = start_engine(tmp_path, redis_url, sqlite_url, key_prefix, workers=0)
+    try:
+        run = projector.wait_for_run(run_id)
+        assert (run["status"], run["error_type"]) == ("cancelled", "cancelled")
+        assert {s["step"]: s["status"] for s in run["steps"]} == {"start": "succeeded", "call": "succeeded"}
+        assert projector.sql is not None
+        with projector.sql.connect() as conn:
+            assert list(conn.execute(sa.select(DeadLetter.error)).scalars()) == []
+    finally:
+        projector.stop()
 
 
 def test_a_run_keeps_the_version_it_started_on(engine: Engine, site: Site) -> None:
