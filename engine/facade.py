@@ -113,7 +113,7 @@ class EngineApi:
     def on_live_channel(cls, services: RunningEngine) -> EngineApi:
         """A facade whose waits wake on the projector's live channel, whichever process projects (`close()` it)."""
         api = cls(services)
-        api.watch = RunWatch(api._handles.client, services.keys.live)
+        api.watch = RunWatch(api._handles.client, services.keys.live_batches)
         return api
 
     def close(self) -> None:

@@ -1,7 +1,8 @@
 """Wakes requests waiting on a run the moment a change to it is applied.
 
-Given a Redis client and the projector's live channel (`Keyspace.live`), a watch subscribes once (a thread of
-its own) and wakes the waiters of each published change's run, whichever process holds the projector lease;
+Given a Redis client and the projector's batch channel (`Keyspace.live_batches`: one message a batch, naming each
+applied change's run, sequence and status), a watch subscribes once (a thread of its own) and wakes the waiters of
+each change's run, whichever process holds the projector lease;
 `watching()` returns only once the channel is subscribed, so a change applied after the waiter's first read of
 the store always wakes it. This process's projector also wakes them directly (`on_batch`). A watch without a
 channel, or whose subscription is lost, falls back to polling the store every `POLL_SECONDS`. A waiter may name
@@ -37,6 +38,22 @@ RECENT_RUNS = 10_000
 """Runs whose latest heard status a watch remembers."""
 Heard = tuple[str, int, str | None]
 """(run id, the change's sequence, the status it left the run in; None: unknown)."""
+
+
+def _heard(data: bytes) -> list[Heard]:
+    """The changes a `live_batches` message names (those it cannot read are skipped)."""
+    try:
+        summary = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return []
+    heard: list[Heard] = []
+    for change in summary if isinstance(summary, list) else ():
+        if not isinstance(change, list) or len(change) != 3 or not isinstance(change[0], str):
+            continue
+        run_id, seq, status = change
+        known = isinstance(seq, int) and isinstance(status, str)
+        heard.append((run_id, seq if known else 0, status if known else None))
+    return heard
 
 
 class _Waiter(NamedTuple):
@@ -169,14 +186,9 @@ class RunWatch:
                     message: Any = pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5)
                     if message is None or message.get("type") != "message":
                         continue
-                    try:
-                        change = orjson.loads(message["data"])
-                        run_id, seq, status = change["run_id"], change.get("seq"), change.get("status")
-                    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
-                        continue
-                    if isinstance(run_id, str):
-                        known = isinstance(seq, int) and isinstance(status, str)
-                        self._wake([(run_id, seq if known else 0, status if known else None)])
+                    heard = _heard(message["data"])
+                    if heard:
+                        self._wake(heard)
             except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
                 if self._stop.is_set():
                     return

@@ -78,7 +78,7 @@ class ApiServer:
     def _serve_app(self) -> uvicorn.Server:
         """The application on the started services: the API, webhooks, callbacks and the live routes."""
         handles = self.services.require_handles()
-        self.watch = RunWatch(handles.client, self.services.keys.live)
+        self.watch = RunWatch(handles.client, self.services.keys.live_batches)
         self.engine = EngineApi(self.services, self.watch)
         feed = live_feed_for(self.services)
         app = build_app(self.engine, [live_router(handles.sql, feed), *self.routers], closers=[feed.aclose])

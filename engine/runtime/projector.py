@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 import redis
 import sqlalchemy as sa
 
@@ -54,13 +55,15 @@ return 0
 """
 
 _PUBLISH_ALL = """
-for i = 1, #ARGV do
+for i = 2, #ARGV do
   redis.call('PUBLISH', KEYS[1], ARGV[i])
 end
-return #ARGV
+redis.call('PUBLISH', KEYS[2], ARGV[1])
+return #ARGV - 1
 """
-"""A batch's live changes in one command: each is still its own message, in order, and the client packs one
-command instead of one per change (about 6 us each with redis-py)."""
+"""A batch's live changes in one command: each is still its own message on `live`, in order (the client packs
+one command instead of one per change, about 6 us each with redis-py), then the batch's summary (ARGV[1]) on
+`live_batches`."""
 
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -224,7 +227,8 @@ class Projector:
         pipe.xack(self.keys.events, self.keys.events_group, *ids)
         pipe.xdel(self.keys.events, *ids)
         if result.published:
-            pipe.eval(_PUBLISH_ALL, 1, self.keys.live, *result.published)
+            summary = orjson.dumps([(change.run_id, change.seq, change.status) for change in result.changes])
+            pipe.eval(_PUBLISH_ALL, 2, self.keys.live, self.keys.live_batches, summary, *result.published)
         self.held.execute(pipe)
         if self.on_batch is not None:
             self.on_batch(result)

@@ -65,6 +65,13 @@ class Keyspace:
         return self._key("live")
 
     @property
+    def live_batches(self) -> str:
+        """Pub/sub channel: per projector batch, one message listing each applied change as `[run_id, seq,
+        status]`, in order (orjson). For listeners that only need to know which runs changed (a sync start's wait):
+        one message a batch instead of one a change. Published by the projector, after that batch's `live`."""
+        return self._key("live", "batches")
+
+    @property
     def logs(self) -> str:
         """Pub/sub channel: WARNING and worse log records of engine processes, JSON (`engine.log_channel`).
         Published by every `lockgate worker`; read by the app for its Log dock."""

@@ -83,8 +83,9 @@ def test_a_watch_without_the_channel_polls_and_one_that_lost_it_falls_back(redis
     watch = RunWatch(client, f"{key_prefix}:live-test")
     with watch.watching("r1") as changed:
         assert watch.poll_seconds is None
-        client.publish(f"{key_prefix}:live-test", b'{"run_id": "r2", "seq": 1}')
-        client.publish(f"{key_prefix}:live-test", b'{"run_id": "r1", "seq": 1}')
+        client.publish(f"{key_prefix}:live-test", b'[["r2", 1, "running"]]')
+        client.publish(f"{key_prefix}:live-test", b'not json')
+        client.publish(f"{key_prefix}:live-test", b'[{"run_id": "r1"}, ["r1"], ["r1", 2, "succeeded"]]')
         assert changed.wait(10)
     watch.close()
     assert watch.poll_seconds == 0.05

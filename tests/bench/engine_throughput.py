@@ -8,10 +8,11 @@ the DB, peak RSS. Usage: python tests/bench/engine_throughput.py [--runs 3000] [
 
 With `--processes N` the engine is `lockgate worker --processes N --workers W` (N executor processes of W
 threads and one projector process under a supervisor) and this process only submits: a run's end is the
-moment its terminal change arrives on the live channel, which the projector publishes after the commit.
+moment its terminal change arrives on the batch channel (`live_batches`), which the projector publishes after
+the commit.
 Engine CPU then sums this process's CPU (create_run) and that of the supervisor's process tree (Redis
 excluded, as in the one-process mode); RSS is the peak of the tree's total, sampled every 0.2 s. This
-process's CPU includes its listener thread parsing every live change (benchmark work, not the engine's):
+process's CPU includes its listener thread parsing every batch's summary (benchmark work, not the engine's):
 `engine_cpu_ms_per_run_without_listener` leaves that thread's CPU while submitting out.
 """
 
@@ -242,10 +243,10 @@ def bench_processes(db: str, runs: int, workers: int, processes: int, submitters
                                        "--workers", str(workers)], env=env, stdin=subprocess.DEVNULL,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         pubsub = client.redis.client().pubsub(ignore_subscribe_messages=True)
-        pubsub.subscribe(client.keys.live)
+        pubsub.subscribe(client.keys.live_batches)
 
         listener_cpu = [0.0]
-        """The listener thread's own CPU time so far (it parses every live change: the benchmark's work)."""
+        """The listener thread's own CPU time so far (it parses every batch's summary: the benchmark's work)."""
 
         def listen() -> None:
             while not listening.is_set():
@@ -254,13 +255,13 @@ def bench_processes(db: str, runs: int, workers: int, processes: int, submitters
                 if message is None:
                     continue
                 now = time.perf_counter()
-                change = json.loads(message["data"])
-                events[0] += 1
-                if change["status"] in TERMINAL and change["run_id"] not in finished:
-                    finished[change["run_id"]] = now
-                    statuses[change["run_id"]] = change["status"]
-                    if expected[0] and len(finished) >= expected[0]:
-                        done.set()
+                for run_id, _seq, status in json.loads(message["data"]):
+                    events[0] += 1
+                    if status in TERMINAL and run_id not in finished:
+                        finished[run_id] = now
+                        statuses[run_id] = status
+                        if expected[0] and len(finished) >= expected[0]:
+                            done.set()
 
         expected = [1]
         listening = threading.Event()

@@ -204,15 +204,19 @@ def test_applied_changes_are_published_live(sql: sa.Engine, redis_url: str, key_
     keys = Keyspace(key_prefix)
     ensure_group(client, keys.events, keys.events_group)
     pubsub = client.pubsub()
-    pubsub.subscribe(keys.live)
-    assert pubsub.get_message(timeout=2)["type"] == "subscribe"
+    pubsub.subscribe(keys.live, keys.live_batches)
+    assert [pubsub.get_message(timeout=2)["type"] for _ in range(2)] == ["subscribe", "subscribe"]
     _queued(sql, "r1")
     s = EventStamper("r1", ManualClock())
     for event in (s.run_started("proj", 1, "start", {}), s.step_started("a", "a", "set"),
                   s.run_parked("a", "queue_delay", 1_800_000_060.0)):
         client.xadd(keys.events, {EVENT_FIELD: encode_event(event)})
     Projector(client, keys, sql).step(block_ms=100)
-    messages = [orjson.loads(pubsub.get_message(timeout=2)["data"]) for _ in range(3)]
+    received = [pubsub.get_message(timeout=2) for _ in range(4)]
+    assert [m["channel"].decode() for m in received] == [keys.live] * 3 + [keys.live_batches]
+    messages = [orjson.loads(m["data"]) for m in received[:3]]
+    # the batch's summary, after its changes: each change's run, sequence and status, in order
+    assert orjson.loads(received[3]["data"]) == [["r1", 1, "running"], ["r1", 2, "running"], ["r1", 3, "waiting"]]
     assert [m["event"] for m in messages] == ["run_started", "step_started", "run_parked"]
     parked = messages[-1]
     assert parked["status"] == "waiting" and parked["flow_id"] == "proj" and parked["version"] == 1
