@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from engine.json_bounds import json_problems
 from engine.runtime.live_change import LiveChange
+from engine.runtime.transitions import TERMINAL
 from engine.store.db import READ_ONLY_OPTION, reading
 from engine.store.models import AppliedEvent, Run, Step
 
@@ -133,6 +134,8 @@ def _step_data(row: Any, rerun_of: str | None = None) -> dict[str, Any]:
 # call (`.all()`): the driver lets go of the GIL on each fetch, and with busy threads each wait to get it
 # back costs more than the row.
 _RUN = sa.select(RUNS).where(RUNS.c.id == sa.bindparam("run_id"))
+CHILD_STEP_TYPE = "flow.call"
+"""The node type whose steps start child runs (`parent_run_id`)."""
 _CHILD_IDS = (sa.select(RUNS.c.id).where(RUNS.c.parent_run_id == sa.bindparam("run_id"))
               .order_by(RUNS.c.created_at, RUNS.c.id))
 _STEPS = (sa.select(STEPS).where(STEPS.c.run_id == sa.bindparam("run_id"))
@@ -146,9 +149,15 @@ def _read_run(conn: sa.Connection, run_id: str, with_steps: bool) -> tuple[dict[
         return None
     data = _run_data(row)
     data["state"] = shown(row["state"])
-    data["child_run_ids"] = conn.execute(_CHILD_IDS, key).scalars().all()
-    if with_steps:
-        steps = conn.execute(_STEPS, key).mappings().all()
+    steps = conn.execute(_STEPS, key).mappings().all() if with_steps else None
+    if steps is not None and row["status"] in TERMINAL and not any(
+            step["node_type"] == CHILD_STEP_TYPE for step in steps):
+        # Children are started only by `flow.call` steps, whose start is applied before anything after it: an
+        # ended run without one has none (most runs; the query is skipped).
+        data["child_run_ids"] = []
+    else:
+        data["child_run_ids"] = conn.execute(_CHILD_IDS, key).scalars().all()
+    if steps is not None:
         data["steps"] = [_step_data(step, row["rerun_of"]) for step in steps]
         counts: dict[str, int] = {}
         for step in data["steps"]:
