@@ -24,6 +24,7 @@ def test_blocking_stream_read_longer_than_five_seconds(client: redis.Redis, keys
         reply: Any = reader.xreadgroup(keyspace.jobs_group, "w1", {keyspace.jobs: ">"}, count=1, block=8_000)
     finally:
         timer.cancel()
+        timer.join()  # an XADD under way still reads its reply on `client`, which the fixture closes next
         reader.close()
     assert time.monotonic() - started >= 5.5
     assert reply and reply[0][1][0][1] == {b"run": b"r1"}
