@@ -10,8 +10,7 @@ worker that claims the job afterwards knows whether the run has ended already (d
 
 from __future__ import annotations
 
-import logging
-from typing import Literal
+from enum import IntEnum
 
 import sqlalchemy as sa
 
@@ -22,15 +21,11 @@ from engine.runtime.transitions import TERMINAL
 from engine.store.db import READ_ONLY_OPTION
 from engine.store.models import Run
 
-log = logging.getLogger("lockgate.cancel")
-
 CANCEL_FLAG_TTL_SECONDS = 7 * 24 * 3600
 ENDED_HERE = b"c"
 """A cancel flag's first byte: the cancel ended the run itself; a worker that meets its job drops it."""
 WORKER_ENDS = b"w"
 """A cancel flag's first byte: a worker held the run; whichever worker runs its job next ends it."""
-
-CancelState = Literal["cancelled", "cancelling"]
 
 _CANCEL = """
 local run_id = ARGV[3]
@@ -60,7 +55,7 @@ not projected yet) or had its job handed back: the worker that runs the job next
 stamps an end after a run's own end."""
 
 
-class FlagState:
+class FlagState(IntEnum):
     """What a worker that claims a job reads off the run's cancel flag."""
 
     NONE = 0
@@ -70,7 +65,7 @@ class FlagState:
     """The run is this worker's to end: write its `run_cancelled`."""
 
 
-def flag_state(value: bytes | None) -> int:
+def flag_state(value: bytes | None) -> FlagState:
     """The `FlagState` of a cancel flag's value (None: no flag)."""
     if value is None:
         return FlagState.NONE

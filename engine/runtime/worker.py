@@ -203,8 +203,8 @@ class Worker:
         round trip of this batch's writes and is returned."""
         jobs: list[tuple[bytes, Job | None]] = []
         deliveries: dict[bytes, Delivery] = {}
-        cancelled: dict[bytes, int] = {}
-        """Per job, its run's cancel flag as a `FlagState`."""
+        cancelled: dict[bytes, FlagState] = {}
+        """Per job, what its run's cancel flag says."""
         self.holding = tuple(message_id for message_id, _fields in entries)
         for index, (message_id, fields) in enumerate(entries):
             delivery = delivery_of(message_id, fields)
@@ -212,7 +212,7 @@ class Worker:
             marked = flags is not None and flags[index] != UNMARKED
             if marked:
                 assert flags is not None
-                cancelled[message_id] = flags[index]
+                cancelled[message_id] = FlagState(flags[index])
             try:
                 jobs.append((message_id, decode_job(fields)))
             except BadJob as exc:
