@@ -37,7 +37,8 @@ def test_an_expired_hold_starts_the_hold_expired_listener(start_money_engine: Ca
     run_id = engine.start("sweep")
     engine.wait_parked(run_id, "provider_response")
     engine.clock.advance(121)
-    assert [s.reason for s in engine.services.money.sweep_once()] == ["expired"]
+    # The engine's own sweep (every 5 s) may return the hold first; either way it is returned once, as expired.
+    assert [s.reason for s in engine.services.money.sweep_once()] in (["expired"], [])
     [listener] = _listener_runs(engine, 1)
     event = listener["inputs"]["event"]
     assert (event["type"], event["run_id"], event["flow_id"], event["reason"]) == (

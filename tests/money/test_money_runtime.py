@@ -39,7 +39,8 @@ def test_the_sweep_returns_expired_holds_with_their_events(start_money_engine: C
     engine.wait_parked(run_id, "provider_response")
     engine.clock.advance(121)  # past the hold's expiry, without waking the run
     released = engine.services.money.sweep_once()
-    assert [(s.run_id, s.reason) for s in released] == [(run_id, "expired")]
+    # The engine's own sweep (every 5 s) may return the hold first; either way it is returned once, as expired.
+    assert [(s.run_id, s.reason) for s in released] in ([(run_id, "expired")], [])
     [hold] = engine.settled_holds(run_id, 1)
     assert hold["state"] == "released"
     assert engine.services.money.sweep_once() == []
