@@ -41,10 +41,10 @@ if not held and ARGV[6] == 'running' and redis.call('EXISTS', KEYS[5]) == 0 then
   held = true
 end
 if held then
-  redis.call('SET', KEYS[1], 'w' .. ARGV[1], 'EX', ARGV[2])
+  redis.call('SET', KEYS[1], ARGV[8] .. ARGV[1], 'EX', ARGV[2])
   return 0
 end
-redis.call('SET', KEYS[1], 'c' .. ARGV[1], 'EX', ARGV[2])
+redis.call('SET', KEYS[1], ARGV[7] .. ARGV[1], 'EX', ARGV[2])
 redis.call('XADD', KEYS[3], '*', ARGV[4], ARGV[5])
 redis.call('ZREM', KEYS[4], run_id)
 redis.call('DEL', KEYS[5], KEYS[6])
@@ -95,7 +95,7 @@ def cancel_run(handles: EngineHandles, run_id: str, reason: str = "cancelled by 
     ended = handles.client.eval(
         _CANCEL, 6, keys.run_cancel(run_id), keys.running_jobs, keys.events, keys.due,
         keys.run_checkpoint(run_id), keys.run_secrets(run_id),
-        reason, CANCEL_FLAG_TTL_SECONDS, run_id, EVENT_FIELD, encode_event(event), status)
+        reason, CANCEL_FLAG_TTL_SECONDS, run_id, EVENT_FIELD, encode_event(event), status, ENDED_HERE, WORKER_ENDS)
     cancel_children(handles, run_id)
     return "cancelled" if ended else "cancelling"
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.runtime.cancel import WORKER_ENDS
 from engine.transport.keys import Keyspace
 
 _CLAIM = """
@@ -45,7 +46,7 @@ for i, entry in ipairs(entries) do
       local value = redis.call('GET', ARGV[5] .. job['run_id'] .. ARGV[6])
       if not value then
         flag = 0
-      elseif string.sub(value, 1, 1) == 'w' then
+      elseif string.sub(value, 1, 1) == ARGV[7] then
         flag = 2
       else
         flag = 1
@@ -74,7 +75,7 @@ def queue_claim(pipe: Any, keys: Keyspace, consumer: str, count: int, now: float
     """Add the claim of up to `count` new jobs for `consumer` to `pipe`; `claimed()` reads its reply."""
     head, _, tail = keys.run_cancel("\0").partition("\0")
     pipe.eval(_CLAIM, 3, keys.jobs, keys.heartbeats, keys.running_jobs,
-              keys.jobs_group, consumer, count, repr(float(now)), head, tail)
+              keys.jobs_group, consumer, count, repr(float(now)), head, tail, WORKER_ENDS)
 
 
 def claimed(reply: Sequence[Any]) -> Claimed:
