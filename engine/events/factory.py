@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import random
 import threading
 from typing import Any
 
@@ -31,17 +29,12 @@ from engine.events.models import (
     StepStarted,
     WaitingOn,
 )
-
-_ids = random.Random()  # seeded from os.urandom; never the module's shared generator, which tests may seed
-os.register_at_fork(after_in_child=_ids.seed)  # a forked child draws its own ids, never its parent's
+from engine.ids import time_ordered_id
 
 
 def new_event_id() -> str:
-    """A random 128-bit event id (hex), from a generator seeded with the system's entropy.
-
-    Not os.urandom per id: that is a system call which releases the GIL, and in a busy engine process the
-    thread then waits to get it back (up to the switch interval), a dozen times a run."""
-    return f"{_ids.getrandbits(128):032x}"
+    """A new event's id: time-ordered (`engine.ids`), so the projector's inserts of applied event ids stay local."""
+    return time_ordered_id()
 
 
 class EventStamper:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ import sqlalchemy as sa
 
 from engine.config import InputLimits
 from engine.flow import Flow
+from engine.ids import time_ordered_id
 from engine.publish import PublishedVersion, get_version
 from engine.runtime.handles import EngineHandles
 from engine.runtime.inputs import check_input_bounds, check_inputs, redacted_inputs, secret_names
@@ -193,7 +193,7 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
     if len(resolved) > len(given):
         check_input_bounds(flow.id, resolved, bounds)  # with the defaults filled in
     budget_preflight(flow, resolved)
-    run_id = uuid.uuid4().hex
+    run_id = time_ordered_id()
     secrets = {name: resolved[name] for name in secret_names(flow) if name in resolved}
     try:
         sealed = seal_secrets(handles.box, run_id, secrets) if secrets else None

@@ -19,6 +19,7 @@ process's CPU includes its listener thread parsing every batch's summary (benchm
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -206,6 +207,18 @@ def _cpu_seconds(pids: list[int]) -> dict[int, float]:
     return seen
 
 
+def _role(pid: int) -> str:
+    """The engine role a process of the supervisor's tree plays (its `--role`), or `supervisor`."""
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "gone"
+    for flag, value in itertools.pairwise(args):
+        if flag == b"--role":
+            return value.decode()
+    return "supervisor"
+
+
 def _rss_mb(pids: list[int]) -> float:
     total = 0
     for pid in pids:
@@ -314,6 +327,10 @@ def bench_processes(db: str, runs: int, workers: int, processes: int, submitters
         listening.set()
         ended = max(finished[run_id] for run_id in created)
         cpu_tree = sum(cpu_tree_ended[pid] - cpu_tree_began.get(pid, 0.0) for pid in cpu_tree_ended)
+        by_role: dict[str, float] = {}
+        for pid, seconds in cpu_tree_ended.items():
+            role = _role(pid)
+            by_role[role] = by_role.get(role, 0.0) + seconds - cpu_tree_began.get(pid, 0.0)
         latencies = [(finished[run_id] - created[run_id]) * 1000 for run_id in created]
         elapsed = ended - began
         ok = sum(1 for run_id in created if statuses.get(run_id) == "succeeded")
@@ -331,7 +348,8 @@ def bench_processes(db: str, runs: int, workers: int, processes: int, submitters
             "engine_cpu_ms_per_run": round((cpu_tree + cpu_submit) * 1000 / runs, 3),
             "cpu_ms_per_run": {"create_run": round(cpu_submit * 1000 / runs, 3),
                                "executors_and_projector": round(cpu_tree * 1000 / runs, 3),
-                               "listener_while_submitting": round(listener_submitting * 1000 / runs, 3)},
+                               "listener_while_submitting": round(listener_submitting * 1000 / runs, 3),
+                               **{role: round(seconds * 1000 / runs, 3) for role, seconds in sorted(by_role.items())}},
             "redis_cpu_ms_per_run": round(redis_cpu * 1000 / runs, 3),
             "engine_cpu_ms_per_run_without_listener": round(
                 (cpu_tree + cpu_submit - listener_submitting) * 1000 / runs, 3),
