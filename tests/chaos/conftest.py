@@ -292,7 +292,8 @@ class Deployment:
         for start in range(0, len(messages), 500):
             apply_batch(fresh, messages[start:start + 500], source="journal")
         try:
-            assert _projection(fresh) == _projection(self.sql)
+            rebuilt, projected = _projection(fresh), _projection(self.sql)
+            assert rebuilt == projected, _differences(rebuilt, projected)
         finally:
             fresh.dispose()
 
@@ -315,6 +316,24 @@ def _projection(engine: sa.Engine) -> dict[str, Any]:
         steps = [tuple(_canonical(row[c]) for c in _STEP_COLUMNS)
                  for row in conn.execute(sa.select(Step.__table__).order_by(Step.run_id, Step.step)).mappings()]
     return {"runs": runs, "steps": steps}
+
+
+def _differences(rebuilt: dict[str, Any], projected: dict[str, Any]) -> str:
+    """The rows a rebuild and the store disagree on, column by column (the first few of each table)."""
+    lines = []
+    for table, columns in (("runs", _RUN_COLUMNS), ("steps", _STEP_COLUMNS)):
+        keys = 1 if table == "runs" else 2
+        mine = {row[:keys]: row for row in rebuilt[table]}
+        theirs = {row[:keys]: row for row in projected[table]}
+        for key in sorted(mine.keys() ^ theirs.keys())[:5]:
+            lines.append(f"{table} {key}: only in the {'rebuild' if key in mine else 'store'}")
+        differing = [key for key in sorted(mine.keys() & theirs.keys()) if mine[key] != theirs[key]]
+        for key in differing[:5]:
+            diff = {name: (a, b) for name, a, b in zip(columns, mine[key], theirs[key], strict=True) if a != b}
+            lines.append(f"{table} {key}: rebuild != store in {diff}")
+        if len(differing) > 5:
+            lines.append(f"{table}: {len(differing) - 5} more rows differ")
+    return "\n".join(lines)
 
 
 @pytest.fixture
