@@ -30,7 +30,6 @@ from engine.runtime.sealed import seal_secrets
 from engine.runtime.write_lock import sqlite_writer
 from engine.secret_box import SecretBoxError
 from engine.store.db import READ_ONLY_OPTION
-from engine.store.driver_rows import sqlite_execute_rows
 from engine.store.models import Run
 
 log = logging.getLogger("lockgate.create")
@@ -39,7 +38,6 @@ IDEMPOTENCY_TTL_SECONDS = 7 * 24 * 3600
 LATEST_VERSION_TTL_SECONDS = 1.0
 """How long a resolved "latest version" is reused; this process's publishes invalidate it at once."""
 RUNS = cast(sa.Table, Run.__table__)
-_INSERT_RUN = sa.insert(RUNS)
 
 RunMode = Literal["sync", "async"]
 """`async`: the caller does not wait (API `wait: 0`); its `max_wait` counts from acceptance, queued time included."""
@@ -211,16 +209,15 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
                                rerun.seed if rerun is not None else None))
     now = datetime.fromtimestamp(accepted_at, UTC)
     try:
-        with sqlite_writer(handles.sql), handles.sql.begin() as conn:
-            _insert_run(conn, {
-                "id": run_id, "flow_id": flow.id, "version": published.version, "status": "queued",
-                "trigger": trigger_id, "idempotency_key": idempotency_key or None, "inputs": shown,
-                "state": {}, "errors": None,
-                "cost_micros": 0, "tokens_in": 0, "tokens_out": 0, "last_seq": 0, "created_at": now, "updated_at": now,
-                "parent_run_id": parent_run_id, "call_depth": call_depth,
-                "rerun_of": rerun.rerun_of if rerun is not None else None,
-                "from_node": rerun.from_node if rerun is not None else None,
-                "started_by": started_by})
+        handles.run_records.insert({
+            "id": run_id, "flow_id": flow.id, "version": published.version, "status": "queued",
+            "trigger": trigger_id, "idempotency_key": idempotency_key or None, "inputs": shown,
+            "state": {}, "errors": None,
+            "cost_micros": 0, "tokens_in": 0, "tokens_out": 0, "last_seq": 0, "created_at": now, "updated_at": now,
+            "parent_run_id": parent_run_id, "call_depth": call_depth,
+            "rerun_of": rerun.rerun_of if rerun is not None else None,
+            "from_node": rerun.from_node if rerun is not None else None,
+            "started_by": started_by})
     except sa.exc.IntegrityError:
         if idempotency_key:
             found = _existing_run(handles, idempotency_key)
@@ -237,21 +234,6 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
         _take_back(handles, run_id, idempotency_key)
         raise
     return CreatedRun(run_id, flow.id, published.version, "queued")
-
-
-_RUN_INSERTED = ("id", "flow_id", "version", "status", "trigger", "idempotency_key", "inputs", "state", "errors",
-                 "cost_micros", "tokens_in", "tokens_out", "last_seq", "created_at", "updated_at", "parent_run_id",
-                 "call_depth", "rerun_of", "from_node", "started_by")
-"""Every column a new run sets (each one with a default among them: the driver's path applies none)."""
-_SQLITE_INSERT_RUN = (f"INSERT INTO {RUNS.name} ({', '.join(_RUN_INSERTED)}) "
-                      f"VALUES ({', '.join(['?'] * len(_RUN_INSERTED))})")
-
-
-def _insert_run(conn: sa.Connection, row: dict[str, Any]) -> None:
-    if conn.dialect.name == "sqlite":  # one row a run: the driver's path, each column's own stored form
-        sqlite_execute_rows(conn, _SQLITE_INSERT_RUN, RUNS, _RUN_INSERTED, [row])
-        return
-    conn.execute(_INSERT_RUN, row)
 
 
 def _take_back(handles: EngineHandles, run_id: str, idempotency_key: str | None) -> None:

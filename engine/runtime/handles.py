@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from engine.clock import Clock, SystemClock
 from engine.config import InputLimits
+from engine.runtime.run_records import RunRecords
 from engine.secret_box import SecretBox
 from engine.transport.held import HeldConnection
 from engine.transport.keys import Keyspace
@@ -26,6 +27,9 @@ class EngineHandles:
     """How large a run's inputs (and callback bodies) may be: the engine's `LOCKGATE_MAX_INPUT_*` settings."""
     held: HeldConnection = field(init=False, repr=False, compare=False)
     """Each calling thread's own connection to `client`'s server, for the round trip of every run start."""
+    run_records: RunRecords = field(init=False, repr=False, compare=False)
+    """New run records, committed together for the run starts that arrive while one commits."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "held", HeldConnection(self.client))
+        object.__setattr__(self, "run_records", RunRecords(self.sql))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from engine.runtime.create import _RUN_INSERTED, RUNS
+from engine.runtime.run_records import RUN_INSERTED, RUNS
 
 
 def test_every_column_with_a_default_is_set_by_the_run_insert() -> None:
     defaulted = {column.name for column in RUNS.columns if column.default is not None}
-    assert defaulted <= set(_RUN_INSERTED)
+    assert defaulted <= set(RUN_INSERTED)
