@@ -17,7 +17,7 @@ from typing import Any
 import redis
 
 from engine.runtime import crashpoints
-from engine.runtime.emitter import EVENT_FIELD, RedisEmitter
+from engine.runtime.emitter import RedisEmitter, entry_fields
 from engine.transport.keys import Keyspace
 
 _FENCED_WRITE = """
@@ -149,8 +149,8 @@ class FencedEmitter(RedisEmitter):
                 pending, self._buffer = self._buffer, []
             if not pending and extra is None:
                 return
-            for payload in pending:
-                recorder.xadd(self.stream, {EVENT_FIELD: payload})
+            if pending:
+                recorder.xadd(self.stream, entry_fields(pending))
             snapshot = self.progress() if self.progress is not None else None
             if snapshot is not None:
                 recorder.set(self.keys.run_progress(self.run_id, self.fence.origin), snapshot)

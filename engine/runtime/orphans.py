@@ -21,7 +21,7 @@ import sqlalchemy as sa
 
 from engine.clock import Clock
 from engine.events import ExternalStamper, encode_event
-from engine.runtime.emitter import EVENT_FIELD
+from engine.runtime.emitter import EVENT_FIELD, entry_events
 from engine.runtime.jobs import BadJob, decode_job
 from engine.store.models import Run
 from engine.transport.keys import Keyspace
@@ -109,15 +109,13 @@ class OrphanSweep:
         while True:
             entries: Any = self.client.xrange(self.keys.events, min=start, count=_STREAM_PAGE)
             for _message_id, fields in entries:
-                raw = fields.get(EVENT_FIELD)
-                if raw is None:
-                    continue
-                try:
-                    run_id = orjson.loads(raw).get("run_id")
-                except orjson.JSONDecodeError:
-                    continue
-                if isinstance(run_id, str):
-                    found.add(run_id)
+                for raw in entry_events(fields):
+                    try:
+                        run_id = orjson.loads(raw).get("run_id") if raw else None
+                    except (orjson.JSONDecodeError, AttributeError):
+                        continue
+                    if isinstance(run_id, str):
+                        found.add(run_id)
             if len(entries) < _STREAM_PAGE:
                 return found
             start = "(" + _text(entries[-1][0])

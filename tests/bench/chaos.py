@@ -61,7 +61,7 @@ import orjson
 import redis
 import sqlalchemy as sa
 
-from engine.runtime.emitter import EVENT_FIELD
+from engine.runtime.emitter import EVENT_FIELD, entry_events
 from engine.runtime.transitions import TERMINAL
 from engine.transport.connection import redis_client
 from engine.transport.embedded import EmbeddedRedis
@@ -268,7 +268,7 @@ class Cluster:
 
     def unprojected(self) -> set[str]:
         entries: Any = self.probe.xrange(self.keys.events, count=10_000)
-        return {orjson.loads(fields[EVENT_FIELD])["run_id"] for _id, fields in entries if EVENT_FIELD in fields}
+        return {orjson.loads(raw)["run_id"] for _id, fields in entries for raw in entry_events(fields) if raw}
 
     def last_ids(self) -> dict[str, str]:
         ids = {}
@@ -479,7 +479,7 @@ def _where(cluster: Cluster, run_id: str, status: str) -> dict[str, Any]:
     keys, probe = cluster.keys, cluster.probe
     events: Any = probe.xrange(keys.events, count=100_000)
     return {"run": run_id, "status": status, "unprojected_events": sum(
-                1 for _id, fields in events if orjson.loads(fields[EVENT_FIELD])["run_id"] == run_id),
+                1 for _id, fields in events for raw in entry_events(fields) if orjson.loads(raw)["run_id"] == run_id),
             "job_on_stream": run_id in cluster.queued(), "running_entry": run_id in cluster.running(None),
             "due_at": probe.zscore(keys.due, run_id), "checkpoint": bool(probe.exists(keys.run_checkpoint(run_id)))}
 

@@ -16,7 +16,7 @@ from engine.clock import ManualClock
 from engine.events import EventBase, EventStamper, ExternalStamper, RerunSeed, encode_event
 from engine.flow import flow_from_data
 from engine.publish import publish
-from engine.runtime.emitter import EVENT_FIELD
+from engine.runtime.emitter import EVENT_FIELD, RedisEmitter, entry_fields
 from engine.runtime.projection import apply_batch
 from engine.runtime.projector import Projector, ProjectorLease
 from engine.runtime.worker import ensure_group
@@ -195,6 +195,34 @@ def test_poison_events_are_dead_lettered_and_acknowledged(sql: sa.Engine, redis_
     assert len(dead) == 3
     assert any(row.payload == b"{not json" and "does not match the contract" in row.error for row in dead)
     assert any("names a run the store does not have" in row.error for row in dead)
+
+
+def test_one_entry_carries_a_flush_of_several_events_and_each_is_applied_in_order(
+        sql: sa.Engine, redis_url: str, key_prefix: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    keys = Keyspace(key_prefix)
+    ensure_group(client, keys.events, keys.events_group)
+    _queued(sql, "r1")
+    stamper = EventStamper("r1", ManualClock())
+    emitter = RedisEmitter(client, keys.events)
+    for event in (stamper.run_started("proj", 1, "start", {}), stamper.step_started("a", "a", "set"),
+                  stamper.step_completed("a", "a", ["out"], {"x": "1"}, 0.5)):
+        emitter.emit(event)
+    emitter.flush()
+    assert client.xlen(keys.events) == 1
+    poisoned = [encode_event(stamper.step_started("done", "done", "terminal")), b"{not json",
+                encode_event(stamper.run_succeeded(None))]
+    client.xadd(keys.events, entry_fields(poisoned))
+    projector = Projector(client, keys, sql)
+    result = projector.step(block_ms=100)
+    assert (projector.entries_read, result.applied, result.dead) == (2, 5, 1)
+    assert [change.event for change in result.changes] == ["run_started", "step_started", "step_completed",
+                                                           "step_started", "run_succeeded"]
+    assert [change.seq for change in result.changes] == [1, 2, 3, 4, 5]
+    assert client.xpending(keys.events, keys.events_group)["pending"] == 0
+    with sql.connect() as conn:
+        assert conn.execute(sa.select(Run.status).where(Run.id == "r1")).scalar() == "succeeded"
+        assert list(conn.execute(sa.select(DeadLetter.payload)).scalars()) == [b"{not json"]
 
 
 def test_applied_changes_are_published_live(sql: sa.Engine, redis_url: str, key_prefix: str) -> None:
