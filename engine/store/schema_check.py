@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import sqlalchemy as sa
-from alembic.config import Config
-from alembic.script import ScriptDirectory
 
-from engine.store.db import schema_revision
+from engine.store.db import SCHEMA_HEAD, schema_revision
+
+if TYPE_CHECKING:
+    from alembic.script import ScriptDirectory
 
 SchemaStatus = Literal["current", "behind", "empty", "newer"]
 
@@ -40,15 +41,20 @@ class SchemaMismatch(RuntimeError):
 
 
 def _scripts() -> ScriptDirectory:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
     config = Config()
     config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
     return ScriptDirectory.from_config(config)
 
 
 def schema_state(engine: sa.Engine) -> SchemaState:
+    current = schema_revision(engine)
+    if current == SCHEMA_HEAD:
+        return SchemaState(current, SCHEMA_HEAD, "current")
     scripts = _scripts()
     head = scripts.get_current_head() or ""
-    current = schema_revision(engine)
     known = {revision.revision for revision in scripts.walk_revisions()}
     status: SchemaStatus
     if current is None:

@@ -15,8 +15,6 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from croniter import croniter
-
 from engine.clock import Clock
 from engine.durations import parse_duration
 from engine.flow import Flow, Node
@@ -42,6 +40,8 @@ def latest_fire_time(config: dict[str, Any], after: float, now: float) -> float 
     cron = config.get("cron")
     if not cron:
         return None
+    from croniter import croniter  # here: only a process whose scheduler fires a cron schedule needs it
+
     zone = ZoneInfo(config.get("timezone") or "UTC")
     start = datetime.fromtimestamp(now, UTC).astimezone(zone)
     previous = croniter(cron, start).get_prev(datetime)
