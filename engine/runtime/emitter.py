@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import redis
+from redis.typing import EncodableT, FieldT
 
 from engine.events import EventBase, encode_event
 from engine.events.built import BUILT
@@ -19,7 +20,7 @@ never holds a raw newline: a string's newline is written as an escape). One entr
 event: one XADD, one id to read, acknowledge and delete, however many events a step boundary made."""
 
 
-def entry_fields(payloads: list[bytes]) -> dict[bytes, bytes]:
+def entry_fields(payloads: list[bytes]) -> dict[FieldT, EncodableT]:
     """The fields of the one entry that carries `payloads` (one event, or several of one run)."""
     if len(payloads) == 1:
         return {EVENT_FIELD: payloads[0]}
