@@ -9,6 +9,7 @@ runs and reads the data tier through `tests.chaos.conftest.Deployment`."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -103,8 +104,9 @@ class Cluster:
 
     # --- hosts ------------------------------------------------------------------------------------
 
-    @property
+    @functools.cached_property
     def client(self) -> redis.Redis:
+        """One client for every look at the data tier (a new one per look would leave a connection open each)."""
         assert self.deployment.handle.redis is not None
         return self.deployment.handle.redis.client()
 
