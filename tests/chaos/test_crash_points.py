@@ -22,8 +22,10 @@ FIRST_RUNS = ["worker.before_flush:2", "worker.after_flush:2", "step.before_effe
               "step.after_effect:5", "worker.before_ack:1", "worker.after_ack:1", "projector.before_commit:2",
               "projector.after_commit:2"]
 RESUMES = ["worker.before_flush:2", "worker.after_flush:2", "step.before_effect:3", "step.after_effect:2",
-           "worker.in_drop:1", "worker.in_drop:3", "worker.before_ack:2", "worker.after_ack:2",
+           "worker.in_drop:1", "worker.in_drop:3", "worker.before_ack:1", "worker.after_ack:1",
            "projector.before_commit:1", "projector.after_commit:1"]
+"""The ack points at their first pass: a worker may read every resume job (the duplicates and the due waker's) in
+one batch, and then acknowledges once."""
 RECLAIMS = [("step.after_effect:2", "reclaim.before_requeue:1"), ("step.after_effect:2", "reclaim.after_requeue:1"),
             ("step.before_effect:4", "reclaim.before_requeue:2")]
 REBUILDS = [(None, "rebuild.mid:1"), ("step.after_effect:2", "rebuild.mid:1")]
