@@ -76,21 +76,21 @@ class RunRecords:
             raise mine.error
 
     def _write(self, batch: list[_Queued]) -> None:
-        try:
-            self._commit([queued.row for queued in batch])
-        except sa.exc.IntegrityError as exc:
-            if len(batch) == 1:
-                batch[0].error = exc
+        if len(batch) > 1:
+            try:
+                self._commit([queued.row for queued in batch])
+            except sa.exc.IntegrityError:
+                pass  # some record was refused: write them one at a time to find whose
+            except Exception as exc:
+                for queued in batch:
+                    queued.error = exc
                 return
-            for queued in batch:  # find whose record the database refused
-                self._write_alone(queued)
-            return
-        except Exception as exc:
-            for queued in batch:
-                queued.error = exc
-            return
+            else:
+                for queued in batch:
+                    queued.written = True
+                return
         for queued in batch:
-            queued.written = True
+            self._write_alone(queued)
 
     def _write_alone(self, queued: _Queued) -> None:
         try:

@@ -19,7 +19,6 @@ from engine.publish import publish
 from engine.runtime.run_records import RUNS, RunRecords
 from engine.runtime.write_lock import sqlite_writer
 from engine.store.db import init_db, make_engine
-from tests.fixtures import db_url, pg_url, sqlite_url  # noqa: F401
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -38,7 +37,7 @@ def _record(key: str | None = None) -> dict[str, Any]:
 
 
 @pytest.fixture
-def sql(db_url: str) -> Iterator[sa.Engine]:  # noqa: F811
+def sql(db_url: str) -> Iterator[sa.Engine]:
     engine = make_engine(db_url)
     init_db(engine)
     publish(engine, flow_from_data(FLOW))
