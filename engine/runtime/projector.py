@@ -66,12 +66,41 @@ return #ARGV - 1
 one command instead of one per change, about 6 us each with redis-py), then the batch's summary (ARGV[1]) on
 `live_batches`."""
 
+_READ_AS_HOLDER = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return false
+end
+local reply = redis.call('XREADGROUP', 'GROUP', ARGV[2], ARGV[3], 'COUNT', ARGV[4], 'STREAMS', KEYS[2], ARGV[5])
+if reply then
+  return {reply[1][2], ''}
+end
+for _, group in ipairs(redis.call('XINFO', 'GROUPS', KEYS[2])) do
+  local name, last
+  for i = 1, #group, 2 do
+    if group[i] == 'name' then name = group[i + 1] elseif group[i] == 'last-delivered-id' then last = group[i + 1] end
+  end
+  if name == ARGV[2] then
+    return {{}, last}
+  end
+end
+return {{}, '0-0'}
+"""
+"""The projector's read, delivered only while the reader holds the lease: `false` when it does not, else the
+entries and, when there are none, the group's last delivered id (the blocking wait's start). The check and the
+delivery are one step on the server, so a read that reaches Redis after the lease has passed on (a projector cut
+off from the network while its read was on the way) hands nothing to a former holder: every entry is delivered
+to the holder of the moment, which applies them in stream order."""
+
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
 return 0
 """
+
+
+class LeaseLost(Exception):
+    """The projector's read found another holder (or none) on the lease: it is a standby from now on."""
 
 
 def lease_holder() -> str:
@@ -153,6 +182,8 @@ class Projector:
         """Monotonic time just before the last renewal that kept the lease."""
         self.entries_read = 0
         """Events-stream entries the last `step` read."""
+        self._last_delivered: str | bytes | None = None
+        """The group's last delivered id when the last read found nothing new: where the blocking wait starts."""
 
     def run(self, stop: threading.Event) -> None:
         ensure_group(self.client, self.keys.events, self.keys.events_group)
@@ -170,7 +201,14 @@ class Projector:
                         stop.wait(self.renew_seconds)
                         continue
                     began = time.monotonic()
-                    self.step(block_ms=self.block_ms)
+                    try:
+                        self.step(block_ms=self.block_ms)
+                    except LeaseLost:
+                        log.warning("projector %s: the lease has passed to another holder; standing by", self.holder)
+                        self.active = False
+                        self._renewed_at = float("-inf")
+                        BUILT.stop_keeping()
+                        continue
                     read = self.entries_read
                     if 0 < read < BATCH_SIZE and not self._recover:  # a full batch: a backlog, go on at once
                         rest = self.batch_interval - (time.monotonic() - began)
@@ -240,13 +278,28 @@ class Projector:
         return result
 
     def _read(self, start: str, block_ms: int | None) -> list[tuple[bytes, dict[bytes, bytes]]]:
+        """Entries from `start` ("0": this group's pending ones; ">": new ones), read only while this projector
+        holds the lease (`LeaseLost` otherwise). With `block_ms` and nothing new, waits that long for an entry."""
+        entries = self._read_as_holder(start)
+        if entries or start != ">" or not block_ms or self._last_delivered is None:
+            return entries
+        # A plain XREAD changes no delivery state, so waiting outside the lease check is safe: it only wakes the
+        # scripted read again once an entry past the last delivered one arrives.
+        wait = self.held.pipeline()
+        wait.xread({self.keys.events: self._last_delivered}, count=1, block=block_ms)
+        if not self.held.execute(wait)[0]:
+            return []
+        return self._read_as_holder(start)
+
+    def _read_as_holder(self, start: str) -> list[tuple[bytes, dict[bytes, bytes]]]:
         # Every projector reads as the same consumer: the lease, not the group, decides who is active,
         # so a successor sees its predecessor's unacknowledged batch as its own pending entries.
         read = self.held.pipeline()
-        read.xreadgroup(self.keys.events_group, "projector", {self.keys.events: start}, count=BATCH_SIZE,
-                        block=block_ms)
+        read.eval(_READ_AS_HOLDER, 2, self.keys.projector_lease, self.keys.events,
+                  self.holder, self.keys.events_group, "projector", BATCH_SIZE, start)
         reply: Any = self.held.execute(read)[0]
-        entries: list[tuple[bytes, dict[bytes, bytes]]] = []
-        for _stream, items in reply or []:
-            entries.extend((mid, fields) for mid, fields in items if fields)
-        return entries
+        if reply is None:
+            raise LeaseLost(self.holder)
+        items, last = reply
+        self._last_delivered = last or None
+        return [(mid, dict(zip(flat[0::2], flat[1::2], strict=True))) for mid, flat in items if flat]

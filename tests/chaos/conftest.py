@@ -29,7 +29,7 @@ from engine.runtime.jobs import encode_job, resume_job
 from engine.runtime.projection import apply_batch
 from engine.runtime.transitions import TERMINAL
 from engine.store.db import init_db, make_engine
-from engine.store.models import FlowRecord, FlowVersion, Run, Step
+from engine.store.models import AppliedEvent, DeadLetter, FlowRecord, FlowVersion, Run, Step
 from tests.engine.conftest import LocalServer, QuietHandler, make_flow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -293,7 +293,8 @@ class Deployment:
             apply_batch(fresh, messages[start:start + 500], source="journal")
         try:
             rebuilt, projected = _projection(fresh), _projection(self.sql)
-            assert rebuilt == projected, _differences(rebuilt, projected)
+            assert rebuilt == projected, (_differences(rebuilt, projected)
+                                          + _event_histories(rebuilt, projected, messages, self.sql))
         finally:
             fresh.dispose()
 
@@ -334,6 +335,26 @@ def _differences(rebuilt: dict[str, Any], projected: dict[str, Any]) -> str:
         if len(differing) > 5:
             lines.append(f"{table}: {len(differing) - 5} more rows differ")
     return "\n".join(lines)
+
+
+def _event_histories(rebuilt: dict[str, Any], projected: dict[str, Any], journal: list[tuple[str, bytes]],
+                     store: sa.Engine) -> str:
+    """For the first runs a rebuild and the store disagree on: the events the journal holds for it, those the store
+    recorded as applied (with their sequence), and the store's dead letters of that run."""
+    differing = sorted({row[0] for row in set(rebuilt["runs"]) ^ set(projected["runs"])})[:3]
+    lines = []
+    for key in differing:
+        run_id = orjson.loads(key)
+        journalled = [(mid, event.get("type"), event.get("event_id")) for mid, raw in journal
+                      if (event := orjson.loads(raw)).get("run_id") == run_id]
+        with store.connect() as conn:
+            applied = conn.execute(sa.select(AppliedEvent.event_type, AppliedEvent.seq, AppliedEvent.event_id)
+                                   .where(AppliedEvent.run_id == run_id)).all()
+            dead = [(row.message_id, row.error) for row in conn.execute(sa.select(DeadLetter))
+                    if run_id.encode() in row.payload]
+        lines.append(f"\nrun {run_id}\n  journal: {journalled}\n  applied: {[tuple(r) for r in applied]}"
+                     f"\n  dead letters: {dead}")
+    return "".join(lines)
 
 
 @pytest.fixture

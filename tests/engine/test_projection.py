@@ -18,7 +18,7 @@ from engine.flow import flow_from_data
 from engine.publish import publish
 from engine.runtime.emitter import EVENT_FIELD, RedisEmitter, entry_fields
 from engine.runtime.projection import apply_batch
-from engine.runtime.projector import Projector, ProjectorLease
+from engine.runtime.projector import LeaseLost, Projector, ProjectorLease
 from engine.runtime.worker import ensure_group
 from engine.store.db import init_db, make_engine
 from engine.store.models import AppliedEvent, DeadLetter, Run, Step
@@ -186,6 +186,7 @@ def test_poison_events_are_dead_lettered_and_acknowledged(sql: sa.Engine, redis_
     for payload in (b"{not json", encode_event(good), b'{"type": "run_started"}', encode_event(unknown_run)):
         client.xadd(keys.events, {EVENT_FIELD: payload})
     projector = Projector(client, keys, sql)
+    assert projector.lease.acquire_or_renew()
     result = projector.step(block_ms=100)
     assert (result.applied, result.dead) == (1, 3)
     assert client.xpending(keys.events, keys.events_group)["pending"] == 0
@@ -214,6 +215,7 @@ def test_one_entry_carries_a_flush_of_several_events_and_each_is_applied_in_orde
                 encode_event(stamper.run_succeeded(None))]
     client.xadd(keys.events, entry_fields(poisoned))
     projector = Projector(client, keys, sql)
+    assert projector.lease.acquire_or_renew()
     result = projector.step(block_ms=100)
     assert (projector.entries_read, result.applied, result.dead) == (2, 5, 1)
     assert [change.event for change in result.changes] == ["run_started", "step_started", "step_completed",
@@ -239,7 +241,9 @@ def test_applied_changes_are_published_live(sql: sa.Engine, redis_url: str, key_
     for event in (s.run_started("proj", 1, "start", {}), s.step_started("a", "a", "set"),
                   s.run_parked("a", "queue_delay", 1_800_000_060.0)):
         client.xadd(keys.events, {EVENT_FIELD: encode_event(event)})
-    Projector(client, keys, sql).step(block_ms=100)
+    projector = Projector(client, keys, sql)
+    assert projector.lease.acquire_or_renew()
+    projector.step(block_ms=100)
     received = [pubsub.get_message(timeout=2) for _ in range(4)]
     assert [m["channel"].decode() for m in received] == [keys.live] * 3 + [keys.live_batches]
     messages = [orjson.loads(m["data"]) for m in received[:3]]
@@ -370,3 +374,73 @@ def test_an_active_projector_keeps_its_lease_renewed_and_a_standby_never_gets_it
         stop.set()
         thread.join(5)
     assert client.get(keys.projector_lease) is None  # released on stop
+
+
+def test_a_read_that_reaches_redis_after_the_lease_passed_on_hands_nothing_to_the_former_holder(
+        sql: sa.Engine, redis_url: str, key_prefix: str) -> None:
+    """A projector cut off from the network while its read is on the way: when the read reaches Redis the lease is
+    another's. It must get nothing (else it would apply those entries beside the new holder, out of order), and the
+    new holder must get every entry."""
+    client = redis.Redis.from_url(redis_url)
+    keys = Keyspace(key_prefix)
+    ensure_group(client, keys.events, keys.events_group)
+    _queued(sql, "r1")
+    s = EventStamper("r1", ManualClock())
+    for event in (s.run_started("proj", 1, "start", {}), s.step_started("a", "a", "set"),
+                  s.run_parked("a", "queue_delay", 1_800_000_060.0)):
+        client.xadd(keys.events, {EVENT_FIELD: encode_event(event)})
+    former = Projector(client, keys, sql, holder="former")
+    assert former.lease.acquire_or_renew()
+    client.set(keys.projector_lease, "successor")
+    with pytest.raises(LeaseLost):
+        former.step(block_ms=100)
+    assert client.xpending(keys.events, keys.events_group)["pending"] == 0  # delivered to nobody
+    successor = Projector(client, keys, sql, holder="successor")
+    result = successor.step(block_ms=100)
+    assert [change.event for change in result.changes] == ["run_started", "step_started", "run_parked"]
+    with sql.connect() as conn:
+        assert conn.execute(sa.select(Run.status, Run.last_seq).where(Run.id == "r1")).one() == ("waiting", 3)
+        assert conn.execute(sa.select(sa.func.count()).select_from(DeadLetter)).scalar() == 0
+
+
+def test_a_projector_that_finds_the_lease_another_s_stands_by_and_reads_nothing_more(
+        sql: sa.Engine, redis_url: str, key_prefix: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    keys = Keyspace(key_prefix)
+    projector = Projector(client, keys, sql, holder="former", block_ms=20, lease_seconds=30)
+    stop = threading.Event()
+    thread = threading.Thread(target=projector.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: projector.active, what="the projector to take the lease")
+        client.set(keys.projector_lease, "successor")  # as a standby would once this holder's lease lapsed
+        _queued(sql, "r1")
+        client.xadd(keys.events, {EVENT_FIELD: encode_event(
+            EventStamper("r1", ManualClock()).run_started("proj", 1, "start", {}))})
+        wait_until(lambda: not projector.active, what="the former holder to stand by")
+        time.sleep(0.2)
+        assert client.xpending(keys.events, keys.events_group)["pending"] == 0
+        assert client.xlen(keys.events) == 1
+    finally:
+        stop.set()
+        thread.join(5)
+    assert client.get(keys.projector_lease) == b"successor"  # a standby releases nothing it does not hold
+
+
+def test_an_idle_projector_wakes_for_an_entry_that_arrives_while_it_waits(
+        sql: sa.Engine, redis_url: str, key_prefix: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    keys = Keyspace(key_prefix)
+    ensure_group(client, keys.events, keys.events_group)
+    _queued(sql, "r1")
+    projector = Projector(client, keys, sql)
+    assert projector.lease.acquire_or_renew()
+    assert projector.step(block_ms=10).applied == 0
+    event = EventStamper("r1", ManualClock()).run_started("proj", 1, "start", {})
+    timer = threading.Timer(0.3, lambda: client.xadd(keys.events, {EVENT_FIELD: encode_event(event)}))
+    timer.start()
+    try:
+        result = projector.step(block_ms=20_000)
+    finally:
+        timer.join()
+    assert [change.event for change in result.changes] == ["run_started"]
