@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from engine.runtime import crashpoints
 from engine.runtime.jobs import BadJob, decode_job
+from engine.runtime.orphans import runs_with_unapplied_events
 from engine.store.models import Run
 from engine.transport.due import DueSet
 from engine.transport.keys import Keyspace
@@ -39,14 +40,14 @@ def rebuild_due_set(sql: sa.Engine, client: redis.Redis, keys: Keyspace) -> int:
     crashpoints.reached("rebuild.mid")
     due = DueSet(client, keys)
     scheduled = 0
+    without_checkpoint: list[str] = []
     for start in range(0, len(waiting), CHUNK):
         chunk = waiting[start:start + CHUNK]
         raws: list[Any] = client.mget([keys.run_checkpoint(run_id) for run_id, _ in chunk])
         wakes: dict[str, float] = {}
         for (run_id, waiting_on), raw in zip(chunk, raws, strict=True):
             if raw is None:
-                log.warning("run %s is waiting but has no checkpoint in Redis (was Redis emptied?); "
-                            "it cannot resume: cancel it with the runs API", run_id)
+                without_checkpoint.append(run_id)
                 continue
             checkpoint = orjson.loads(raw)
             wake = checkpoint.get("wake_at")
@@ -56,9 +57,23 @@ def rebuild_due_set(sql: sa.Engine, client: redis.Redis, keys: Keyspace) -> int:
                 wakes[run_id] = float(wake)
         due.schedule_many(wakes)
         scheduled += len(wakes)
+    if without_checkpoint:
+        _report_lost_checkpoints(client, keys, without_checkpoint)
     if scheduled:
         log.info("due set rebuilt: %d waiting run(s) scheduled", scheduled)
     return scheduled
+
+
+def _report_lost_checkpoints(client: redis.Redis, keys: Keyspace, run_ids: list[str]) -> None:
+    """Warn of waiting runs that cannot resume. A run whose newer events are still on the events stream is not one
+    of them: it resumed (its checkpoint went with that) and SQL only lags behind a projector catching up."""
+    lagging = runs_with_unapplied_events(client, keys)
+    for run_id in run_ids:
+        if run_id in lagging:
+            log.info("run %s: SQL still says waiting, but events of it are not yet projected; left to them", run_id)
+        else:
+            log.warning("run %s is waiting but has no checkpoint in Redis (was Redis emptied?); "
+                        "it cannot resume: cancel it with the runs API", run_id)
 
 
 def runs_with_live_jobs(client: redis.Redis, keys: Keyspace) -> set[str]:

@@ -39,6 +39,34 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def runs_with_unapplied_events(client: redis.Redis, keys: Keyspace) -> set[str]:
+    """Runs named by an event the projector has not applied yet (pending in its group, or not yet read): their row
+    in SQL may be behind what Redis shows only because no projector has caught up (one failing over, one cut off
+    its database)."""
+    found: set[str] = set()
+    groups: Any = client.xinfo_groups(keys.events)
+    group = next((g for g in groups if _text(g.get("name")) == keys.events_group), None)
+    if group is None:
+        return found
+    start = "(" + _text(group.get("last-delivered-id") or "0-0")
+    summary: Any = client.xpending(keys.events, keys.events_group)
+    if summary and summary.get("pending"):
+        start = _text(summary.get("min"))
+    while True:
+        entries: Any = client.xrange(keys.events, min=start, count=_STREAM_PAGE)
+        for _message_id, fields in entries:
+            for raw in entry_events(fields):
+                try:
+                    run_id = orjson.loads(raw).get("run_id") if raw else None
+                except (orjson.JSONDecodeError, AttributeError):
+                    continue
+                if isinstance(run_id, str):
+                    found.add(run_id)
+        if len(entries) < _STREAM_PAGE:
+            return found
+        start = "(" + _text(entries[-1][0])
+
+
 class OrphanSweep:
     """Fails queued runs without a job; `tick()` is one pass, called by the engine's reaper loop."""
 
@@ -67,7 +95,7 @@ class OrphanSweep:
         orphans = [run_id for run_id in candidates if run_id not in with_jobs]
         orphans = [run_id for run_id in orphans if not self._started(run_id)]
         if orphans:
-            unapplied = self._runs_with_unapplied_events()
+            unapplied = runs_with_unapplied_events(self.client, self.keys)
             orphans = [run_id for run_id in orphans if run_id not in unapplied]
         if not orphans:
             return []
@@ -93,32 +121,6 @@ class OrphanSweep:
         pipe.zscore(self.keys.due, run_id)
         has_checkpoint, due_at = pipe.execute()
         return bool(has_checkpoint) or due_at is not None
-
-    def _runs_with_unapplied_events(self) -> set[str]:
-        """Runs named by an event the projector has not applied yet (pending in its group, or not yet read): their
-        row may say queued only because no projector has caught up (one failing over, one cut off its database)."""
-        found: set[str] = set()
-        groups: Any = self.client.xinfo_groups(self.keys.events)
-        group = next((g for g in groups if _text(g.get("name")) == self.keys.events_group), None)
-        if group is None:
-            return found
-        start = "(" + _text(group.get("last-delivered-id") or "0-0")
-        summary: Any = self.client.xpending(self.keys.events, self.keys.events_group)
-        if summary and summary.get("pending"):
-            start = _text(summary.get("min"))
-        while True:
-            entries: Any = self.client.xrange(self.keys.events, min=start, count=_STREAM_PAGE)
-            for _message_id, fields in entries:
-                for raw in entry_events(fields):
-                    try:
-                        run_id = orjson.loads(raw).get("run_id") if raw else None
-                    except (orjson.JSONDecodeError, AttributeError):
-                        continue
-                    if isinstance(run_id, str):
-                        found.add(run_id)
-            if len(entries) < _STREAM_PAGE:
-                return found
-            start = "(" + _text(entries[-1][0])
 
     def _runs_with_jobs(self) -> set[str]:
         """Run ids named by a message on the jobs stream (waiting for a consumer, or pending with one)."""
