@@ -46,6 +46,15 @@ def _queued(sql: sa.Engine, run_id: str) -> None:
                                            updated_at=now))
 
 
+def _stream_of_one_run(sql: sa.Engine, redis_url: str, key_prefix: str) -> tuple[redis.Redis, Keyspace]:
+    """A client and keyspace with the events stream's group made, and run `r1` queued in SQL."""
+    client = redis.Redis.from_url(redis_url)
+    keys = Keyspace(key_prefix)
+    ensure_group(client, keys.events, keys.events_group)
+    _queued(sql, "r1")
+    return client, keys
+
+
 def _snapshot(sql: sa.Engine) -> dict[str, Any]:
     with sql.connect() as conn:
         return {
@@ -177,10 +186,7 @@ def test_the_state_machine_refuses_illegal_transitions_into_dead_letters(sql: sa
 
 
 def test_poison_events_are_dead_lettered_and_acknowledged(sql: sa.Engine, redis_url: str, key_prefix: str) -> None:
-    client = redis.Redis.from_url(redis_url)
-    keys = Keyspace(key_prefix)
-    ensure_group(client, keys.events, keys.events_group)
-    _queued(sql, "r1")
+    client, keys = _stream_of_one_run(sql, redis_url, key_prefix)
     good = EventStamper("r1", ManualClock()).run_started("proj", 1, "start", {})
     unknown_run = EventStamper("nope", ManualClock()).run_started("proj", 1, "start", {})
     for payload in (b"{not json", encode_event(good), b'{"type": "run_started"}', encode_event(unknown_run)):
@@ -200,10 +206,7 @@ def test_poison_events_are_dead_lettered_and_acknowledged(sql: sa.Engine, redis_
 
 def test_one_entry_carries_a_flush_of_several_events_and_each_is_applied_in_order(
         sql: sa.Engine, redis_url: str, key_prefix: str) -> None:
-    client = redis.Redis.from_url(redis_url)
-    keys = Keyspace(key_prefix)
-    ensure_group(client, keys.events, keys.events_group)
-    _queued(sql, "r1")
+    client, keys = _stream_of_one_run(sql, redis_url, key_prefix)
     stamper = EventStamper("r1", ManualClock())
     emitter = RedisEmitter(client, keys.events)
     for event in (stamper.run_started("proj", 1, "start", {}), stamper.step_started("a", "a", "set"),
@@ -381,10 +384,7 @@ def test_a_read_that_reaches_redis_after_the_lease_passed_on_hands_nothing_to_th
     """A projector cut off from the network while its read is on the way: when the read reaches Redis the lease is
     another's. It must get nothing (else it would apply those entries beside the new holder, out of order), and the
     new holder must get every entry."""
-    client = redis.Redis.from_url(redis_url)
-    keys = Keyspace(key_prefix)
-    ensure_group(client, keys.events, keys.events_group)
-    _queued(sql, "r1")
+    client, keys = _stream_of_one_run(sql, redis_url, key_prefix)
     s = EventStamper("r1", ManualClock())
     for event in (s.run_started("proj", 1, "start", {}), s.step_started("a", "a", "set"),
                   s.run_parked("a", "queue_delay", 1_800_000_060.0)):
@@ -429,10 +429,7 @@ def test_a_projector_that_finds_the_lease_another_s_stands_by_and_reads_nothing_
 
 def test_an_idle_projector_wakes_for_an_entry_that_arrives_while_it_waits(
         sql: sa.Engine, redis_url: str, key_prefix: str) -> None:
-    client = redis.Redis.from_url(redis_url)
-    keys = Keyspace(key_prefix)
-    ensure_group(client, keys.events, keys.events_group)
-    _queued(sql, "r1")
+    client, keys = _stream_of_one_run(sql, redis_url, key_prefix)
     projector = Projector(client, keys, sql)
     assert projector.lease.acquire_or_renew()
     assert projector.step(block_ms=10).applied == 0
