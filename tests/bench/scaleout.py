@@ -197,6 +197,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
                                 ignore=shutil.ignore_patterns("data"))
         except BaseException:
             print(cluster.deployment.logs()[-6000:], file=sys.stderr)
+            print("--- PostgreSQL sessions\n" + cluster.data.activity(), file=sys.stderr)
             server_log = cluster.data.pg_dir / "server.log"
             if server_log.exists():
                 print("--- PostgreSQL\n" + server_log.read_text(errors="replace")[-6000:], file=sys.stderr)
