@@ -77,16 +77,6 @@ class RemoteCounter:
     def effects(self, run_id: str) -> int:
         return self.hits().get(f"/effect/{run_id}", 0)
 
-    def activity(self) -> str:
-        """The server's sessions as it sees them (state, what each waits on, for how long, who blocks it): what a
-        failing benchmark prints."""
-        sql = ("SELECT pid, client_addr, state, wait_event_type, wait_event, pg_blocking_pids(pid) AS blocked_by, "
-               "round(extract(epoch FROM now() - state_change)::numeric, 1) AS state_s, left(query, 50) AS query "
-               "FROM pg_stat_activity WHERE datname = 'lockgate' ORDER BY state_change")
-        psql = self._postgres_argv("psql", "-h", str(self.pg_dir), "-p", str(PG_PORT), "-d", "lockgate", "-c", sql)
-        done = subprocess.run(psql, capture_output=True, text=True, timeout=30)
-        return done.stdout + done.stderr
-
     def close(self) -> None:
         self.client.close()
 
