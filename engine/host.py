@@ -257,7 +257,8 @@ class EngineServices:
 
     @staticmethod
     def _redeliver(reclaimer: Reclaimer, consumer: str) -> None:
-        drain_predecessors(reclaimer, [consumer], why="its batch was cut short by a Redis failure", counted=False)
+        drain_predecessors(reclaimer, [consumer], why="its batch was cut short by a Redis or database failure",
+                           counted=False)
 
     def _resume_due(self, items: list[DueItem]) -> None:
         pipe = self.require_handles().client.pipeline(transaction=False)

@@ -29,6 +29,7 @@ from engine.runtime.fencing import JobFenced
 from engine.runtime.given import shown_given
 from engine.runtime.plan import FlowPlan
 from engine.runtime.scheduler import Scheduler
+from engine.store.db import unavailable
 from engine.templates import TemplateProblem
 
 
@@ -215,6 +216,8 @@ class RunExecutor:
             self.emitter.emit(self.stamper.run_failed(self.ctx.redact(str(failed)), failed.error_type, failed.node))
             return RunOutcome("failed")
         except Exception as exc:  # a bug of ours must fail the run, never the worker
+            if unavailable(exc):  # the database did not answer: redelivered like a Redis failure
+                raise
             message = f"engine error: {type(exc).__name__}: {exc}"
             self.emitter.emit(self.stamper.run_failed(self.ctx.redact(message), "engine_error"))
             return RunOutcome("failed")
@@ -300,6 +303,8 @@ class RunExecutor:
             except (_Parked, _Cancelled, JobFenced, redis.RedisError):
                 raise
             except Exception as exc:
+                if unavailable(exc):  # no fault of the step: the job is handed back and the step runs again
+                    raise
                 if not started:  # it failed rendering what it is given: the record still shows it started
                     self.emitter.emit(self.stamper.step_started(node_id, step, node.type, attempt))
                 error_type = exc.error_type if isinstance(exc, StepError) else (

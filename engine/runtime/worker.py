@@ -45,6 +45,7 @@ from engine.runtime.plan import FlowPlan
 from engine.runtime.reclaim import running_entry
 from engine.runtime.sealed import dump_snapshot, load_snapshot, open_secrets
 from engine.secret_box import SecretBox, SecretBoxError
+from engine.store.db import unavailable
 from engine.transport.held import HeldConnection
 from engine.transport.keys import Keyspace
 
@@ -160,25 +161,31 @@ class Worker:
                     continue
             try:
                 _outcomes, claim = self._handle(entries, 1, flags, claim_next=not stop.is_set())
-            except redis.RedisError as exc:
+            except Exception as exc:
+                if not (isinstance(exc, redis.RedisError) or unavailable(exc)):
+                    raise
                 claim = Claimed([], [])
                 if stop.is_set():  # the engine stopped and closed Redis under a long batch
                     log.warning("worker %s: stopped mid-batch (%s); its jobs stay pending for the next start",
                                 self.name, exc)
                     return
-                log.exception("worker %s: Redis failed mid-batch; its jobs are redelivered once Redis answers",
-                              self.name)
+                log.warning("worker %s: %s failed mid-batch (%s: %s); its jobs are redelivered once it answers",
+                            self.name, "Redis" if isinstance(exc, redis.RedisError) else "the database",
+                            type(exc).__name__, exc)
                 self.holding = ()
                 self.active.clear()
                 self._lost_batch = True
                 stop.wait(1.0)
 
     def _redeliver_lost_batch(self, stop: threading.Event) -> bool:
-        """Hand the jobs of a batch cut short by Redis back as their next attempts; False while Redis is away."""
+        """Hand the jobs of a batch cut short by Redis or the database back as their next attempts; False while either
+        is away."""
         try:
             self.on_lost_batch(self.name)
-        except redis.RedisError as exc:
-            log.warning("worker %s: Redis still unavailable (%s); retrying in 1s", self.name, exc)
+        except Exception as exc:
+            if not (isinstance(exc, redis.RedisError) or unavailable(exc)):
+                raise
+            log.warning("worker %s: still unavailable (%s: %s); retrying in 1s", self.name, type(exc).__name__, exc)
             stop.wait(1.0)
             return False
         self._lost_batch = False
@@ -267,7 +274,9 @@ class Worker:
                 finished = _Finished(job.run_id, "fenced", delivery.origin)
             except redis.RedisError:
                 raise
-            except Exception as exc:  # e.g. the flow version cannot be read: fail the run, keep the worker
+            except Exception as exc:  # e.g. the flow version is not published: fail the run, keep the worker
+                if unavailable(exc):  # the database did not answer: the batch is handed back, as for Redis
+                    raise
                 finished = self._unrunnable(job, message_id, delivery, exc)
             finished.fence = fence
             outcomes.append(finished.status)

@@ -12,6 +12,8 @@ PostgreSQL: psycopg 3 (``postgresql+psycopg://``); plain ``postgresql://`` URLs 
 from __future__ import annotations
 
 import json
+import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +30,9 @@ READ_ONLY_OPTION = "lockgate_read_only"
 # Any constant works; both processes just need the same one.
 _PG_MIGRATION_LOCK_ID = 0x4C6F636B  # "Lock"
 SCHEMA_HEAD = "0006_approvals_v2"
+_SQLITE_TRANSIENT = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL,
+                     sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PROTOCOL}
+"""SQLite's primary result codes for a file that is busy, locked, unwritable or full for now."""
 """The newest migration's revision (a test holds it to Alembic's head). A database already there is used without
 importing Alembic, which each engine process would otherwise load (about 11 MB) only to find nothing to do."""
 
@@ -134,6 +139,24 @@ def schema_revision(engine: sa.Engine) -> str | None:
         raise RuntimeError(f"the database has several schema heads ({', '.join(heads)}); lockgate's migrations "
                            "have one")
     return heads[0] if heads else None
+
+
+def unavailable(exc: BaseException) -> bool:
+    """Whether `exc` says the database did not answer for now (a lost, refused or timed-out connection, a full
+    pool, a busy or full SQLite file), so trying again later can succeed. A wrong statement, a missing table or
+    a constraint broken is not: that is a fault of ours or of the data, and trying again repeats it."""
+    if isinstance(exc, sa.exc.TimeoutError | sa.exc.DisconnectionError):
+        return True
+    if not isinstance(exc, sa.exc.DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    orig = exc.orig
+    if isinstance(orig, sqlite3.OperationalError):
+        return (orig.sqlite_errorcode & 0xFF) in _SQLITE_TRANSIENT
+    psycopg = sys.modules.get("psycopg")
+    # psycopg's OperationalError: no connection, a server shutting down, a statement cancelled, a deadlock.
+    return psycopg is not None and isinstance(orig, psycopg.OperationalError)
 
 
 @contextmanager

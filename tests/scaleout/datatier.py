@@ -138,7 +138,9 @@ class DataTier:
                    # A host cut off mid-transaction keeps its row locks until the server drops its session: a
                    # standby projector would wait behind them (docs/deployment.md, PostgreSQL).
                    "-c idle_in_transaction_session_timeout=5s -c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 "
-                   "-c tcp_keepalives_count=2")
+                   "-c tcp_keepalives_count=2 "
+                   # ... and a session cut with replies unacknowledged sends no keepalive: this ends it.
+                   "-c tcp_user_timeout=5000")
         argv = self._postgres_argv("pg_ctl", "-D", str(self.pg_dir / "data"), "-l", str(self.pg_dir / "server.log"),
                                    "-o", options, "-w", "-t", "60", "start")
         subprocess.run(self.network.exec_argv(self.network.data, argv), check=True, capture_output=True,
