@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from engine.calls.body import CHILD_RUN
 from engine.calls.wiring import reading
+from engine.outages import described, outage
 from engine.parking.limits import park_token
 from engine.runtime.cancel import cancel_run
 from engine.runtime.handles import EngineHandles
@@ -48,9 +49,13 @@ class ChildRunWaker:
             return
         try:
             self.handle(list(result.terminal_runs), result.parents)
-        except (redis.RedisError, sa.exc.SQLAlchemyError):
-            log.exception("child runs: %d ended run(s) could not be handled; the next start's sweep will",
-                          len(result.terminal_runs))
+        except (redis.RedisError, sa.exc.SQLAlchemyError) as exc:
+            if not outage(exc):
+                log.exception("child runs: %d ended run(s) could not be handled; the next start's sweep will",
+                              len(result.terminal_runs))
+            else:
+                log.warning("child runs: %d ended run(s) could not be handled (%s); the next start's sweep will",
+                            len(result.terminal_runs), described(exc))
 
     def handle(self, ended: list[tuple[str, str]], known_parents: dict[str, str] | None = None) -> None:
         """Wake the parents of the ended child runs; cancel the unfinished children of runs that did not succeed.

@@ -24,6 +24,7 @@ from engine.money.ledger import Settled, UnknownBudget, UnknownHold
 from engine.money.preflight import BudgetExhausted, ledger_preflight
 from engine.money.sql_sync import restore_ledger
 from engine.money.wiring import MoneyServices, build_money_services, install, uninstall
+from engine.outages import described, outage
 from engine.parts import PartContext
 from engine.publish import UnknownFlowVersion, get_version
 from engine.runtime.create import RunRefused
@@ -127,8 +128,12 @@ class MoneyRuntime:
             holding = self._may_hold(result)
             if holding:
                 self.release_for_finished(holding)
-        except Exception:  # the sweep returns what this misses, at the hold's expiry
-            log.exception("money: returning the holds of finished runs failed; the sweep will return them")
+        except Exception as exc:  # the sweep returns what this misses, at the hold's expiry
+            if not outage(exc):
+                log.exception("money: returning the holds of finished runs failed; the sweep will return them")
+            else:
+                log.warning("money: returning the holds of finished runs failed (%s); the sweep will return them",
+                            described(exc))
 
     def _may_hold(self, result: BatchResult) -> list[str]:
         """The runs that ended in `result` whose flow version has a node that places holds (or whose version is not
@@ -187,5 +192,9 @@ class MoneyRuntime:
         while not stop.wait(self.sweep_seconds):
             try:
                 self.sweep_once()
-            except Exception:
-                log.exception("money: expired-hold sweep failed; trying again in %.0fs", self.sweep_seconds)
+            except Exception as exc:
+                if not outage(exc):
+                    log.exception("money: expired-hold sweep failed; trying again in %.0fs", self.sweep_seconds)
+                else:
+                    log.warning("money: expired-hold sweep failed (%s); trying again in %.0fs", described(exc),
+                                self.sweep_seconds)

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from engine.clock import Clock
 from engine.events import ExternalStamper, encode_event
+from engine.outages import described, outage
 from engine.runtime import crashpoints
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.jobs import JOB_FIELD, BadJob, decode_job, delivery_of
@@ -112,10 +113,14 @@ class Reclaimer:
         while not stop.wait(self.thresholds.tick):
             try:
                 tick()
-            except redis.RedisError as exc:
-                logger.warning("%s: Redis failed (%s); retrying next tick", name, exc)
-            except Exception:
-                logger.exception("%s: pass failed; retrying next tick", name)
+            except Exception as exc:
+                if outage(exc):
+                    logger.warning("%s: Redis or the database did not answer (%s); retrying next tick", name,
+                                   described(exc))
+                elif isinstance(exc, redis.RedisError):
+                    logger.warning("%s: Redis failed (%s); retrying next tick", name, exc)
+                else:
+                    logger.exception("%s: pass failed; retrying next tick", name)
 
     def reclaim(self, message_id: bytes, fields: dict[bytes, bytes], why: str, counted: bool = True) -> Reclaimed:
         """Handle one message already claimed to `RECLAIMER_CONSUMER`. `counted`: the loss counts against the retry

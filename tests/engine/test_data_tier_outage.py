@@ -11,9 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 import sqlalchemy as sa
 
 from engine.flow import flow_from_data
+from engine.outages import described, outage
 from engine.runtime.worker import PlanCache
 from engine.store.db import make_engine, unavailable
 from tests.engine.conftest import make_flow, start_engine
@@ -95,3 +97,11 @@ def test_a_worker_whose_database_is_away_keeps_the_run_and_runs_it_when_the_data
         assert done["error_type"] is None
     finally:
         services.stop()
+
+
+def test_background_loops_tell_an_outage_from_a_fault() -> None:
+    refused = _raised(lambda: redis.Redis(port=1, socket_connect_timeout=1).ping())
+    assert outage(refused) and described(refused).startswith("ConnectionError: ")
+    assert outage(_raised(lambda: make_engine(NOBODY_LISTENS).connect().close()))
+    assert not outage(redis.ResponseError("WRONGTYPE Operation against a key holding the wrong kind of value"))
+    assert not outage(KeyError("a bug of ours"))
