@@ -1,9 +1,11 @@
 """The HTTP API's listening socket, bound apart from the server that serves on it.
 
 `listen_socket(host, port)` binds and listens (an `OSError` when the port is taken); `adopt_socket(fd)` takes one
-such socket inherited from the process that bound it. The supervisor of `lockgate worker --processes N --http`
-binds once and hands the same socket to each of its http children, so they share one port and one backlog. This
-module imports nothing heavy: the supervisor, which only waits, imports it.
+such socket inherited from the process that bound it. The supervisor of `lockgate worker --processes N --http
+--http-processes K` binds K sockets on one port (`listen_sockets`), one per http child, and keeps them open while
+children restart. The kernel spreads new connections over them (SO_REUSEPORT); on one shared socket a single
+child would accept a whole burst of keep-alive connections and its siblings would idle. This module imports
+nothing heavy: the supervisor, which only waits, imports it.
 """
 
 from __future__ import annotations
@@ -39,3 +41,30 @@ def adopt_socket(fd: int) -> socket.socket:
         sock.detach()
         raise
     return sock
+
+
+def listen_sockets(host: str, port: int, count: int, backlog: int = LISTEN_BACKLOG) -> list[socket.socket]:
+    """`count` sockets listening on `host:port`, each with its own backlog, the kernel spreading new connections
+    over them (SO_REUSEPORT); one socket `count` times where the platform lacks that. `OSError` when the port is
+    taken, also by a process that would share it: it is bound without SO_REUSEPORT first, so a second Lockgate on
+    the same port fails instead of quietly taking half its connections."""
+    probe = listen_socket(host, port, backlog)
+    if count == 1 or not hasattr(socket, "SO_REUSEPORT"):
+        return [probe] * count
+    bound = probe.getsockname()[:2]
+    probe.close()
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            sock.bind(bound)
+            sock.listen(backlog)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets

@@ -1,6 +1,6 @@
 """`lockgate worker --processes N [--http HOST:PORT [--http-processes K]]`: bind the HTTP port, start (or reuse)
-Redis, then supervise N executor processes, one projector process and K http processes (default 1, all serving on
-the socket bound here) until SIGINT/SIGTERM (`engine.runtime.supervisor`)."""
+Redis, then supervise N executor processes, one projector process and K http processes (default 1, each serving on
+its own socket of the port bound here, `engine.api.listener.listen_sockets`) until SIGINT/SIGTERM (`engine.runtime.supervisor`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import argparse
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from typing import Any
@@ -18,7 +19,7 @@ CHILD_COMMAND = (sys.executable, "-m", "app")
 
 
 def supervise_command(args: argparse.Namespace) -> int:
-    from engine.api.listener import listen_socket
+    from engine.api.listener import listen_sockets
     from engine.cli.settings import command_config
     from engine.cli.worker import http_refusal, parse_http_address
     from engine.runtime.supervisor import Supervisor, default_executor_processes, layout
@@ -35,7 +36,8 @@ def supervise_command(args: argparse.Namespace) -> int:
         print("lockgate worker: --http-fd is how the supervisor starts its http processes; give --http instead",
               file=sys.stderr)
         return 2
-    listener = None
+    listeners: list[socket.socket] = []
+    http_processes = (args.http_processes or 1) if args.http else 0
     if args.http:
         try:
             address = parse_http_address(args.http)
@@ -45,11 +47,10 @@ def supervise_command(args: argparse.Namespace) -> int:
         try:
             # Bound here, once, for every http child: a taken port fails at once, and requests wait in the backlog
             # while the children start or one restarts.
-            listener = listen_socket(*address)
+            listeners = listen_sockets(*address, count=http_processes)
         except OSError as exc:
             print(http_refusal("lockgate worker", address, exc, "--http HOST:PORT"), file=sys.stderr)
             return 2
-    http_processes = (args.http_processes or 1) if listener is not None else 0
     config = command_config()
     executors = args.processes or default_executor_processes()
     threads = max(1, args.workers)
@@ -68,8 +69,7 @@ def supervise_command(args: argparse.Namespace) -> int:
     env = {**os.environ, "LOCKGATE_REDIS_URL": redis.url, "LOCKGATE_DATA_DIR": str(config.data_dir),
            "LOCKGATE_KEY_PREFIX": config.key_prefix}
     # The log level reaches the children by LOCKGATE_LOG_LEVEL.
-    specs = layout(executors, threads, CHILD_COMMAND) if listener is None else \
-        layout(executors, threads, CHILD_COMMAND, http_fd=listener.fileno(), http_processes=http_processes)
+    specs = layout(executors, threads, CHILD_COMMAND, [sock.fileno() for sock in listeners])
     supervisor = Supervisor(specs, env)
     http_text = f", {http_processes} http process(es)" if http_processes else ""
     try:
@@ -82,8 +82,8 @@ def supervise_command(args: argparse.Namespace) -> int:
         refused = supervisor.run(stop)
     finally:
         supervisor.stop()
-        if listener is not None:
-            listener.close()
+        for sock in listeners:
+            sock.close()
         redis.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -179,18 +179,14 @@ def _exit_text(code: int) -> str:
     return f"code {code}"
 
 
-def layout(executors: int, threads: int, base: Sequence[str], http_fd: int | None = None,
-           http_processes: int = 1) -> list[ChildSpec]:
+def layout(executors: int, threads: int, base: Sequence[str], http_fds: Sequence[int] = ()) -> list[ChildSpec]:
     """The children of `lockgate worker --processes N`: `executors` executor processes of `threads` worker
-    threads, one projector process and, given the listening socket `http_fd`, `http_processes` http processes
-    serving the API on it."""
+    threads, one projector process and one http process per listening socket of `http_fds`, serving the API on it
+    (a restarted http child gets the same socket)."""
     common = [*base, "worker"]
     specs = [ChildSpec(f"executor-{index}", (*common, "--role", "executor", "--workers", str(threads)))
              for index in range(executors)]
     specs.append(ChildSpec("projector", (*common, "--role", "projector")))
-    if http_fd is not None:
-        if http_processes < 1:
-            raise ValueError(f"http_processes must be at least 1, not {http_processes}")
-        specs += [ChildSpec(f"http-{index}", (*common, "--role", "http", "--http-fd", str(http_fd)), (http_fd,))
-                  for index in range(http_processes)]
+    specs += [ChildSpec(f"http-{index}", (*common, "--role", "http", "--http-fd", str(fd)), (fd,))
+              for index, fd in enumerate(http_fds)]
     return specs

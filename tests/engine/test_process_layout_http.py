@@ -80,12 +80,12 @@ def http_layout(tmp_path: Path, redis_url: str, key_prefix: str) -> Iterator[Htt
             process.wait(HANG_GUARD_S)
 
 
-def test_layout_gives_k_http_children_the_supervisors_socket() -> None:
-    specs = layout(2, 3, ("lg",), http_fd=7, http_processes=2)
+def test_layout_gives_each_http_child_one_of_the_supervisors_sockets() -> None:
+    specs = layout(2, 3, ("lg",), [7, 8])
     assert [spec.name for spec in specs] == ["executor-0", "executor-1", "projector", "http-0", "http-1"]
     assert specs[2].argv == ("lg", "worker", "--role", "projector")
     assert specs[3].argv == ("lg", "worker", "--role", "http", "--http-fd", "7")
-    assert [spec.pass_fds for spec in specs] == [(), (), (), (7,), (7,)]
+    assert [spec.pass_fds for spec in specs] == [(), (), (), (7,), (8,)]
     assert [spec.name for spec in layout(1, 1, ("lg",))] == ["executor-0", "projector"]
 
 
@@ -148,3 +148,36 @@ def test_http_processes_needs_processes_and_http(tmp_path: Path, redis_url: str,
     done = lockgate(cli_env(tmp_path, redis_url, key_prefix), "worker", *args)
     assert done.returncode == 2, done.stderr
     assert "needs" in done.stderr and "Traceback" not in done.stderr
+
+
+def _drain(listening: socket.socket) -> int:
+    """Accept every connection queued on `listening`; how many there were."""
+    listening.setblocking(False)
+    count = 0
+    while True:
+        try:
+            conn, _ = listening.accept()
+        except BlockingIOError:
+            return count
+        conn.close()
+        count += 1
+
+
+def test_the_http_childrens_sockets_share_one_port_and_the_kernel_spreads_connections_over_them() -> None:
+    from engine.api.listener import listen_sockets
+
+    group = listen_sockets("127.0.0.1", 0, 2)
+    try:
+        port = group[0].getsockname()[1]
+        assert len({sock.fileno() for sock in group}) == 2 and group[1].getsockname()[1] == port
+        clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(40)]
+        time.sleep(0.2)  # every handshake is done and queued on one of the two backlogs
+        accepted = [_drain(sock) for sock in group]
+        for client in clients:
+            client.close()
+        assert sum(accepted) == 40 and min(accepted) > 0, accepted
+        with pytest.raises(OSError):  # a second group on the same port is refused, not given half the connections
+            listen_sockets("127.0.0.1", port, 2)
+    finally:
+        for sock in group:
+            sock.close()
