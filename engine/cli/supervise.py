@@ -1,6 +1,7 @@
 """`lockgate worker --processes N [--http HOST:PORT [--http-processes K]]`: bind the HTTP port, start (or reuse)
 Redis, then supervise N executor processes, one projector process and K http processes (default 1, each serving on
-its own socket of the port bound here, `engine.api.listener.listen_sockets`) until SIGINT/SIGTERM (`engine.runtime.supervisor`)."""
+its own socket of the port bound here, `engine.api.listener.listen_sockets`) until SIGINT/SIGTERM
+(`engine.runtime.supervisor`)."""
 
 from __future__ import annotations
 
