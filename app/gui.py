@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
 import sys
 import time
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from app.bridge import EngineBridge
 from app.settings import APPLICATION, ORGANIZATION, AppSettings
 from app.window import MainWindow
 from engine.config import EngineConfig
+from engine.gc_pauses import freeze_startup_objects
 from engine.logs import RecordBuffer
 from engine.settings import LockgateSettings, load_settings
 
@@ -46,16 +46,6 @@ def create_application(argv: Sequence[str] | None = None) -> QApplication:
     # Fusion looks the same on every platform and honours the palette the themes set.
     app.setStyle("Fusion")
     return app
-
-
-def freeze_startup_objects() -> None:
-    """Collect once, then move everything alive (modules, Qt wrappers, models) out of the collector's reach.
-
-    Without it, the first full collections after start walk every object the imports made: measured
-    100–400 ms GUI stalls while the first runs arrive. Called once the engine is up (its imports done).
-    """
-    gc.collect()
-    gc.freeze()
 
 
 def create_main_window(app: QApplication, settings: AppSettings, start_engine: bool = True,

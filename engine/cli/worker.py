@@ -130,6 +130,7 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
     # to a stub `main` when the import fails, as it does where they are not installed.
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     from engine.cli.settings import command_config, command_settings
+    from engine.gc_pauses import freeze_startup_objects
     from engine.host import EngineServices
     from engine.log_channel import LogPublisher
     from engine.logs import configured
@@ -181,6 +182,7 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
         if api is not None:
             api.start()
             print(f"{label}: HTTP API and webhooks on {api.url}", file=sys.stderr)
+        freeze_startup_objects()
         where = config.redis_url or f"embedded Redis in {config.data_dir}"
         print(f"{label}: {options['workers']} worker(s) on {where}, SQL {config.sql_url}, role {args.role}; "
               "Ctrl-C stops", file=sys.stderr)

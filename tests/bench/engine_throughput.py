@@ -36,11 +36,14 @@ from typing import Any
 
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
+from engine.gc_pauses import freeze_startup_objects
 from engine.host import EngineServices
 from engine.runtime.projection import BatchResult
 from engine.runtime.transitions import TERMINAL
 
 PG_ADMIN_URL = "postgresql+psycopg://root@127.0.0.1:5432/test"
+TRACE_PATH = os.environ.get("LOCKGATE_BENCH_TRACE", "")
+"""When set, each run of a `--processes` round is appended there: db, wall-clock ms it was created, latency ms."""
 
 FLOW = {
     "format": "lockgate.flow/1",
@@ -249,6 +252,7 @@ def bench_processes(db: str, runs: int, workers: int, processes: int, submitters
     done = threading.Event()
     try:
         client.start()
+        freeze_startup_objects()  # as every engine process does once it is up (`engine.cli.worker.run_engine`)
         assert client.redis is not None
         env = {**os.environ, "LOCKGATE_DATA_DIR": str(folder), "LOCKGATE_REDIS_URL": client.redis.url,
                "LOCKGATE_KEY_PREFIX": "bench", "LOCKGATE_DB_URL": db_url or "", "LOCKGATE_AUTO_MIGRATE": "1"}
@@ -311,6 +315,7 @@ def bench_processes(db: str, runs: int, workers: int, processes: int, submitters
         began = time.perf_counter()
         cpu_began = time.process_time()
         listener_began = listener_cpu[0]
+        began_wall = time.time()
         threads = [threading.Thread(target=submit, args=(range(i, runs, submitters),)) for i in range(submitters)]
         for thread in threads:
             thread.start()
@@ -332,6 +337,11 @@ def bench_processes(db: str, runs: int, workers: int, processes: int, submitters
             role = _role(pid)
             by_role[role] = by_role.get(role, 0.0) + seconds - cpu_tree_began.get(pid, 0.0)
         latencies = [(finished[run_id] - created[run_id]) * 1000 for run_id in created]
+        if TRACE_PATH:
+            with open(TRACE_PATH, "a") as trace:
+                for run_id in created:
+                    trace.write(f"{db}\t{(created[run_id] - began) * 1000 + began_wall * 1000:.1f}\t"
+                                f"{(finished[run_id] - created[run_id]) * 1000:.1f}\n")
         elapsed = ended - began
         ok = sum(1 for run_id in created if statuses.get(run_id) == "succeeded")
         return {
