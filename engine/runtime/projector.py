@@ -36,9 +36,20 @@ fifths of the lease is left by the time of its last renewal, so no standby can h
 BATCH_SIZE = 1000
 """Events-stream entries read at most per batch (an entry holds one flush of one run: one event or several)."""
 BATCH_INTERVAL_SECONDS = 0.01
-"""Least time between the starts of two batches applied back to back. A batch's transaction and commit cost
-the same whatever it holds (about 0.5 ms on SQLite), so under load the events of the next 10 ms are applied
-together; after a quiet spell the first event is applied at once."""
+"""Longest time between the starts of two batches applied back to back (see `linger`)."""
+LINGER_RATIO = 1.0
+"""How long the projector lets events gather after a batch, as a multiple of the time that batch took to apply."""
+
+
+def linger(applied_in: float, interval: float = BATCH_INTERVAL_SECONDS, ratio: float = LINGER_RATIO) -> float:
+    """Seconds to wait before reading the next batch, after one that took `applied_in` seconds to apply.
+
+    A batch's transaction and commit cost about the same whatever it holds (about 0.5 ms on SQLite), so waiting
+    lets the next one share that cost. Waiting as long as the batch took keeps the projector busy at most about
+    half of the time (`ratio` 1): under light load batches are quick and the wait short, so a run's last events
+    are applied within a millisecond or two; under load the batches grow, and so does the wait, up to batches
+    starting `interval` apart."""
+    return max(0.0, min(interval - applied_in, applied_in * ratio))
 
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -159,7 +170,7 @@ class Projector:
     def __init__(self, client: redis.Redis, keys: Keyspace, sql: sa.Engine, *, holder: str | None = None,
                  on_batch: Callable[[BatchResult], None] | None = None, block_ms: int = 200,
                  journal: int = 0, batch_interval: float = BATCH_INTERVAL_SECONDS,
-                 lease_seconds: float = LEASE_SECONDS) -> None:
+                 linger_ratio: float = LINGER_RATIO, lease_seconds: float = LEASE_SECONDS) -> None:
         self.client = client
         self.keys = keys
         self.sql = sql
@@ -173,6 +184,7 @@ class Projector:
         self.journal = journal
         """Applied events kept in `Keyspace.events_journal` (0: none)."""
         self.batch_interval = batch_interval
+        self.linger_ratio = linger_ratio
         self.active = False
         self.done_through: str | None = None
         """Id of the last event message whose batch is applied and was passed to `on_batch`."""
@@ -182,6 +194,8 @@ class Projector:
         """Monotonic time just before the last renewal that kept the lease."""
         self.entries_read = 0
         """Events-stream entries the last `step` read."""
+        self.applied_in = 0.0
+        """Seconds the last `step` took from the moment its entries were read to the end of its batch."""
         self._last_delivered: str | bytes | None = None
         """The group's last delivered id when the last read found nothing new: where the blocking wait starts."""
 
@@ -200,7 +214,6 @@ class Projector:
                             BUILT.stop_keeping()
                         stop.wait(self.renew_seconds)
                         continue
-                    began = time.monotonic()
                     try:
                         self.step(block_ms=self.block_ms)
                     except LeaseLost:
@@ -211,7 +224,7 @@ class Projector:
                         continue
                     read = self.entries_read
                     if 0 < read < BATCH_SIZE and not self._recover:  # a full batch: a backlog, go on at once
-                        rest = self.batch_interval - (time.monotonic() - began)
+                        rest = linger(self.applied_in, self.batch_interval, self.linger_ratio)
                         if rest > 0:
                             stop.wait(rest)
                 except redis.ConnectionError:
@@ -258,6 +271,7 @@ class Projector:
         self.entries_read = len(entries)
         if not entries:
             return BatchResult()
+        read_at = time.monotonic()
         messages = [(mid.decode(), raw) for mid, fields in entries for raw in entry_events(fields)]
         result = apply_batch(self.sql, messages, source=self.keys.events)
         crashpoints.reached("projector.after_commit")
@@ -275,6 +289,7 @@ class Projector:
         if self.on_batch is not None:
             self.on_batch(result)
         self.done_through = messages[-1][0]
+        self.applied_in = time.monotonic() - read_at
         return result
 
     def _read(self, start: str, block_ms: int | None) -> list[tuple[bytes, dict[bytes, bytes]]]:

@@ -18,7 +18,7 @@ from engine.flow import flow_from_data
 from engine.publish import publish
 from engine.runtime.emitter import EVENT_FIELD, RedisEmitter, entry_fields
 from engine.runtime.projection import apply_batch
-from engine.runtime.projector import LeaseLost, Projector, ProjectorLease
+from engine.runtime.projector import LeaseLost, Projector, ProjectorLease, linger
 from engine.runtime.worker import ensure_group
 from engine.store.db import init_db, make_engine
 from engine.store.models import AppliedEvent, DeadLetter, Run, Step
@@ -441,3 +441,39 @@ def test_an_idle_projector_wakes_for_an_entry_that_arrives_while_it_waits(
     finally:
         timer.join()
     assert [change.event for change in result.changes] == ["run_started"]
+
+
+def test_the_wait_after_a_batch_follows_the_time_it_took_up_to_the_interval() -> None:
+    assert linger(0.001, interval=0.01, ratio=1.0) == pytest.approx(0.001)
+    assert linger(0.004, interval=0.01, ratio=2.0) == pytest.approx(0.006)
+    assert linger(0.003, interval=0.01, ratio=1.0) == pytest.approx(0.003)
+    assert linger(0.007, interval=0.01, ratio=1.0) == pytest.approx(0.003)
+    assert linger(0.02, interval=0.01, ratio=1.0) == 0.0
+
+
+def test_a_quick_batch_lets_the_next_events_through_within_milliseconds(
+        sql: sa.Engine, redis_url: str, key_prefix: str) -> None:
+    """One run's events in two flushes a few milliseconds apart: the second is applied without waiting out
+    the batch interval that followed the first (a sync wait's answer hangs on it)."""
+    client, keys = _stream_of_one_run(sql, redis_url, key_prefix)
+    applied: list[float] = []
+    projector = Projector(client, keys, sql, block_ms=50, batch_interval=0.5,
+                          on_batch=lambda result: applied.append(time.monotonic()) if result.applied else None)
+    stop = threading.Event()
+    thread = threading.Thread(target=projector.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        stamper = EventStamper("r1", ManualClock())
+        emitter = RedisEmitter(client, keys.events)
+        emitter.emit(stamper.run_started("proj", 1, "start", {}))
+        emitter.flush()
+        wait_until(lambda: len(applied) == 1, timeout=5)
+        time.sleep(0.005)
+        sent = time.monotonic()
+        emitter.emit(stamper.run_succeeded(None))
+        emitter.flush()
+        wait_until(lambda: len(applied) == 2, timeout=5)
+        assert applied[1] - sent < 0.25, "the second flush waited out the 0.5 s interval"
+    finally:
+        stop.set()
+        thread.join(5)
