@@ -170,7 +170,7 @@ class Projector:
     def __init__(self, client: redis.Redis, keys: Keyspace, sql: sa.Engine, *, holder: str | None = None,
                  on_batch: Callable[[BatchResult], None] | None = None, block_ms: int = 200,
                  journal: int = 0, batch_interval: float = BATCH_INTERVAL_SECONDS,
-                 linger_ratio: float = LINGER_RATIO, lease_seconds: float = LEASE_SECONDS) -> None:
+                 lease_seconds: float = LEASE_SECONDS) -> None:
         self.client = client
         self.keys = keys
         self.sql = sql
@@ -184,7 +184,6 @@ class Projector:
         self.journal = journal
         """Applied events kept in `Keyspace.events_journal` (0: none)."""
         self.batch_interval = batch_interval
-        self.linger_ratio = linger_ratio
         self.active = False
         self.done_through: str | None = None
         """Id of the last event message whose batch is applied and was passed to `on_batch`."""
@@ -224,7 +223,7 @@ class Projector:
                         continue
                     read = self.entries_read
                     if 0 < read < BATCH_SIZE and not self._recover:  # a full batch: a backlog, go on at once
-                        rest = linger(self.applied_in, self.batch_interval, self.linger_ratio)
+                        rest = linger(self.applied_in, self.batch_interval)
                         if rest > 0:
                             stop.wait(rest)
                 except redis.ConnectionError:
