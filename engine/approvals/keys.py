@@ -9,14 +9,16 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import sqlalchemy as sa
 
 from engine.clock import Clock, SystemClock
 from engine.runtime.write_lock import sqlite_writer
 from engine.store.db import reading
+from engine.store.driver_reads import sqlite_reader
 from engine.store.models import ApiKey
 from engine.store.types import utc_from_epoch
 
@@ -101,6 +103,18 @@ def list_keys(sql: sa.Engine) -> list[KeyInfo]:
 
 _KEY_BY_HASH = sa.select(API_KEYS.c.name, API_KEYS.c.scopes, API_KEYS.c.revoked_at).where(
     API_KEYS.c.key_hash == sa.bindparam("key_hash"))
+_DRIVER_KEY_BY_HASH = f"SELECT name, scopes, revoked_at FROM {API_KEYS.name} WHERE key_hash = ?"
+
+
+def _key_by_hash(sql: sa.Engine, key_hash: str) -> Mapping[str, Any] | None:
+    """The key's name, scopes and revocation time (read on every API request: on SQLite through the driver)."""
+    if sql.dialect.name == "sqlite":
+        with sqlite_reader(sql) as reader:
+            rows = reader.rows(_DRIVER_KEY_BY_HASH, (key_hash,), API_KEYS)
+        return rows[0] if rows else None
+    with reading(sql) as conn:
+        found = conn.execute(_KEY_BY_HASH, {"key_hash": key_hash}).mappings().first()
+    return dict(found) if found is not None else None
 
 
 def check_key(sql: sa.Engine, key: str, scope: str = DECIDE_SCOPE) -> KeyCheck:
@@ -108,15 +122,15 @@ def check_key(sql: sa.Engine, key: str, scope: str = DECIDE_SCOPE) -> KeyCheck:
     if not KEY_PATTERN.match(key):
         return KeyCheck(None, "malformed_key", "the key is malformed: keys look like lgk_ followed by 43 "
                         "letters, digits, - or _; copy it again from `lockgate keys create`")
-    with reading(sql) as conn:
-        row = conn.execute(_KEY_BY_HASH, {"key_hash": hash_key(key)}).first()
+    row = _key_by_hash(sql, hash_key(key))
     if row is None:
         return KeyCheck(None, "unknown_key", "the key is not known here (never created on this engine's store, "
                         "or mistyped); create one with `lockgate keys create NAME`")
-    if row.revoked_at is not None:
-        return KeyCheck(row.name, "revoked_key", f'key "{row.name}" was revoked; create a new key with '
+    name = row["name"]
+    if row["revoked_at"] is not None:
+        return KeyCheck(name, "revoked_key", f'key "{name}" was revoked; create a new key with '
                         "`lockgate keys create NAME`")
-    if scope not in (row.scopes or []):
-        return KeyCheck(row.name, "key_without_rights", f'key "{row.name}" lacks the {scope} right; '
+    if scope not in (row["scopes"] or []):
+        return KeyCheck(name, "key_without_rights", f'key "{name}" lacks the {scope} right; '
                         "use a key created for approvals")
-    return KeyCheck(row.name)
+    return KeyCheck(name)

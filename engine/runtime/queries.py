@@ -7,9 +7,10 @@ a list or a run fail.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import orjson
 import sqlalchemy as sa
@@ -18,6 +19,7 @@ from engine.json_bounds import json_problems
 from engine.runtime.live_change import LiveChange
 from engine.runtime.transitions import TERMINAL
 from engine.store.db import READ_ONLY_OPTION, reading
+from engine.store.driver_reads import SqliteReader, select_columns, sqlite_reader
 from engine.store.models import AppliedEvent, Run, Step
 
 RUNS = cast(sa.Table, Run.__table__)
@@ -142,21 +144,69 @@ _STEPS = (sa.select(STEPS).where(STEPS.c.run_id == sa.bindparam("run_id"))
           .order_by(STEPS.c.started_at.is_(None), STEPS.c.started_at, STEPS.c.id))
 
 
-def _read_run(conn: sa.Connection, run_id: str, with_steps: bool) -> tuple[dict[str, Any], int] | None:
-    key = {"run_id": run_id}
-    row = conn.execute(_RUN, key).mappings().first()
+class _RunRows(Protocol):
+    """Where `_read_run` reads a run's rows from, in one read transaction."""
+
+    def run(self, run_id: str) -> Mapping[Any, Any] | None: ...
+
+    def steps(self, run_id: str) -> Sequence[Mapping[Any, Any]]: ...
+
+    def child_ids(self, run_id: str) -> list[str]: ...
+
+
+class _CoreRows:
+    def __init__(self, conn: sa.Connection) -> None:
+        self._conn = conn
+
+    def run(self, run_id: str) -> Mapping[Any, Any] | None:
+        return self._conn.execute(_RUN, {"run_id": run_id}).mappings().first()
+
+    def steps(self, run_id: str) -> Sequence[Mapping[Any, Any]]:
+        return self._conn.execute(_STEPS, {"run_id": run_id}).mappings().all()
+
+    def child_ids(self, run_id: str) -> list[str]:
+        return list(self._conn.execute(_CHILD_IDS, {"run_id": run_id}).scalars().all())
+
+
+_RUN_COLUMNS, _ = select_columns(RUNS)
+_STEP_COLUMNS, _ = select_columns(STEPS)
+_DRIVER_RUN = f"SELECT {_RUN_COLUMNS} FROM {RUNS.name} WHERE id = ?"
+_DRIVER_STEPS = (f"SELECT {_STEP_COLUMNS} FROM {STEPS.name} WHERE run_id = ? "
+                 "ORDER BY started_at IS NULL, started_at, id")
+_DRIVER_CHILD_IDS = f"SELECT id FROM {RUNS.name} WHERE parent_run_id = ? ORDER BY created_at, id"
+
+
+class _DriverRows:
+    """The same rows, read through the SQLite driver (`engine.store.driver_reads`)."""
+
+    def __init__(self, reader: SqliteReader) -> None:
+        self._reader = reader
+
+    def run(self, run_id: str) -> Mapping[Any, Any] | None:
+        rows = self._reader.rows(_DRIVER_RUN, (run_id,), RUNS)
+        return rows[0] if rows else None
+
+    def steps(self, run_id: str) -> Sequence[Mapping[Any, Any]]:
+        return self._reader.rows(_DRIVER_STEPS, (run_id,), STEPS)
+
+    def child_ids(self, run_id: str) -> list[str]:
+        return self._reader.values(_DRIVER_CHILD_IDS, (run_id,))
+
+
+def _read_run(rows: _RunRows, run_id: str, with_steps: bool) -> tuple[dict[str, Any], int] | None:
+    row = rows.run(run_id)
     if row is None:
         return None
     data = _run_data(row)
     data["state"] = shown(row["state"])
-    steps = conn.execute(_STEPS, key).mappings().all() if with_steps else None
+    steps = rows.steps(run_id) if with_steps else None
     if steps is not None and row["status"] in TERMINAL and not any(
             step["node_type"] == CHILD_STEP_TYPE for step in steps):
         # Children are started only by `flow.call` steps, whose start is applied before anything after it: an
         # ended run without one has none (most runs; the query is skipped).
         data["child_run_ids"] = []
     else:
-        data["child_run_ids"] = conn.execute(_CHILD_IDS, key).scalars().all()
+        data["child_run_ids"] = rows.child_ids(run_id)
     if steps is not None:
         data["steps"] = [_step_data(step, row["rerun_of"]) for step in steps]
         counts: dict[str, int] = {}
@@ -166,11 +216,20 @@ def _read_run(conn: sa.Connection, run_id: str, with_steps: bool) -> tuple[dict[
     return data, int(row["last_seq"] or 0)
 
 
+def _read_run_of(sql: sa.Engine, run_id: str, with_steps: bool) -> tuple[dict[str, Any], int] | None:
+    """`_read_run` in one read-only transaction (never blocking the projector): on SQLite through the driver,
+    the API's hottest read (every sync start reads its run once it ends)."""
+    if sql.dialect.name == "sqlite":
+        with sqlite_reader(sql) as reader:
+            return _read_run(_DriverRows(reader), run_id, with_steps)
+    with reading(sql) as conn:
+        return _read_run(_CoreRows(conn), run_id, with_steps)
+
+
 def get_run(sql: sa.Engine, run_id: str, *, with_steps: bool = True) -> dict[str, Any] | None:
     """A run with its steps (ordered by start, each with `started_at` / `finished_at`) and step counts, its
     `parent_run_id` and `child_run_ids` (flow.call), or None."""
-    with reading(sql) as conn:
-        found = _read_run(conn, run_id, with_steps)
+    found = _read_run_of(sql, run_id, with_steps)
     return found[0] if found is not None else None
 
 
@@ -185,10 +244,7 @@ class RunAt:
 def get_run_at(sql: sa.Engine, run_id: str) -> RunAt | None:
     """`get_run` with the run's last applied sequence, read in one read-only transaction (never blocking the
     projector), so the answer holds every change up to `seq` and none after it."""
-    with sql.connect() as conn:
-        conn = conn.execution_options(**{READ_ONLY_OPTION: True})
-        with conn.begin():
-            found = _read_run(conn, run_id, True)
+    found = _read_run_of(sql, run_id, True)
     return RunAt(*found) if found is not None else None
 
 
