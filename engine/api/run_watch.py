@@ -1,7 +1,7 @@
 """Wakes requests waiting on a run the moment a change to it is applied.
 
 Given a Redis client and the projector's batch channel (`Keyspace.live_batches`: one message a batch, naming each
-applied change's run, sequence and status), a watch subscribes once (a thread of its own) and wakes the waiters of
+changed run's latest sequence and status), a watch subscribes once (a thread of its own) and wakes the waiters of
 each change's run, whichever process holds the projector lease;
 `watching()` returns only once the channel is subscribed, so a change applied after the waiter's first read of
 the store always wakes it. This process's projector also wakes them directly (`on_batch`). A watch without a

@@ -66,9 +66,10 @@ class Keyspace:
 
     @property
     def live_batches(self) -> str:
-        """Pub/sub channel: per projector batch, one message listing each applied change as `[run_id, seq,
-        status]`, in order (orjson). For listeners that only need to know which runs changed (a sync start's wait):
-        one message a batch instead of one a change. Published by the projector, after that batch's `live`."""
+        """Pub/sub channel: per projector batch, one message listing each changed run's latest change as
+        `[run_id, seq, status]` (orjson; `engine.runtime.projector.batch_summary`). For listeners that only need to
+        know which runs changed and how they stand (a sync start's wait): one message a batch and one entry a run,
+        instead of one message a change. Published by the projector, after that batch's `live`."""
         return self._key("live", "batches")
 
     @property

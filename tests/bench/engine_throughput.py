@@ -272,9 +272,11 @@ def bench_processes(db: str, runs: int, workers: int, processes: int, submitters
                 if message is None:
                     continue
                 now = time.perf_counter()
-                for run_id, _seq, status in json.loads(message["data"]):
-                    events[0] += 1
+                for run_id, seq, status in json.loads(message["data"]):
                     if status in TERMINAL and run_id not in finished:
+                        # A run's sequence counts its events without gaps, and the summary names each run's latest
+                        # change: the terminal one's sequence is the run's number of events.
+                        events[0] += seq
                         finished[run_id] = now
                         statuses[run_id] = status
                         if expected[0] and len(finished) >= expected[0]:

@@ -17,8 +17,9 @@ from engine.events import EventBase, EventStamper, ExternalStamper, RerunSeed, e
 from engine.flow import flow_from_data
 from engine.publish import publish
 from engine.runtime.emitter import EVENT_FIELD, RedisEmitter, entry_fields
+from engine.runtime.live_change import LiveChange
 from engine.runtime.projection import apply_batch
-from engine.runtime.projector import LeaseLost, Projector, ProjectorLease, linger
+from engine.runtime.projector import LeaseLost, Projector, ProjectorLease, batch_summary, linger
 from engine.runtime.worker import ensure_group
 from engine.store.db import init_db, make_engine
 from engine.store.models import AppliedEvent, DeadLetter, Run, Step
@@ -250,8 +251,8 @@ def test_applied_changes_are_published_live(sql: sa.Engine, redis_url: str, key_
     received = [pubsub.get_message(timeout=2) for _ in range(4)]
     assert [m["channel"].decode() for m in received] == [keys.live] * 3 + [keys.live_batches]
     messages = [orjson.loads(m["data"]) for m in received[:3]]
-    # the batch's summary, after its changes: each change's run, sequence and status, in order
-    assert orjson.loads(received[3]["data"]) == [["r1", 1, "running"], ["r1", 2, "running"], ["r1", 3, "waiting"]]
+    # the batch's summary, after its changes: each run's latest change (its sequence and the status it left)
+    assert orjson.loads(received[3]["data"]) == [["r1", 3, "waiting"]]
     assert [m["event"] for m in messages] == ["run_started", "step_started", "run_parked"]
     parked = messages[-1]
     assert parked["status"] == "waiting" and parked["flow_id"] == "proj" and parked["version"] == 1
@@ -477,3 +478,15 @@ def test_a_quick_batch_lets_the_next_events_through_within_milliseconds(
     finally:
         stop.set()
         thread.join(5)
+
+
+def test_a_batch_summary_names_each_run_once_as_its_latest_change_left_it() -> None:
+    def change(run_id: str, seq: int, status: str) -> LiveChange:
+        return LiveChange(run_id=run_id, flow_id="f", version=1, status=status, seq=seq, event="e")
+
+    changes = [change("a", 1, "running"), change("b", 4, "running"), change("a", 2, "waiting"),
+               change("b", 5, "succeeded"), change("a", 3, "running"), change("c", 1, "running")]
+    assert batch_summary(changes) == [("a", 3, "running"), ("b", 5, "succeeded"), ("c", 1, "running")]
+    # told twice or out of order (the live channel and this process's projector both tell), the later sequence wins
+    assert batch_summary([change("a", 2, "succeeded"), change("a", 1, "running")]) == [("a", 2, "succeeded")]
+    assert batch_summary([]) == []
