@@ -41,6 +41,27 @@ def test_a_start_checks_the_key_before_the_body(api: Api) -> None:
     assert api.services.list_runs() == []
 
 
+def test_a_start_reads_its_body_as_json_by_content_type_and_names_the_refused_fields(api: Api) -> None:
+    api.publish(HELLO)
+    body = b'{"flow_id": "hello", "inputs": {"name": "Ada"}}'
+    key = api.headers()["Authorization"]
+    for content_type in (None, "application/json", "Application/JSON; charset=utf-8", "application/vnd.lockgate+json"):
+        headers = {"Authorization": key, **({"content-type": content_type} if content_type else {})}
+        started = api.http.post("/api/v1/runs", content=body, headers=headers)
+        assert started.status_code == 201 and started.json()["result"] == "Hello, Ada!", (content_type, started.text)
+    for content_type in ("text/plain", "application/x-www-form-urlencoded", "nonsense"):
+        refused = api.http.post("/api/v1/runs", content=body, headers={"Authorization": key,
+                                                                         "content-type": content_type})
+        assert (refused.status_code, refused.json()["error"]["code"]) == (400, "bad_json"), content_type
+    unread = api.http.post("/api/v1/runs", content=b"{nope", headers={"Authorization": "Bearer lgk_" + "x" * 43})
+    assert (unread.status_code, unread.json()["error"]["code"]) == (401, "unknown_key")
+    fields = api.http.post("/api/v1/runs", json={"flow_id": "", "wait": -1}, headers=api.headers())
+    assert (fields.status_code, fields.json()["error"]["code"]) == (422, "bad_request")
+    message = fields.json()["error"]["message"]
+    assert message.startswith("flow_id: ") and "; wait: " in message, message
+    assert len(api.services.list_runs()) == 4
+
+
 def test_a_run_finishing_within_wait_answers_201_and_a_repeat_200(any_db_api: Api) -> None:
     api = any_db_api
     api.publish(HELLO)
