@@ -29,7 +29,8 @@ from engine.runtime import crashpoints
 from engine.runtime.live_change import LiveChange
 from engine.runtime.transitions import IllegalTransition, check_transition
 from engine.runtime.write_lock import sqlite_writer
-from engine.store.driver_rows import bind_processors, sqlite_execute_rows
+from engine.store.driver_reads import SqliteReader, select_columns
+from engine.store.driver_rows import bind_processors, sqlite_cursor, sqlite_execute, sqlite_execute_rows
 from engine.store.models import AppliedEvent, DeadLetter, Run, Step
 from engine.store.types import utc_from_epoch
 
@@ -50,6 +51,12 @@ _APPLIED_COLUMNS = ("event_id", "run_id", "seq", "event_type", "applied_at", "ch
 _SELECT_APPLIED = sa.select(APPLIED.c.event_id).where(APPLIED.c.event_id.in_(sa.bindparam("ids", expanding=True)))
 _SELECT_RUNS = sa.select(*_RUN_LOADED).where(RUNS.c.id.in_(sa.bindparam("ids", expanding=True)))
 _SELECT_STEPS = sa.select(STEPS).where(STEPS.c.run_id.in_(sa.bindparam("ids", expanding=True)))
+_RUN_LOADED_NAMES = ", ".join(column.name for column in _RUN_LOADED)
+_STEP_NAMES, _ = select_columns(STEPS)
+
+
+def _marks(count: int) -> str:
+    return ", ".join(["?"] * count)
 
 
 @dataclass
@@ -95,10 +102,12 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
             dead_rows.append({"source": source, "message_id": message_id, "payload": raw, "error": str(exc),
                               "created_at": now})
     with sqlite_writer(engine), engine.begin() as conn:
+        # SQLite: the batch's reads go straight to the driver too, in this transaction (see `_insert_applied`).
+        reader = SqliteReader(sqlite_cursor(conn), conn.dialect) if conn.dialect.name == "sqlite" else None
         ids = list({event.event_id for _, event in decoded})
         seen: set[str] = set()
         for chunk in _chunks(ids):
-            seen.update(conn.execute(_SELECT_APPLIED, {"ids": chunk}).scalars().all())
+            seen.update(_applied_ids(conn, reader, chunk))
         fresh: list[tuple[str, Event]] = []
         for message_id, event in decoded:
             if event.event_id in seen:
@@ -106,7 +115,7 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
                 continue
             seen.add(event.event_id)
             fresh.append((message_id, event))
-        work = _load(conn, {event.run_id for _, event in fresh})
+        work = _load(conn, reader, {event.run_id for _, event in fresh})
         applied_rows = []
         money_events: list[Event] = []
         approval_events: list[Event] = []
@@ -151,18 +160,39 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
     return result
 
 
-def _load(conn: sa.Connection, run_ids: set[str]) -> _Work:
+def _applied_ids(conn: sa.Connection, reader: SqliteReader | None, ids: list[str]) -> list[str]:
+    """Which of these event ids are recorded as applied already."""
+    if reader is not None:
+        return reader.values(f"SELECT event_id FROM {APPLIED.name} WHERE event_id IN ({_marks(len(ids))})", ids)
+    return list(conn.execute(_SELECT_APPLIED, {"ids": ids}).scalars().all())
+
+
+def _run_rows(conn: sa.Connection, reader: SqliteReader | None, ids: list[str]) -> list[dict[str, Any]]:
+    if reader is not None:
+        return reader.rows(f"SELECT {_RUN_LOADED_NAMES} FROM {RUNS.name} WHERE id IN ({_marks(len(ids))})", ids,
+                           RUNS)
+    return [dict(row) for row in conn.execute(_SELECT_RUNS, {"ids": ids}).mappings().all()]
+
+
+def _step_rows(conn: sa.Connection, reader: SqliteReader | None, run_ids: list[str]) -> list[dict[str, Any]]:
+    if reader is not None:
+        return reader.rows(f"SELECT {_STEP_NAMES} FROM {STEPS.name} WHERE run_id IN ({_marks(len(run_ids))})",
+                           run_ids, STEPS)
+    return [dict(row) for row in conn.execute(_SELECT_STEPS, {"ids": run_ids}).mappings().all()]
+
+
+def _load(conn: sa.Connection, reader: SqliteReader | None, run_ids: set[str]) -> _Work:
     runs: dict[str, dict[str, Any]] = {}
     steps: dict[tuple[str, str], dict[str, Any]] = {}
     for chunk in _chunks(sorted(run_ids)):
-        for row in conn.execute(_SELECT_RUNS, {"ids": chunk}).mappings().all():
-            runs[row["id"]] = dict(row)
+        for row in _run_rows(conn, reader, chunk):
+            runs[row["id"]] = row
         # Step rows are written only here, with the run's last_seq moved on in the same transaction: a run no
         # event was applied to yet (a new run, the common case) has none to read.
         applied_to = [run_id for run_id in chunk if run_id in runs and runs[run_id]["last_seq"]]
         if applied_to:
-            for row in conn.execute(_SELECT_STEPS, {"ids": applied_to}).mappings().all():
-                steps[(row["run_id"], row["step"])] = dict(row)
+            for row in _step_rows(conn, reader, applied_to):
+                steps[(row["run_id"], row["step"])] = row
     return _Work(runs, steps)
 
 
@@ -176,8 +206,11 @@ def _insert_applied(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
     stamp = to_db(applied_at) if to_db is not None else applied_at
     sql = (f"INSERT INTO {APPLIED.name} ({', '.join(_APPLIED_COLUMNS)}) "
            f"VALUES ({', '.join([mark] * len(_APPLIED_COLUMNS))})")
-    conn.exec_driver_sql(sql, [(r["event_id"], r["run_id"], r["seq"], r["event_type"], stamp, r["change"])
-                               for r in rows])
+    params = [(r["event_id"], r["run_id"], r["seq"], r["event_type"], stamp, r["change"]) for r in rows]
+    if dialect.name == "sqlite":
+        sqlite_execute(conn, sql, params)
+    else:
+        conn.exec_driver_sql(sql, params)
 
 
 _STEP_INSERTED = ("run_id", "step", "node_id", *_STEP_MUTABLE)

@@ -1,9 +1,14 @@
 """Rows sent straight to the SQLite driver, bound by each column's own processor (the stored form SQLAlchemy
-would write), for the engine's hottest writes: SQLAlchemy's per-statement path costs more than the row."""
+would write), for the engine's hottest writes: SQLAlchemy's per-statement path (an execution context, events,
+a result) costs more than the row. The statements run on a cursor of the driver connection under the caller's
+`sa.Connection`, inside the transaction it holds; a driver error comes out as SQLAlchemy's own (an
+`IntegrityError` for a broken constraint), as it would from `conn.execute`."""
 
 from __future__ import annotations
 
+import sqlite3
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -29,7 +34,25 @@ def sqlite_execute_rows(conn: sa.Connection, sql: str, table: sa.Table, columns:
     params = [tuple(value if process is None else process(value)
                     for value, process in zip((row[name] for name in columns), processors, strict=True))
               for row in rows]
-    if len(params) == 1:
-        conn.exec_driver_sql(sql, params[0])
-    else:
-        conn.exec_driver_sql(sql, params)
+    sqlite_execute(conn, sql, params)
+
+
+def sqlite_cursor(conn: sa.Connection) -> Any:
+    """A cursor of the driver connection under `conn`: its statements are part of the transaction `conn` holds."""
+    driver = conn.connection.driver_connection
+    assert driver is not None, "a connection in a transaction has its driver connection"
+    return driver.cursor()
+
+
+def sqlite_execute(conn: sa.Connection, sql: str, params: Sequence[Sequence[Any]]) -> None:
+    """Run `sql` once per parameter tuple (values already in their stored form) in `conn`'s transaction."""
+    cursor = sqlite_cursor(conn)
+    try:
+        if len(params) == 1:
+            cursor.execute(sql, params[0])
+        else:
+            cursor.executemany(sql, params)
+    except sqlite3.Error as exc:
+        raise sa.exc.DBAPIError.instance(sql, params, exc, sqlite3.Error) from exc
+    finally:
+        cursor.close()
