@@ -6,7 +6,9 @@
 Starts `lockgate worker --http` on an embedded engine in a fresh data folder (as `../shared/peers/lockgate/
 start.sh` does), publishes `../shared/peers/lockgate/bench.flow.json`, and drives it with the peers' own
 `load/bench.py` (wrk -t1, closed loop, keep-alive, wrk pinned to CPU 0) at each concurrency. Prints one JSON
-object: per concurrency ok/s, p50/p99 ms, server CPU ms per request (the whole process tree) and peak tree RSS.
+object: per concurrency ok/s, p50/p99 ms, server CPU ms per request (the whole process tree, and split by the
+processes' roles: supervisor, executor, projector, http, valkey) and peak tree RSS. The split comes from this
+script's own samples of each process's CPU every 0.1 s, taken over the window each measured wrk run ran in.
 wrk comes from Debian's packages; when it is missing and we are root it is installed.
 """
 
@@ -20,6 +22,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -53,8 +56,8 @@ def _free_port() -> int:
 def start_server(data: Path, port: int, processes: int | None,
                  http_processes: int | None = None, workers: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
     env = {**os.environ, "LOCKGATE_DATA_DIR": str(data), "LOCKGATE_LOG_LEVEL": "warning"}
-    for key in ("LOCKGATE_REDIS_URL", "LOCKGATE_DB_URL", "LOCKGATE_KEY_PREFIX"):
-        env.pop(key, None)
+    for name in ("LOCKGATE_REDIS_URL", "LOCKGATE_DB_URL", "LOCKGATE_KEY_PREFIX"):
+        env.pop(name, None)
     first = subprocess.run([*LOCKGATE, "run", str(FLOW), "--input", "id=1", "--input", "value=90", "--json"],
                            env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
     if first.returncode != 0:
@@ -85,6 +88,68 @@ def start_server(data: Path, port: int, processes: int | None,
     sys.exit("api_throughput: the server did not answer within 60 s; see " + str(data / "server.log"))
 
 
+SAMPLE_SECONDS = 0.1
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+def _role(pid: int, root: int) -> str:
+    if pid == root:
+        return "supervisor"
+    words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    if b"--role" in words:
+        return words[words.index(b"--role") + 1].decode()
+    return "valkey" if any(b"valkey" in word or b"redis-server" in word for word in words) else "other"
+
+
+class RoleCpu(threading.Thread):
+    """CPU seconds (user + system) of the server's processes summed by role, sampled every SAMPLE_SECONDS."""
+
+    def __init__(self, root: int) -> None:
+        super().__init__(daemon=True)
+        self.root = root
+        self.samples: list[tuple[float, dict[str, float]]] = []
+        self.stop = threading.Event()
+
+    def _by_role(self) -> dict[str, float]:
+        by_role: dict[str, float] = {}
+        for pid in _tree(self.root):
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                role = _role(pid, self.root)
+            except (OSError, IndexError):
+                continue  # ended between the listing and the read
+            by_role[role] = by_role.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+        return by_role
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            self.samples.append((time.time(), self._by_role()))
+            self.stop.wait(SAMPLE_SECONDS)
+
+    def between(self, start: float, end: float) -> dict[str, float]:
+        """CPU seconds each role used from the sample nearest `start` to the one nearest `end`."""
+        first = min(self.samples, key=lambda sample: abs(sample[0] - start))[1]
+        last = min(self.samples, key=lambda sample: abs(sample[0] - end))[1]
+        return {role: last[role] - first.get(role, 0.0) for role in sorted(last)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--conc", default="1,8,32")
@@ -105,6 +170,8 @@ def main() -> None:
             pidfile = Path(scratch) / "lockgate.pid"
             pidfile.write_text(str(server.pid))
             results = Path(scratch) / "results"
+            roles = RoleCpu(server.pid)
+            roles.start()
             env = {**os.environ, "LG_KEY": key, "BENCH_LUA": str(LUA), "PEER_RESULTS": str(results)}
             run = subprocess.run([sys.executable, str(BENCH), "--url", f"http://127.0.0.1:{port}/api/v1/runs",
                                   "--pidfile", str(pidfile), "--label", "lockgate", "--conc", args.conc,
@@ -113,6 +180,13 @@ def main() -> None:
             if run.returncode != 0:
                 sys.exit(f"api_throughput: bench.py failed: {run.stdout[-2000:]} {run.stderr[-2000:]}")
             rows = [json.loads(line) for line in (results / "lockgate.jsonl").read_text().splitlines()]
+            roles.stop.set()
+            roles.join()
+            for row in rows:  # bench.py stamps a row (`ts`) as its wrk run ends
+                seconds = row["wrk"]["duration_us"] / 1e6
+                ok = max(1, row["wrk"]["requests"] - row["wrk"]["err_status"])
+                row["cpu_ms_by_role"] = {role: round(used * 1000 / ok, 3)
+                                         for role, used in roles.between(row["ts"] - seconds, row["ts"]).items()}
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             try:
@@ -125,6 +199,7 @@ def main() -> None:
         "by_concurrency": [{
             "connections": row["conc"], "ok_per_s": round(row["ok_per_s"], 1), "p50_ms": round(row["p50_ms"], 2),
             "p99_ms": round(row["p99_ms"], 2), "server_cpu_ms_per_request": round(row["cpu_ms_per_ok"], 3),
+            "server_cpu_ms_per_request_by_role": row["cpu_ms_by_role"],
             "peak_tree_rss_mib": round(row["rss_peak_mib"] or 0, 1),
             "errors": {k: v for k, v in row["wrk"].items() if k.startswith("err_") and v},
         } for row in rows],
