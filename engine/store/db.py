@@ -74,10 +74,14 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _sqlite_begin(connection: sa.Connection) -> None:
-    if connection.get_execution_options().get(READ_ONLY_OPTION):
-        connection.exec_driver_sql("BEGIN")
-    else:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    # On the driver connection: SQLAlchemy's statement path would cost more than the BEGIN, on every transaction.
+    statement = "BEGIN" if connection.get_execution_options().get(READ_ONLY_OPTION) else "BEGIN IMMEDIATE"
+    driver = connection.connection.driver_connection
+    assert driver is not None, "a connection beginning a transaction has its driver connection"
+    try:
+        driver.execute(statement)
+    except sqlite3.Error as exc:  # e.g. still busy after the busy timeout: `unavailable` reads it as an outage
+        raise sa.exc.DBAPIError.instance(statement, (), exc, sqlite3.Error) from exc
 
 
 def make_engine(url: str, **options: Any) -> sa.Engine:
