@@ -365,6 +365,10 @@ def _validation_answer(request: Request, exc: Exception) -> Response:
             return _api_error(request, refused)
     errors = exc.errors()
     if any(error.get("type") == "json_invalid" or tuple(error.get("loc", ())) == ("body",) for error in errors):
+        content_type = request.headers.get("content-type")
+        if content_type is not None and not _is_json(content_type):  # e.g. `curl -d` without `-H`: a form's type
+            return error_response(400, "bad_json", f"the body was sent as {content_type[:100]!r}, which is not read "
+                                  "as JSON; send a JSON object with Content-Type: application/json")
         return error_response(400, "bad_json", "the request body is not a JSON object; send one")
     problems = []
     for error in errors[:10]:

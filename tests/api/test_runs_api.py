@@ -53,6 +53,9 @@ def test_a_start_reads_its_body_as_json_by_content_type_and_names_the_refused_fi
         refused = api.http.post("/api/v1/runs", content=body, headers={"Authorization": key,
                                                                          "content-type": content_type})
         assert (refused.status_code, refused.json()["error"]["code"]) == (400, "bad_json"), content_type
+        # `curl -d` sends a form's type: the answer says so, rather than that the body is not a JSON object
+        message = refused.json()["error"]["message"]
+        assert f"sent as {content_type!r}" in message and "Content-Type: application/json" in message, message
     unread = api.http.post("/api/v1/runs", content=b"{nope", headers={"Authorization": "Bearer lgk_" + "x" * 43})
     assert (unread.status_code, unread.json()["error"]["code"]) == (401, "unknown_key")
     fields = api.http.post("/api/v1/runs", json={"flow_id": "", "wait": -1}, headers=api.headers())
