@@ -29,8 +29,14 @@ from engine.runtime import crashpoints
 from engine.runtime.live_change import LiveChange
 from engine.runtime.transitions import IllegalTransition, check_transition
 from engine.runtime.write_lock import sqlite_writer
-from engine.store.driver_reads import SqliteReader, select_columns
-from engine.store.driver_rows import bind_processors, sqlite_cursor, sqlite_execute, sqlite_execute_rows
+from engine.store.driver_reads import SqliteReader
+from engine.store.driver_rows import (
+    bind_processors,
+    column_names,
+    sqlite_cursor,
+    sqlite_execute,
+    sqlite_execute_rows,
+)
 from engine.store.models import AppliedEvent, DeadLetter, Run, Step
 from engine.store.types import utc_from_epoch
 
@@ -51,8 +57,8 @@ _APPLIED_COLUMNS = ("event_id", "run_id", "seq", "event_type", "applied_at", "ch
 _SELECT_APPLIED = sa.select(APPLIED.c.event_id).where(APPLIED.c.event_id.in_(sa.bindparam("ids", expanding=True)))
 _SELECT_RUNS = sa.select(*_RUN_LOADED).where(RUNS.c.id.in_(sa.bindparam("ids", expanding=True)))
 _SELECT_STEPS = sa.select(STEPS).where(STEPS.c.run_id.in_(sa.bindparam("ids", expanding=True)))
-_RUN_LOADED_NAMES = ", ".join(column.name for column in _RUN_LOADED)
-_STEP_NAMES, _ = select_columns(STEPS)
+_RUN_LOADED_NAMES = column_names(_RUN_LOADED)
+_STEP_NAMES = column_names(STEPS.columns)
 
 
 def _marks(count: int) -> str:

@@ -79,7 +79,6 @@ one command instead of one per change, about 6 us each with redis-py), then the 
 `live_batches`."""
 
 
-
 def batch_summary(changes: list[LiveChange]) -> list[tuple[str, int, str]]:
     """`live_batches`' message for a batch's changes: each run's latest change, as `(run_id, seq, status)`, in the
     order the runs first changed. The batch is committed whole before it is published, so a listener that reads

@@ -19,7 +19,8 @@ from engine.json_bounds import json_problems
 from engine.runtime.live_change import LiveChange
 from engine.runtime.transitions import TERMINAL
 from engine.store.db import READ_ONLY_OPTION, reading
-from engine.store.driver_reads import SqliteReader, select_columns, sqlite_reader
+from engine.store.driver_reads import SqliteReader, sqlite_reader
+from engine.store.driver_rows import column_names
 from engine.store.models import AppliedEvent, Run, Step
 
 RUNS = cast(sa.Table, Run.__table__)
@@ -168,10 +169,8 @@ class _CoreRows:
         return list(self._conn.execute(_CHILD_IDS, {"run_id": run_id}).scalars().all())
 
 
-_RUN_COLUMNS, _ = select_columns(RUNS)
-_STEP_COLUMNS, _ = select_columns(STEPS)
-_DRIVER_RUN = f"SELECT {_RUN_COLUMNS} FROM {RUNS.name} WHERE id = ?"
-_DRIVER_STEPS = (f"SELECT {_STEP_COLUMNS} FROM {STEPS.name} WHERE run_id = ? "
+_DRIVER_RUN = f"SELECT {column_names(RUNS.columns)} FROM {RUNS.name} WHERE id = ?"
+_DRIVER_STEPS = (f"SELECT {column_names(STEPS.columns)} FROM {STEPS.name} WHERE run_id = ? "
                  "ORDER BY started_at IS NULL, started_at, id")
 _DRIVER_CHILD_IDS = f"SELECT id FROM {RUNS.name} WHERE parent_run_id = ? ORDER BY created_at, id"
 

@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from engine.config import EngineConfig
+from engine.store.driver_rows import driver_errors
 
 BUSY_TIMEOUT_MS = 30_000
 READ_ONLY_OPTION = "lockgate_read_only"
@@ -78,10 +79,8 @@ def _sqlite_begin(connection: sa.Connection) -> None:
     statement = "BEGIN" if connection.get_execution_options().get(READ_ONLY_OPTION) else "BEGIN IMMEDIATE"
     driver = connection.connection.driver_connection
     assert driver is not None, "a connection beginning a transaction has its driver connection"
-    try:
+    with driver_errors(statement):  # e.g. still busy after the busy timeout: `unavailable` reads it as an outage
         driver.execute(statement)
-    except sqlite3.Error as exc:  # e.g. still busy after the busy timeout: `unavailable` reads it as an outage
-        raise sa.exc.DBAPIError.instance(statement, (), exc, sqlite3.Error) from exc
 
 
 def make_engine(url: str, **options: Any) -> sa.Engine:

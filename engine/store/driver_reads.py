@@ -10,8 +10,6 @@ reads it as it reads any other.
 
 from __future__ import annotations
 
-import sqlite3
-import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -19,26 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine.interfaces import DBAPICursor
 
-Processors = list[Any]
-
-_processors: weakref.WeakKeyDictionary[sa.Dialect, dict[tuple[str, tuple[str, ...]], Processors]] = \
-    weakref.WeakKeyDictionary()
-
-
-def result_processors(dialect: sa.Dialect, table: sa.Table, columns: tuple[str, ...]) -> Processors:
-    """Each column's result processor for `dialect` (None where the driver's value is the value), looked up once
-    per engine."""
-    known = _processors.setdefault(dialect, {})
-    found = known.get((table.name, columns))
-    if found is None:
-        found = known[(table.name, columns)] = [
-            table.c[name].type.dialect_impl(dialect).result_processor(dialect, None) for name in columns]
-    return found
-
-
-def select_columns(table: sa.Table) -> tuple[str, str]:
-    """`table`'s column names joined for a SELECT, and its name: what `SqliteReader.rows` is given."""
-    return ", ".join(column.name for column in table.columns), table.name
+from engine.store.driver_rows import driver_errors, result_processors
 
 
 class SqliteReader:
@@ -50,11 +29,9 @@ class SqliteReader:
 
     def rows(self, statement: str, params: Sequence[Any], table: sa.Table) -> list[dict[str, Any]]:
         """The rows `statement` selects (columns of `table`, named as in it), each as column name -> value."""
-        try:
+        with driver_errors(statement, params):
             self._cursor.execute(statement, params)
             found = self._cursor.fetchall()
-        except sqlite3.Error as exc:
-            raise sa.exc.DBAPIError.instance(statement, params, exc, sqlite3.Error) from exc
         columns = tuple(entry[0] for entry in self._cursor.description or ())
         processors = result_processors(self._dialect, table, columns)
         return [{name: value if process is None or value is None else process(value)
@@ -62,11 +39,9 @@ class SqliteReader:
 
     def values(self, statement: str, params: Sequence[Any]) -> list[Any]:
         """The first column of each row `statement` selects, as the driver gives it (ids, counts)."""
-        try:
+        with driver_errors(statement, params):
             self._cursor.execute(statement, params)
             return [row[0] for row in self._cursor.fetchall()]
-        except sqlite3.Error as exc:
-            raise sa.exc.DBAPIError.instance(statement, params, exc, sqlite3.Error) from exc
 
 
 @contextmanager
@@ -76,10 +51,8 @@ def sqlite_reader(engine: sa.Engine) -> Iterator[SqliteReader]:
     raw = engine.raw_connection()
     try:
         cursor = raw.cursor()
-        try:
+        with driver_errors("BEGIN"):
             cursor.execute("BEGIN")
-        except sqlite3.Error as exc:
-            raise sa.exc.DBAPIError.instance("BEGIN", (), exc, sqlite3.Error) from exc
         yield SqliteReader(cursor, engine.dialect)
         cursor.execute("COMMIT")
     finally:

@@ -8,23 +8,54 @@ from __future__ import annotations
 
 import sqlite3
 import weakref
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Literal
 
 import sqlalchemy as sa
 
-_processors: weakref.WeakKeyDictionary[sa.Dialect, dict[tuple[str, tuple[str, ...]], list[Any]]] = \
+Processors = list[Any]
+"""One processor a column (None where the value passes as it is)."""
+
+_processors: weakref.WeakKeyDictionary[sa.Dialect, dict[tuple[str, str, tuple[str, ...]], Processors]] = \
     weakref.WeakKeyDictionary()
 
 
-def bind_processors(dialect: sa.Dialect, table: sa.Table, columns: tuple[str, ...]) -> list[Any]:
-    """Each column's bind processor for `dialect`, looked up once per engine (a lookup costs ~20 us)."""
+def _column_processors(kind: Literal["bind", "result"], dialect: sa.Dialect, table: sa.Table,
+                       columns: tuple[str, ...]) -> Processors:
+    """Each column's bind or result processor for `dialect`, looked up once per engine (a lookup costs ~20 us)."""
     known = _processors.setdefault(dialect, {})
-    found = known.get((table.name, columns))
+    found = known.get((kind, table.name, columns))
     if found is None:
-        found = known[(table.name, columns)] = [table.c[name].type.dialect_impl(dialect).bind_processor(dialect)
-                                                for name in columns]
+        types = [table.c[name].type.dialect_impl(dialect) for name in columns]
+        found = known[(kind, table.name, columns)] = [
+            impl.bind_processor(dialect) if kind == "bind" else impl.result_processor(dialect, None) for impl in types]
     return found
+
+
+def bind_processors(dialect: sa.Dialect, table: sa.Table, columns: tuple[str, ...]) -> Processors:
+    """What SQLAlchemy would write for each column's value (the stored form)."""
+    return _column_processors("bind", dialect, table, columns)
+
+
+def result_processors(dialect: sa.Dialect, table: sa.Table, columns: tuple[str, ...]) -> Processors:
+    """What SQLAlchemy would hand back for each column's stored value."""
+    return _column_processors("result", dialect, table, columns)
+
+
+def column_names(columns: Iterable[sa.Column[Any]]) -> str:
+    """The columns' names joined for a statement sent to the driver."""
+    return ", ".join(column.name for column in columns)
+
+
+@contextmanager
+def driver_errors(statement: str, params: Sequence[Any] = ()) -> Iterator[None]:
+    """A driver error raised inside comes out as SQLAlchemy's own class (`IntegrityError`, `OperationalError`,
+    ...), as it would from `conn.execute`, so `engine.store.db.unavailable` and the callers' handlers read it."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise sa.exc.DBAPIError.instance(statement, params, exc, sqlite3.Error) from exc
 
 
 def sqlite_execute_rows(conn: sa.Connection, sql: str, table: sa.Table, columns: tuple[str, ...],
@@ -48,11 +79,10 @@ def sqlite_execute(conn: sa.Connection, sql: str, params: Sequence[Sequence[Any]
     """Run `sql` once per parameter tuple (values already in their stored form) in `conn`'s transaction."""
     cursor = sqlite_cursor(conn)
     try:
-        if len(params) == 1:
-            cursor.execute(sql, params[0])
-        else:
-            cursor.executemany(sql, params)
-    except sqlite3.Error as exc:
-        raise sa.exc.DBAPIError.instance(sql, params, exc, sqlite3.Error) from exc
+        with driver_errors(sql, params):
+            if len(params) == 1:
+                cursor.execute(sql, params[0])
+            else:
+                cursor.executemany(sql, params)
     finally:
         cursor.close()

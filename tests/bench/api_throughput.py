@@ -28,6 +28,10 @@ from pathlib import Path
 
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.bench import process_tree
+
 ROOT = Path(__file__).resolve().parents[2]
 PEERS = Path(os.environ.get("LOCKGATE_PEERS", ROOT.parent / "shared" / "peers"))
 """The peer harness; LOCKGATE_PEERS points elsewhere (e.g. from a git worktree)."""
@@ -89,33 +93,6 @@ def start_server(data: Path, port: int, processes: int | None,
 
 
 SAMPLE_SECONDS = 0.1
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _tree(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            children.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(entry))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo += children.get(pid, [])
-    return found
-
-
-def _role(pid: int, root: int) -> str:
-    if pid == root:
-        return "supervisor"
-    words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    if b"--role" in words:
-        return words[words.index(b"--role") + 1].decode()
-    return "valkey" if any(b"valkey" in word or b"redis-server" in word for word in words) else "other"
 
 
 class RoleCpu(threading.Thread):
@@ -129,13 +106,9 @@ class RoleCpu(threading.Thread):
 
     def _by_role(self) -> dict[str, float]:
         by_role: dict[str, float] = {}
-        for pid in _tree(self.root):
-            try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                role = _role(pid, self.root)
-            except (OSError, IndexError):
-                continue  # ended between the listing and the read
-            by_role[role] = by_role.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+        for pid, seconds in process_tree.cpu_seconds(process_tree.tree(self.root)).items():
+            role = process_tree.role(pid, self.root)
+            by_role[role] = by_role.get(role, 0.0) + seconds
         return by_role
 
     def run(self) -> None:

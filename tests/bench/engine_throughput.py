@@ -19,7 +19,6 @@ process's CPU includes its listener thread parsing every batch's summary (benchm
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import resource
@@ -34,12 +33,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
 from engine.gc_pauses import freeze_startup_objects
 from engine.host import EngineServices
 from engine.runtime.projection import BatchResult
 from engine.runtime.transitions import TERMINAL
+from tests.bench import process_tree
 
 PG_ADMIN_URL = "postgresql+psycopg://root@127.0.0.1:5432/test"
 TRACE_PATH = os.environ.get("LOCKGATE_BENCH_TRACE", "")
@@ -182,46 +184,6 @@ def bench(db: str, runs: int, workers: int, submitters: int) -> dict[str, Any]:
             drop()
 
 
-def _tree(root: int) -> list[int]:
-    """`root` and every process descended from it."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                parents[int(entry)] = int(Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2].split()[1])
-            except OSError:
-                continue
-    found, frontier = [root], [root]
-    while frontier:
-        frontier = [pid for pid, parent in parents.items() if parent in frontier]
-        found.extend(frontier)
-    return found
-
-
-def _cpu_seconds(pids: list[int]) -> dict[int, float]:
-    ticks = os.sysconf("SC_CLK_TCK")
-    seen: dict[int, float] = {}
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        seen[pid] = (int(fields[11]) + int(fields[12])) / ticks
-    return seen
-
-
-def _role(pid: int) -> str:
-    """The engine role a process of the supervisor's tree plays (its `--role`), or `supervisor`."""
-    try:
-        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return "gone"
-    for flag, value in itertools.pairwise(args):
-        if flag == b"--role":
-            return value.decode()
-    return "supervisor"
-
-
 def _rss_mb(pids: list[int]) -> float:
     total = 0
     for pid in pids:
@@ -291,7 +253,7 @@ def bench_processes(db: str, runs: int, workers: int, processes: int, submitters
         expected[0] = len(warm)
         if not done.wait(120):
             raise TimeoutError("the warm-up runs did not finish; is `lockgate worker --processes` starting?")
-        tree = _tree(supervisor.pid)  # Redis is this process's child, not the supervisor's
+        tree = process_tree.tree(supervisor.pid)  # Redis is this process's child, not the supervisor's
         done.clear()
         finished.clear()
         statuses.clear()
@@ -313,7 +275,7 @@ def bench_processes(db: str, runs: int, workers: int, processes: int, submitters
                 created[client.create_run("bench5", {"n": n}).run_id] = at
 
         redis_began = _redis_cpu(client.redis.client())
-        cpu_tree_began = _cpu_seconds(tree)
+        cpu_tree_began = process_tree.cpu_seconds(tree)
         began = time.perf_counter()
         cpu_began = time.process_time()
         listener_began = listener_cpu[0]
@@ -328,7 +290,7 @@ def bench_processes(db: str, runs: int, workers: int, processes: int, submitters
         listener_submitting = listener_cpu[0] - listener_began
         if not done.wait(timeout=max(60.0, runs / 20)):
             raise TimeoutError(f"only {len(finished)} of {runs} runs finished")
-        cpu_tree_ended = _cpu_seconds(tree)
+        cpu_tree_ended = process_tree.cpu_seconds(tree)
         redis_cpu = _redis_cpu(client.redis.client()) - redis_began
         sampling.set()
         listening.set()
@@ -336,7 +298,7 @@ def bench_processes(db: str, runs: int, workers: int, processes: int, submitters
         cpu_tree = sum(cpu_tree_ended[pid] - cpu_tree_began.get(pid, 0.0) for pid in cpu_tree_ended)
         by_role: dict[str, float] = {}
         for pid, seconds in cpu_tree_ended.items():
-            role = _role(pid)
+            role = process_tree.role(pid, supervisor.pid)
             by_role[role] = by_role.get(role, 0.0) + seconds - cpu_tree_began.get(pid, 0.0)
         latencies = [(finished[run_id] - created[run_id]) * 1000 for run_id in created]
         if TRACE_PATH:

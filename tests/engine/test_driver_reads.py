@@ -10,7 +10,8 @@ import sqlalchemy as sa
 
 from engine.runtime import queries
 from engine.store.db import reading, unavailable
-from engine.store.driver_reads import select_columns, sqlite_reader
+from engine.store.driver_reads import sqlite_reader
+from engine.store.driver_rows import column_names
 from tests.engine.conftest import Engine, make_flow
 
 pytestmark = pytest.mark.timeout(60)
@@ -47,7 +48,7 @@ def test_a_run_read_through_the_driver_equals_the_same_read_through_sqlalchemy(e
 def test_the_driver_hands_back_each_column_as_its_type_processes_it(engine: Engine) -> None:
     finished = engine.run(FLOW, {"n": 3})
     sql = engine.services.require_handles().sql
-    columns, _ = select_columns(queries.RUNS)
+    columns = column_names(queries.RUNS.columns)
     with sqlite_reader(sql) as reader:
         (row,) = reader.rows(f"SELECT {columns} FROM runs WHERE id = ?", (finished["id"],), queries.RUNS)
     with reading(sql) as conn:
