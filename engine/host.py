@@ -148,7 +148,6 @@ class EngineServices:
         else:
             require_current_schema(self.sql, self.config.sql_url.split("://", 1)[0] + " database")
         client = self.redis.client()
-        self.process_entry = ProcessEntry(self.role, self.worker_count)
         self.handles = EngineHandles(client, self.keys, self.sql, self.clock, self.box, self.input_limits)
         ensure_group(client, self.keys.jobs, self.keys.jobs_group)
         ensure_group(client, self.keys.events, self.keys.events_group)
@@ -188,6 +187,8 @@ class EngineServices:
             self._spawn("lockgate-orphans", lambda stop: reclaimer.every_tick(stop, orphans.tick, log, "orphan sweep"))
         if self.run_due_waker:
             self.waker = DueWaker(DueSet(self.redis.client(), self.keys), self._resume_due, self.clock).start()
+        # Announced last: a start that failed part-way has no entry to take back.
+        self.process_entry = ProcessEntry(self.role, self.worker_count)
         self.process_entry.refresh(client, self.keys)
         return self
 

@@ -15,6 +15,11 @@ def outage(exc: BaseException) -> bool:
     return isinstance(exc, redis.ConnectionError | redis.TimeoutError) or unavailable(exc)
 
 
+def outage_subject(exc: BaseException) -> str:
+    """What did not answer in an `outage`: "Redis" or "the database"."""
+    return "Redis" if isinstance(exc, redis.RedisError) else "the database"
+
+
 def described(exc: BaseException) -> str:
     """The error's type and first line, for a warning that carries no traceback."""
     first = str(exc).strip().splitlines()

@@ -134,6 +134,7 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
     from engine.host import EngineServices
     from engine.log_channel import LogPublisher
     from engine.logs import configured
+    from engine.outages import described, outage, outage_subject
     from engine.store.schema_check import SchemaMismatch
 
     config = command_config()
@@ -176,6 +177,12 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
         except SchemaMismatch as exc:
             print(f"{label}: {exc}", file=sys.stderr)
             return 3
+        except Exception as exc:
+            if not outage(exc):
+                raise
+            # Not a refusal: the same command works once the service answers (a supervisor starts it again).
+            print(f"{label}: cannot start: {outage_subject(exc)} did not answer ({described(exc)})", file=sys.stderr)
+            return 1
         if services.redis is not None:
             publisher = LogPublisher(services.redis.client(), services.keys.logs).start()
             logging.getLogger().addHandler(publisher)

@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from engine.clock import Clock
 from engine.events import EventStamper
 from engine.logs import run_context
+from engine.outages import outage_subject
 from engine.parking.callback_links import CallbackLinks
 from engine.parking.limits import park_token
 from engine.parking.resume import Admission, admit_resume, expire_parked, expire_queued, seal_park
@@ -170,7 +171,7 @@ class Worker:
                                 self.name, exc)
                     return
                 log.warning("worker %s: %s failed mid-batch (%s: %s); its jobs are redelivered once it answers",
-                            self.name, "Redis" if isinstance(exc, redis.RedisError) else "the database",
+                            self.name, outage_subject(exc),
                             type(exc).__name__, exc)
                 self.holding = ()
                 self.active.clear()
