@@ -22,12 +22,23 @@ class ReadModel(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
+class InputIssue(ReadModel):
+    """One input a `refused_inputs` error names."""
+
+    name: str = Field(description="the input")
+    problem: Literal["missing", "wrong_type", "undeclared"] = Field(
+        description="required and not sent; sent as another JSON type; not declared by the flow")
+    type: str | None = Field(default=None, description="the JSON type the flow declares for it")
+
+
 class ErrorDetail(ReadModel):
     code: str = Field(description="what went wrong, as data (see docs/api.md, Errors)")
     message: str = Field(description="what went wrong and what to do, for a person")
     nodes: list[str] | None = Field(default=None, description="`upstream_changed`: the differing nodes")
     original_version: int | None = Field(default=None, description="`upstream_changed`: the version a rerun "
                                          "may use instead")
+    inputs: list[InputIssue] | None = Field(default=None, description="`refused_inputs`: each input refused, as "
+                                           "data (absent when the inputs as a whole are too large or too deep)")
 
 
 class Error(ReadModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.api.errors import ApiError
-from engine.api.runs import refused_run_error
+from engine.api.runs import input_error, refused_run_error
 from engine.read_models import RerunRequest, RerunStarted
 from engine.runtime.create import RunRefused
 from engine.runtime.inputs import InputError
@@ -30,7 +30,7 @@ def rerun_answer(engine: EngineApi, run_id: str, body: RerunRequest) -> tuple[in
             extra["original_version"] = exc.original_version
         raise ApiError(REFUSAL_STATUS.get(exc.kind, 409), exc.kind, str(exc), extra) from None
     except InputError as exc:
-        raise ApiError(422, exc.kind, str(exc)) from None
+        raise input_error(exc, sent_in_body=False) from None
     except RunRefused as exc:
         raise refused_run_error(exc) from None
     return (200 if body.dry_run else 201), answer

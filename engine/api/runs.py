@@ -18,7 +18,7 @@ from engine.api.run_watch import RunWatch
 from engine.publish import UnknownFlowVersion
 from engine.runtime import queries
 from engine.runtime.create import RunRefused
-from engine.runtime.inputs import InputError
+from engine.runtime.inputs import InputError, body_hint, hinted
 from engine.runtime.transitions import TERMINAL
 
 if TYPE_CHECKING:
@@ -39,7 +39,14 @@ REFUSED_RUN_STATUS = {"budget_exhausted": 402}
 def refused_run_error(exc: RunRefused) -> ApiError:
     """The answer to a start `create_run()` refused, named by the refusal's reason."""
     return ApiError(REFUSED_RUN_STATUS.get(exc.reason, 409), exc.reason, str(exc))
-"""How `create_run` says a flow is disabled."""
+
+
+def input_error(exc: InputError, sent_in_body: bool = True) -> ApiError:
+    """The 422 answer to inputs a flow refuses, each also as data; with how to send each in the body when the
+    request sent them (a rerun's come from its original run)."""
+    issues = [{"name": issue.name, "problem": issue.kind, "type": issue.declared_type} for issue in exc.issues]
+    message = hinted(exc, body_hint) if sent_in_body else str(exc)
+    return ApiError(422, exc.kind, message, {"inputs": issues} if issues else None)
 
 
 def _number(body: dict[str, Any], name: str, default: float) -> float:
@@ -79,7 +86,7 @@ def start_run(services: RunningEngine, body: dict[str, Any],
     except UnknownFlowVersion as exc:
         raise ApiError(404, "unknown_flow", str(exc)) from None
     except InputError as exc:
-        raise ApiError(422, exc.kind, str(exc)) from None
+        raise input_error(exc) from None
     except RunRefused as exc:
         raise refused_run_error(exc) from None
     secret = None

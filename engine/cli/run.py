@@ -141,7 +141,7 @@ def run_command(args: argparse.Namespace) -> int:
     from engine.facade import EngineApi
     from engine.host import EngineServices
     from engine.runtime.create import RunRefused
-    from engine.runtime.inputs import InputBoundsError, InputError, check_input_bounds, check_inputs
+    from engine.runtime.inputs import InputBoundsError, InputError, check_input_bounds, check_inputs, cli_hint, hinted
     from engine.runtime.transitions import TERMINAL
     from engine.validation import has_errors, validate_document
 
@@ -169,7 +169,7 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"lockgate run: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except InputError as exc:
-        print(f"lockgate run: {exc}", file=sys.stderr)
+        print(f"lockgate run: {hinted(exc, cli_hint)}", file=sys.stderr)
         return EXIT_USAGE
     services = EngineServices(command_config(), settings=settings)
     api = EngineApi(services)
@@ -186,7 +186,7 @@ def run_command(args: argparse.Namespace) -> int:
             print(f"lockgate run: {exc}", file=sys.stderr)
             return EXIT_FAILED
         except InputError as exc:
-            print(f"lockgate run: {exc}", file=sys.stderr)
+            print(f"lockgate run: {hinted(exc, cli_hint)}", file=sys.stderr)
             return EXIT_USAGE
         except RunRefused as exc:
             print(f"lockgate run: {exc}", file=sys.stderr)

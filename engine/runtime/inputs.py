@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import orjson
 
@@ -14,15 +16,33 @@ from engine.json_bounds import JsonProblem, json_problems, path_key
 REDACTED = "***"
 
 
+@dataclass(frozen=True)
+class InputProblem:
+    """One input a flow refuses, said the same way to every caller; each front door adds how to send it right
+    (`--input NAME=JSON` on the command line, the body's `inputs` over HTTP)."""
+
+    kind: Literal["undeclared", "wrong_type", "missing"]
+    name: str
+    declared_type: str | None
+    """The type the flow declares for it (None for an undeclared input)."""
+    message: str
+
+
 class InputError(ValueError):
-    """Inputs a flow refuses; `problems` lists one message per input."""
+    """Inputs a flow refuses; `problems` lists one message per input, and `issues` the same per declared input
+    as data (empty for the bounds of `InputBoundsError`)."""
 
     kind = "refused_inputs"
 
-    def __init__(self, flow_id: str, problems: list[str]):
+    def __init__(self, flow_id: str, problems: list[str], issues: tuple[InputProblem, ...] = ()):
         self.flow_id = flow_id
         self.problems = problems
-        super().__init__(f'flow "{flow_id}" refuses these inputs: ' + "; ".join(problems))
+        self.issues = issues
+        super().__init__(self.said(problems))
+
+    def said(self, problems: list[str]) -> str:
+        """The error with `problems` in place of its own (each door's wording of the same problems)."""
+        return f'flow "{self.flow_id}" refuses these inputs: ' + "; ".join(problems)
 
 
 class InputBoundsError(InputError):
@@ -89,34 +109,66 @@ def _matches(spec: InputSpec, value: Any) -> bool:
 
 def check_inputs(flow: Flow, given: dict[str, Any]) -> dict[str, Any]:
     """The inputs a run starts with (declared defaults filled in); raises InputError listing every problem."""
-    problems: list[str] = []
+    issues: list[InputProblem] = []
     resolved: dict[str, Any] = {}
     for name in given:
         if name not in flow.inputs:
             declared = ", ".join(sorted(flow.inputs)) or "none"
-            problems.append(f'"{name}" is not a declared input (declared: {declared}); remove it or declare it')
+            issues.append(InputProblem("undeclared", name, None, f'"{name}" is not a declared input (declared: '
+                                       f"{declared}); remove it or declare it"))
     for name, spec in flow.inputs.items():
         if name in given:
             value = given[name]
             if not _matches(spec, value):
-                problems.append(
-                    f'"{name}" must be of JSON type {spec.type}, got {json_type_of(value)}; '
-                    f"pass it as JSON, e.g. --input {name}={_example(spec.type)}"
-                )
+                issues.append(InputProblem("wrong_type", name, spec.type, f'"{name}" must be of JSON type '
+                                           f"{spec.type}, got {json_type_of(value)}"))
                 continue
             resolved[name] = copy.deepcopy(value)
         elif "default" in spec.model_fields_set:
             resolved[name] = copy.deepcopy(spec.default)
         elif spec.required:
-            problems.append(f'required input "{name}" ({spec.type}) is missing; pass it with --input {name}=<json>')
-    if problems:
-        raise InputError(flow.id, problems)
+            issues.append(InputProblem("missing", name, spec.type,
+                                       f'required input "{name}" ({spec.type}) is missing'))
+    if issues:
+        raise InputError(flow.id, [issue.message for issue in issues], tuple(issues))
     return resolved
 
 
-def _example(json_type: str) -> str:
-    return {"string": "'\"text\"'", "number": "1.5", "integer": "3", "boolean": "true", "object": "'{\"k\": 1}'",
-            "array": "'[1, 2]'", "null": "null"}.get(json_type, "'\"text\"'")
+def cli_hint(issue: InputProblem) -> str:
+    """`issue` with how to pass the input on the command line (`--input NAME=JSON`)."""
+    if issue.kind == "missing":
+        return f"{issue.message}; pass it with --input {issue.name}=<json>"
+    if issue.kind == "wrong_type":
+        return f"{issue.message}; pass it as JSON, e.g. --input {issue.name}={_example(issue.declared_type)}"
+    return issue.message
+
+
+def body_hint(issue: InputProblem) -> str:
+    """`issue` with how to send the input in a request body's `inputs` object."""
+    if issue.kind in ("missing", "wrong_type"):
+        verb = "send it" if issue.kind == "missing" else f"send a JSON {issue.declared_type}"
+        return (f'{issue.message}; {verb} in the body\'s "inputs", e.g. "inputs": '
+                f'{{{orjson.dumps(issue.name).decode()}: {_json_example(issue.declared_type)}}}')
+    return issue.message
+
+
+def hinted(exc: InputError, hint: Callable[[InputProblem], str]) -> str:
+    """`exc` said with `hint` added to each problem of a declared input (bounds problems as they are)."""
+    return exc.said([hint(issue) for issue in exc.issues]) if exc.issues else str(exc)
+
+
+_EXAMPLES = {"string": '"text"', "number": "1.5", "integer": "3", "boolean": "true", "object": '{"k": 1}',
+             "array": "[1, 2]", "null": "null"}
+
+
+def _json_example(json_type: str | None) -> str:
+    return _EXAMPLES.get(json_type or "", '"text"')
+
+
+def _example(json_type: str | None) -> str:
+    """A JSON value of `json_type` as a shell argument (quoted where the shell would eat its quotes)."""
+    value = _json_example(json_type)
+    return f"'{value}'" if value[0] in "\"{[" else value
 
 
 def secret_names(flow: Flow) -> frozenset[str]:

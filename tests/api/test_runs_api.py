@@ -126,6 +126,23 @@ def test_async_mode_answers_202_queued_at_once(api: Api, site: Site) -> None:
         assert api.services.wait_for_run(run_id, timeout=10)["status"] == "succeeded"
 
 
+def test_refused_inputs_say_how_to_send_them_in_the_body_and_name_each_as_data(api: Api) -> None:
+    api.publish(HELLO)
+    missing = api.http.post("/api/v1/runs", json={"flow_id": "hello", "inputs": {}}, headers=api.headers())
+    error = missing.json()["error"]
+    assert (missing.status_code, error["code"]) == (422, "refused_inputs")
+    assert 'required input "name" (string) is missing; send it in the body\'s "inputs", e.g. "inputs": ' \
+           '{"name": "text"}' in error["message"]
+    assert error["inputs"] == [{"name": "name", "problem": "missing", "type": "string"}]
+    wrong = api.http.post("/api/v1/runs", json={"flow_id": "hello", "inputs": {"name": 3, "colour": "red"}},
+                          headers=api.headers())
+    error = wrong.json()["error"]
+    assert '"name" must be of JSON type string, got integer; send a JSON string' in error["message"]
+    assert "--input" not in error["message"]  # a command-line hint means nothing to an HTTP client
+    assert error["inputs"] == [{"name": "colour", "problem": "undeclared", "type": None},
+                               {"name": "name", "problem": "wrong_type", "type": "string"}]
+
+
 def test_errors_name_the_problem_with_their_status(api: Api) -> None:
     api.publish(HELLO)
     api.publish(flow_doc("off", [{"id": "start", "type": "trigger.manual"}, {"id": "done", "type": "terminal"}],
