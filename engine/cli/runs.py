@@ -130,6 +130,10 @@ def cancel_command(args: argparse.Namespace) -> int:
         return unknown_run("cancel", args.run_id)
     if args.json:
         print_json(cancelled)
+    elif cancelled.status == "cancelling":
+        print(f"run {cancelled.run_id}: cancelling (it stops at its next step boundary)")
+    elif cancelled.status == "cancelled":
+        print(f"run {cancelled.run_id}: cancelled")
     else:
-        print(f"run {cancelled.run_id}: {cancelled.status}")
+        print(f"run {cancelled.run_id} had already finished ({cancelled.status}); nothing to cancel")
     return EXIT_OK

@@ -101,6 +101,9 @@ def test_runs_list_filters_and_show(served: Served) -> None:
     assert "start\tstart\ttrigger.manual\tsucceeded\t1" in human.stdout
     unknown = served.lockgate("runs", "show", "no-such-run")
     assert unknown.returncode == 1 and "run 'no-such-run' does not exist" in unknown.stderr
+    finished = served.lockgate("runs", "cancel", hello["run_id"])
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.strip() == f"run {hello['run_id']} had already finished (succeeded); nothing to cancel"
 
 
 def test_watch_follows_a_parked_run_until_it_ends(served: Served) -> None:
