@@ -68,3 +68,9 @@ def listen_sockets(host: str, port: int, count: int, backlog: int = LISTEN_BACKL
             sock.close()
         raise
     return sockets
+
+
+def socket_url(sock: socket.socket) -> str:
+    """The http:// URL a listening socket serves on (IPv6 hosts in brackets)."""
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"

@@ -21,7 +21,7 @@ import uvicorn
 from fastapi import APIRouter
 
 from engine.api.app import MAX_BODY_BYTES, build_app
-from engine.api.listener import LISTEN_BACKLOG, listen_socket
+from engine.api.listener import LISTEN_BACKLOG, listen_socket, socket_url
 from engine.api.live_routes import live_feed_for, live_router
 from engine.api.run_watch import RunWatch
 from engine.facade import EngineApi
@@ -92,8 +92,7 @@ class ApiServer:
 
     @property
     def url(self) -> str:
-        host, port = self.socket.getsockname()[:2]
-        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        return socket_url(self.socket)
 
     def start(self) -> ApiServer:
         server = self.server = self._serve_app()

@@ -20,11 +20,8 @@ CHILD_COMMAND = (sys.executable, "-m", "app")
 
 
 def supervise_command(args: argparse.Namespace) -> int:
-    from engine.api.listener import listen_sockets
-    from engine.cli.settings import command_config
-    from engine.cli.worker import http_refusal, parse_http_address
-    from engine.runtime.supervisor import Supervisor, default_executor_processes, layout
-    from engine.transport.connection import open_redis
+    """`lockgate worker --processes N [--http HOST:PORT [--http-processes K]]`."""
+    from engine.cli.worker import parse_http_address
 
     if args.role != "all":
         print("lockgate worker: --processes starts its own executor and projector processes; "
@@ -37,24 +34,42 @@ def supervise_command(args: argparse.Namespace) -> int:
         print("lockgate worker: --http-fd is how the supervisor starts its http processes; give --http instead",
               file=sys.stderr)
         return 2
-    listeners: list[socket.socket] = []
-    http_processes = (args.http_processes or 1) if args.http else 0
+    address = None
     if args.http:
         try:
             address = parse_http_address(args.http)
         except ValueError as exc:
             print(f"lockgate: {exc}", file=sys.stderr)
             return 2
+    return supervise(args.processes, args.workers, address, args.http_processes or 1, "lockgate worker",
+                     "--http HOST:PORT")
+
+
+def supervise(processes: int | None, workers: int, address: tuple[str, int] | None, http_processes: int,
+              label: str, port_option: str) -> int:
+    """`processes` executor processes (None: one per core) of `workers` threads, a projector process and, with
+    `address`, `http_processes` http processes serving on it, until SIGINT/SIGTERM. `label` starts this process's
+    messages; `port_option` is how its user picks another port."""
+    from engine.api.listener import listen_sockets, socket_url
+    from engine.cli.settings import command_config
+    from engine.cli.worker import http_refusal
+    from engine.runtime.supervisor import Supervisor, default_executor_processes, layout
+    from engine.transport.connection import open_redis
+
+    listeners: list[socket.socket] = []
+    if address is None:
+        http_processes = 0
+    else:
         try:
             # Bound here, once, for every http child: a taken port fails at once, and requests wait in the backlog
             # while the children start or one restarts.
             listeners = listen_sockets(*address, count=http_processes)
         except OSError as exc:
-            print(http_refusal("lockgate worker", address, exc, "--http HOST:PORT"), file=sys.stderr)
+            print(http_refusal(label, address, exc, port_option), file=sys.stderr)
             return 2
     config = command_config()
-    executors = args.processes or default_executor_processes()
-    threads = max(1, args.workers)
+    executors = processes or default_executor_processes()
+    threads = max(1, workers)
     # The children check the schema (and upgrade the data folder's own SQLite file) themselves; one that refuses
     # it exits with code 3 and its message, and the supervisor stops with that code. SQLAlchemy and Alembic stay
     # out of this process, which only waits.
@@ -72,10 +87,10 @@ def supervise_command(args: argparse.Namespace) -> int:
     # The log level reaches the children by LOCKGATE_LOG_LEVEL.
     specs = layout(executors, threads, CHILD_COMMAND, [sock.fileno() for sock in listeners])
     supervisor = Supervisor(specs, env)
-    http_text = f", {http_processes} http process(es)" if http_processes else ""
+    http_text = f", {http_processes} http process(es) serving {socket_url(listeners[0])}" if listeners else ""
     try:
         supervisor.start()
-        print(f"lockgate worker: supervising {executors} executor process(es) of {threads} worker thread(s), "
+        print(f"{label}: supervising {executors} executor process(es) of {threads} worker thread(s), "
               f"one projector process{http_text} (pids {', '.join(map(str, supervisor.pids().values()))}) on "
               f"{redis.url}; SQL {config.sql_url}; stop them with Ctrl-C or SIGTERM", file=sys.stderr)
         log.info("supervising %d executor process(es) of %d thread(s), one projector and %d http process(es)",
@@ -89,8 +104,8 @@ def supervise_command(args: argparse.Namespace) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if refused:
-        print(f"lockgate worker: a child refused to start (exit code {refused}, its message above); stopped",
+        print(f"{label}: a child refused to start (exit code {refused}, its message above); stopped",
               file=sys.stderr)
         return refused
-    print("lockgate worker: stopped", file=sys.stderr)
+    print(f"{label}: stopped", file=sys.stderr)
     return 0

@@ -150,6 +150,68 @@ def test_http_processes_needs_processes_and_http(tmp_path: Path, redis_url: str,
     assert "needs" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_serve_with_processes_runs_the_same_layout_under_its_own_name(tmp_path: Path, redis_url: str,
+                                                                     key_prefix: str) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    sql = open_store(EngineConfig(data_dir=data, redis_url=redis_url, key_prefix=key_prefix))
+    publish(sql, flow_from_data(FLOW))
+    sql.dispose()
+    env = cli_env(tmp_path, redis_url, key_prefix)
+    key = lockgate(env, "keys", "create", "serve").stdout.strip()
+    port = free_port()
+    process = subprocess.Popen([*LOCKGATE, "serve", "--port", str(port), "--processes", "1", "--workers", "1",
+                                "--http-processes", "2"], env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: [len(pids) for pids in role_pids(process.pid).values()] == [1, 1, 2],
+                   "serve's children did not all start")
+        served = HttpLayout(process, f"http://127.0.0.1:{port}", key)
+        wait_until(lambda: _answers(served.base), "serve's http children did not answer")
+        answer = served.start_run(5)
+        assert answer.status_code == 201, answer.text
+        assert answer.json()["result"] == 10
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(10) == 0
+        assert process.stderr is not None
+        said = process.stderr.read().decode()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(HANG_GUARD_S)
+    assert "lockgate serve: supervising 1 executor process(es) of 1 worker thread(s), one projector process, " \
+           f"2 http process(es) serving http://127.0.0.1:{port} (pids" in said
+    assert "lockgate serve: stopped" in said and "Traceback" not in said
+
+
+def _answers(base: str) -> bool:
+    try:
+        httpx.get(f"{base}/api/v1/runs", timeout=2)
+    except httpx.TransportError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("args", [["--http-processes", "2"], ["--processes", "1", "--http-processes", "0"],
+                                  ["--processes", "0"]])
+def test_serve_refuses_http_processes_without_processes(tmp_path: Path, redis_url: str, key_prefix: str,
+                                                        args: list[str]) -> None:
+    done = lockgate(cli_env(tmp_path, redis_url, key_prefix), "serve", "--port", "0", *args)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("lockgate serve: --") and "Traceback" not in done.stderr
+
+
+def test_serve_with_processes_on_a_taken_port_names_its_own_option(tmp_path: Path, redis_url: str,
+                                                                  key_prefix: str) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        done = lockgate(cli_env(tmp_path, redis_url, key_prefix), "serve", "--port", str(port), "--processes", "1")
+    assert done.returncode == 2, done.stderr
+    assert f"lockgate serve: cannot serve HTTP on 127.0.0.1:{port}" in done.stderr and "--port" in done.stderr
+
+
 def _drain(listening: socket.socket) -> int:
     """Accept every connection queued on `listening`; how many there were."""
     listening.setblocking(False)
