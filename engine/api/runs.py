@@ -16,6 +16,7 @@ from engine.api.callbacks import register_callback
 from engine.api.errors import ApiError
 from engine.api.run_watch import RunWatch
 from engine.publish import UnknownFlowVersion
+from engine.read_models import InputIssue
 from engine.runtime import queries
 from engine.runtime.create import RunRefused
 from engine.runtime.inputs import InputError, body_hint, hinted
@@ -44,7 +45,8 @@ def refused_run_error(exc: RunRefused) -> ApiError:
 def input_error(exc: InputError, sent_in_body: bool = True) -> ApiError:
     """The 422 answer to inputs a flow refuses, each also as data; with how to send each in the body when the
     request sent them (a rerun's come from its original run)."""
-    issues = [{"name": issue.name, "problem": issue.kind, "type": issue.declared_type} for issue in exc.issues]
+    issues = [InputIssue(name=issue.name, problem=issue.kind, type=issue.declared_type).model_dump()
+              for issue in exc.issues]
     message = hinted(exc, body_hint) if sent_in_body else str(exc)
     return ApiError(422, exc.kind, message, {"inputs": issues} if issues else None)
 

@@ -56,8 +56,8 @@ class HttpLayout:
                           headers={"Authorization": f"Bearer {self.key}"}, timeout=HANG_GUARD_S)
 
 
-@pytest.fixture
-def http_layout(tmp_path: Path, redis_url: str, key_prefix: str) -> Iterator[HttpLayout]:
+def published_with_key(tmp_path: Path, redis_url: str, key_prefix: str) -> tuple[dict[str, str], str]:
+    """The CLI's environment over a fresh data folder with the layout flow published, and an API key."""
     data = tmp_path / "data"
     data.mkdir()
     sql = open_store(EngineConfig(data_dir=data, redis_url=redis_url, key_prefix=key_prefix))
@@ -66,6 +66,12 @@ def http_layout(tmp_path: Path, redis_url: str, key_prefix: str) -> Iterator[Htt
     env = cli_env(tmp_path, redis_url, key_prefix)
     made = lockgate(env, "keys", "create", "layout")
     assert made.returncode == 0, made.stderr
+    return env, made.stdout.strip()
+
+
+@pytest.fixture
+def http_layout(tmp_path: Path, redis_url: str, key_prefix: str) -> Iterator[HttpLayout]:
+    env, key = published_with_key(tmp_path, redis_url, key_prefix)
     port = free_port()
     process = subprocess.Popen([*LOCKGATE, "worker", "--processes", "1", "--workers", "1",
                                 "--http", f"127.0.0.1:{port}", "--http-processes", "2"], env=env,
@@ -73,7 +79,7 @@ def http_layout(tmp_path: Path, redis_url: str, key_prefix: str) -> Iterator[Htt
     try:
         wait_until(lambda: [len(pids) for pids in role_pids(process.pid).values()] == [1, 1, 2],
                    "the supervisor's children did not all start")
-        yield HttpLayout(process, f"http://127.0.0.1:{port}", made.stdout.strip())
+        yield HttpLayout(process, f"http://127.0.0.1:{port}", key)
     finally:
         if process.poll() is None:
             process.kill()
@@ -152,13 +158,7 @@ def test_http_processes_needs_processes_and_http(tmp_path: Path, redis_url: str,
 
 def test_serve_with_processes_runs_the_same_layout_under_its_own_name(tmp_path: Path, redis_url: str,
                                                                      key_prefix: str) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
-    sql = open_store(EngineConfig(data_dir=data, redis_url=redis_url, key_prefix=key_prefix))
-    publish(sql, flow_from_data(FLOW))
-    sql.dispose()
-    env = cli_env(tmp_path, redis_url, key_prefix)
-    key = lockgate(env, "keys", "create", "serve").stdout.strip()
+    env, key = published_with_key(tmp_path, redis_url, key_prefix)
     port = free_port()
     process = subprocess.Popen([*LOCKGATE, "serve", "--port", str(port), "--processes", "1", "--workers", "1",
                                 "--http-processes", "2"], env=env, stdin=subprocess.DEVNULL,
