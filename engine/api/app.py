@@ -228,12 +228,32 @@ class _StartRunRoute(APIRoute):
         return route
 
 
-def _start_run(engine: EngineApi, key: str, body: StartRun) -> Response:
+Answer = tuple[int, bytes, list[tuple[bytes, bytes]]]
+"""(status, JSON body, headers besides the content's type and length)."""
+
+
+def start_answer(engine: EngineApi, key: str, body: StartRun) -> Answer:
+    """The answer to a start by the holder of `key` (ApiError when it is refused)."""
     caller = _checked(engine, key)
     status, started = engine.start_run(body, f"key:{caller.name}" if caller.name else None)
-    headers = {"retry-after": str(started.retry_after_seconds)} \
-        if status == 202 and started.retry_after_seconds is not None else None
-    return json_answer(started, status, headers, exclude_unset=True)
+    headers = [(b"retry-after", str(started.retry_after_seconds).encode())] \
+        if status == 202 and started.retry_after_seconds is not None else []
+    return status, started.model_dump_json(exclude_unset=True).encode(), headers
+
+
+def failure_answer(exc: Exception, method: str, path: str) -> Answer:
+    """The answer to an exception out of a route, as the application's handlers give it (`_api_error`,
+    `_internal`) to a route that met it."""
+    if isinstance(exc, ApiError):
+        return exc.status, orjson.dumps(exc.body()), []
+    log.error("API %s %s failed", method, path, exc_info=exc)
+    return 500, _internal_body(exc), []
+
+
+def _start_run(engine: EngineApi, key: str, body: StartRun) -> Response:
+    status, payload, headers = start_answer(engine, key, body)
+    return Response(payload, status, {name.decode(): value.decode() for name, value in headers},
+                    media_type="application/json")
 
 
 def api_routes() -> APIRouter:
@@ -396,14 +416,16 @@ def _http_answer(request: Request, exc: Exception) -> Response:
 
 def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
-    if exc.extra:
-        return Response(orjson.dumps(exc.body()), exc.status, media_type="application/json")
-    return error_response(exc.status, exc.code, exc.message)
+    return Response(orjson.dumps(exc.body()), exc.status, media_type="application/json")
+
+
+def _internal_body(exc: Exception) -> bytes:
+    return orjson.dumps({"error": {"code": "internal", "message": f"{type(exc).__name__}: {exc}; see the engine log"}})
 
 
 def _internal(request: Request, exc: Exception) -> Response:
     log.error("API %s %s failed", request.method, request.url.path, exc_info=exc)
-    return error_response(500, "internal", f"{type(exc).__name__}: {exc}; see the engine log")
+    return Response(_internal_body(exc), 500, media_type="application/json")
 
 
 @asynccontextmanager

@@ -24,6 +24,7 @@ from engine.api.app import MAX_BODY_BYTES, build_app
 from engine.api.listener import LISTEN_BACKLOG, listen_socket, socket_url
 from engine.api.live_routes import live_feed_for, live_router
 from engine.api.run_watch import RunWatch
+from engine.api.start_lane import StartLane
 from engine.facade import EngineApi
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ class ApiServer:
         self.socket = listening if listening is not None else listen_socket(host, port, self.limits.backlog)
         self.watch: RunWatch | None = None
         self.engine: EngineApi | None = None
+        self.lane: StartLane | None = None
         self.server: uvicorn.Server | None = None
         self.thread: threading.Thread | None = None
 
@@ -82,7 +84,8 @@ class ApiServer:
         self.engine = EngineApi(self.services, self.watch)
         feed = live_feed_for(self.services)
         app = build_app(self.engine, [live_router(handles.sql, feed), *self.routers], closers=[feed.aclose])
-        config = uvicorn.Config(app, http=_protocol(self.limits), ws="none", lifespan="on",
+        self.lane = StartLane(app, self.engine, MAX_BODY_BYTES)
+        config = uvicorn.Config(self.lane, http=_protocol(self.limits), ws="none", lifespan="on",
                                 backlog=self.limits.backlog, timeout_keep_alive=self.limits.keep_alive_timeout,
                                 h11_max_incomplete_event_size=self.limits.max_url_bytes + self.limits.max_header_bytes,
                                 log_config=None, access_log=False, server_header=False, timeout_graceful_shutdown=5,
