@@ -10,13 +10,14 @@ import base64
 import binascii
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 import orjson
 
 from engine.api.run_watch import RunWatch
-from engine.api.runs import start_run
+from engine.api.runs import start_run, started_json
 from engine.approvals.decide import DecisionResult, decide, decide_with_key
 from engine.approvals.keys import KeyCheck, KeyInfo, check_key, create_key, list_keys, revoke_key
 from engine.approvals.pending import list_pending
@@ -101,6 +102,22 @@ def rerun_answer_of(plan: RerunPlan, created: CreatedRun | None = None) -> Rerun
         "repeated_effects": list(plan.repeated_effects)})
 
 
+@dataclass(frozen=True)
+class StartAnswer:
+    """The answer to a start as the API sends it."""
+
+    status: int
+    """201 ended, 200 ended and started before under the same idempotency key, 202 parked or still going."""
+    json: bytes
+    """A `StartedRun`, as JSON."""
+    retry_after_seconds: int | None
+    """A 202's advice on when to ask again."""
+
+    @property
+    def started(self) -> StartedRun:
+        return StartedRun.model_validate_json(self.json)
+
+
 class EngineApi:
     """Typed calls on one process's started engine."""
 
@@ -130,11 +147,12 @@ class EngineApi:
 
     # --- runs -------------------------------------------------------------------------------------
 
-    def start_run(self, body: StartRun, started_by: str | None = None) -> tuple[int, StartedRun]:
-        """Start a run and wait up to `body.wait` seconds for it (see `engine.api.runs`): (HTTP status, answer).
-        `started_by`: who asks (`key:<name>`), recorded for approvals' `forbid_self`."""
+    def start_run(self, body: StartRun, started_by: str | None = None) -> StartAnswer:
+        """Start a run and wait up to `body.wait` seconds for it (see `engine.api.runs`). `started_by`: who asks
+        (`key:<name>`), recorded for approvals' `forbid_self`."""
         status, answer = start_run(self.services, body.model_dump(exclude_unset=True), self.watch, started_by)
-        return status, StartedRun.model_validate(answer)
+        retry_after = answer.get("retry_after_seconds") if status == 202 else None
+        return StartAnswer(status, started_json(answer), retry_after)
 
     def get_run(self, run_id: str) -> Run | None:
         found = queries.get_run(self._sql, run_id)

@@ -235,10 +235,10 @@ Answer = tuple[int, bytes, list[tuple[bytes, bytes]]]
 def start_answer(engine: EngineApi, key: str, body: StartRun) -> Answer:
     """The answer to a start by the holder of `key` (ApiError when it is refused)."""
     caller = _checked(engine, key)
-    status, started = engine.start_run(body, f"key:{caller.name}" if caller.name else None)
+    started = engine.start_run(body, f"key:{caller.name}" if caller.name else None)
     headers = [(b"retry-after", str(started.retry_after_seconds).encode())] \
-        if status == 202 and started.retry_after_seconds is not None else []
-    return status, started.model_dump_json(exclude_unset=True).encode(), headers
+        if started.retry_after_seconds is not None else []
+    return started.status, started.json, headers
 
 
 def failure_answer(exc: Exception, method: str, path: str) -> Answer:

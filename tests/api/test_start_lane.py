@@ -8,8 +8,10 @@ import time
 
 import orjson
 
+from engine.api.runs import start_run, started_json
 from engine.api.start_lane import StartLane
-from tests.api.conftest import HELLO, QUEUED, Api
+from engine.read_models import StartedRun
+from tests.api.conftest import HELLO, QUEUED, Api, flow_doc
 from tests.api.raw_http import Answer, chunked, connect, exchange, read_answer, request
 
 START = b'{"flow_id": "hello", "inputs": {"name": "Ada"}}'
@@ -89,3 +91,27 @@ def test_what_the_lane_read_reaches_the_application_intact(api: Api) -> None:
     assert form.status == 400 and "application/x-www-form-urlencoded" in form.json()["error"]["message"]  # type: ignore[index]
     assert _lane(api).passed_on == passed_on + 3
     assert api.services.list_runs() == []
+
+
+def test_a_starts_answer_is_written_as_its_model_would_write_it(api: Api) -> None:
+    api.publish(HELLO)
+    api.publish(QUEUED)
+    api.publish(flow_doc("broken", [{"id": "start", "type": "trigger.manual"},
+                                    {"id": "boom", "type": "set", "config": {"values": {"x": "{{ 1 / 0 }}"}}},
+                                    {"id": "done", "type": "terminal"}], [("start", "boom"), ("boom", "done")]))
+    assert api.server.watch is not None
+    bodies: list[dict[str, object]] = [
+        {"flow_id": "hello", "inputs": {"name": "Ada"}, "idempotency_key": "once"},
+        {"flow_id": "hello", "inputs": {"name": "Ada"}, "idempotency_key": "once"},  # the duplicate: 200
+        {"flow_id": "later", "wait": 0.1},
+        {"flow_id": "later", "wait": 0},
+        {"flow_id": "broken"},
+    ]
+    statuses = []
+    for body in bodies:
+        status, answer = start_run(api.services, body, api.server.watch)
+        statuses.append(status)
+        modelled = StartedRun.model_validate(answer).model_dump(mode="json", exclude_unset=True)
+        assert orjson.loads(started_json(answer)) == modelled
+    assert statuses == [201, 200, 202, 202, 201]
+    assert "rerun_of" in answer and "rerun_of" not in orjson.loads(started_json(answer))
