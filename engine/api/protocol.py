@@ -17,6 +17,8 @@ import httptools
 import orjson
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from engine.api.head_holding import HeadHolding
+
 
 @dataclass(frozen=True)
 class ProtocolLimits:
@@ -64,6 +66,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.transport = HeadHolding(transport, self.loop)  # type: ignore[assignment]
         self._start_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
