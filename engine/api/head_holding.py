@@ -38,7 +38,8 @@ class HeadHolding:
         held = self._held
         if held is not None:
             self._held = None
-            self._transport.write(held)
+            if not self._transport.is_closing():  # the client went away within the turn: nothing to send to
+                self._transport.write(held)
 
     def close(self) -> None:
         self.flush()

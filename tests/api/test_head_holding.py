@@ -76,3 +76,19 @@ def test_a_head_alone_leaves_at_the_end_of_the_turn_and_closing_sends_what_is_he
         theirs.close()
 
     asyncio.run(scenario())
+
+
+def test_a_head_held_when_the_connection_goes_is_dropped_quietly() -> None:
+    failures: list[dict[str, object]] = []
+
+    async def scenario() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, context: failures.append(context))
+        held, written, theirs = await _pair()
+        held.write(HEAD)
+        held.abort()  # the transport's own: the connection is gone before the turn ends
+        await asyncio.sleep(0.01)
+        assert written == []
+        theirs.close()
+
+    asyncio.run(scenario())
+    assert failures == []
