@@ -33,9 +33,15 @@ class SqliteReader:
             self._cursor.execute(statement, params)
             found = self._cursor.fetchall()
         columns = tuple(entry[0] for entry in self._cursor.description or ())
-        processors = result_processors(self._dialect, table, columns)
-        return [{name: value if process is None or value is None else process(value)
-                 for name, value, process in zip(columns, row, processors, strict=True)} for row in found]
+        processed = [(name, process) for name, process in
+                     zip(columns, result_processors(self._dialect, table, columns), strict=True) if process is not None]
+        rows = [dict(zip(columns, row, strict=True)) for row in found]
+        for row in rows:
+            for name, process in processed:
+                value = row[name]
+                if value is not None:
+                    row[name] = process(value)
+        return rows
 
     def values(self, statement: str, params: Sequence[Any]) -> list[Any]:
         """The first column of each row `statement` selects, as the driver gives it (ids, counts)."""
