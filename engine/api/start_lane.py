@@ -23,6 +23,8 @@ from engine.facade import EngineApi
 from engine.read_models import StartRun
 
 PATH = "/api/v1/runs"
+_LENGTH_DIGITS = 9
+"""Digits of the longest declared length the lane reads itself (more: the application's, e.g. leading zeros)."""
 
 
 def _presented_key(scope: Scope, max_body_bytes: int) -> str | None:
@@ -40,7 +42,7 @@ def _presented_key(scope: Scope, max_body_bytes: int) -> str | None:
             if scheme.lower() != "bearer" or not key:
                 return None
         elif name == b"content-length":
-            if not value.isdigit() or int(value) > max_body_bytes:
+            if not value.isdigit() or len(value) > _LENGTH_DIGITS or int(value) > max_body_bytes:
                 return None
         elif name == b"content-type":
             if typed:
