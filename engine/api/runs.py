@@ -161,9 +161,9 @@ _STEP_FIELDS = tuple(Step.model_fields)
 
 
 def started_json(answer: dict[str, Any]) -> bytes:
-    """`answer` (`start_run`'s) as `StartedRun(**answer).model_dump_json(exclude_unset=True)` writes it, without
-    the model's trip there and back (46 against 13 µs for a five-step run): the store's reads give each field its
-    model's JSON type already, so the fields the model has are written in its order and the others left out."""
+    """`answer` (`start_run`'s) as `StartedRun(**answer).model_dump_json(exclude_unset=True)` writes it, in half
+    the time (no trip into the model and back): the store's reads give each field its model's JSON type already,
+    so the fields the model has are written in its order and the others left out."""
     shown = {name: answer[name] for name in _STARTED_FIELDS if name in answer}
     steps = shown.get("steps")
     if steps is not None:
