@@ -25,6 +25,7 @@ from engine.runtime.change_queue import ChangeQueue
 from engine.runtime.handles import EngineHandles
 from engine.runtime.live_change import LiveChange
 from engine.runtime.projection import BatchResult
+from engine.store.db import reading
 from engine.store.models import Approval, ApprovalAttempt
 from engine.triggers.settings import count
 from engine.triggers.webhooks import signature_of
@@ -63,7 +64,7 @@ def notice_for(handles: EngineHandles, change: LiveChange) -> Notice | None:
     event = NOTICE_EVENTS.get(change.event)
     if event is None:
         return None
-    with handles.sql.connect() as conn:
+    with reading(handles.sql) as conn:
         row = (
             conn.execute(
                 sa.select(APPROVALS)

@@ -265,7 +265,10 @@ def test_notify_url_gets_signed_notices_on_request_reminder_escalation_and_decis
     def events() -> list[str]:
         return [json.loads(body)["event"] for _p, _h, body in recorder.requests]
 
-    wait_until(lambda: len(events()) == 4, what="four notices")
+    try:
+        wait_until(lambda: len(events()) == 4, what="four notices")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; received {events()}") from None
     assert events() == ["approval.requested", "approval.reminded", "approval.escalated", "approval.decided"]
     secret = notice_secret(parked.handles)
     for path, headers, body in recorder.requests:
