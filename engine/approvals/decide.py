@@ -29,6 +29,7 @@ from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.handles import EngineHandles
 from engine.runtime.jobs import encode_job, resume_job
 from engine.runtime.write_lock import sqlite_writer
+from engine.store.db import reading
 from engine.store.models import Approval, ApprovalAttempt, Run
 from engine.store.types import utc_from_epoch
 
@@ -105,7 +106,7 @@ def decide(handles: EngineHandles, approval_id: str, decision: str, actor: str,
     if decision not in ("approve", "reject"):
         return _refuse(handles, approval_id, actor, decision, "bad_decision",
                        f"decision {decision!r} is not one of approve, reject")
-    with handles.sql.connect() as conn:
+    with reading(handles.sql) as conn:
         row = conn.execute(_APPROVAL_WITH_RUN.where(APPROVALS.c.id == approval_id)).first()
     if row is None:
         return _refuse(handles, approval_id, actor, decision, "unknown_approval",

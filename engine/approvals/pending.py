@@ -8,6 +8,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 
 from engine.runtime.handles import EngineHandles
+from engine.store.db import reading
 from engine.store.models import Approval, ApprovalAttempt, Run
 
 APPROVALS = cast(sa.Table, Approval.__table__)
@@ -65,7 +66,7 @@ def votes_of(conn: sa.Connection, approval_ids: list[str]) -> dict[str, list[Vot
 def list_pending(handles: EngineHandles, *, include_expired: bool = False) -> list[PendingApproval]:
     """Approvals still open, soonest to expire first: no decision claimed yet, the run still waiting for it
     (not cancelled meanwhile) and (unless asked) not timed out."""
-    with handles.sql.connect() as conn:
+    with reading(handles.sql) as conn:
         rows = conn.execute(sa.select(APPROVALS).join(RUNS, RUNS.c.id == APPROVALS.c.run_id)
                             .where(APPROVALS.c.status == "pending", RUNS.c.status.in_(("waiting", "running")))
                             .order_by(APPROVALS.c.expires_at, APPROVALS.c.id)).mappings().all()
