@@ -113,10 +113,6 @@ class StartAnswer:
     retry_after_seconds: int | None
     """A 202's advice on when to ask again."""
 
-    @property
-    def started(self) -> StartedRun:
-        return StartedRun.model_validate_json(self.json)
-
 
 class EngineApi:
     """Typed calls on one process's started engine."""

@@ -79,9 +79,8 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": Error} for status in statuses}
 
 
-def json_answer(model: BaseModel, status: int = 200, headers: dict[str, str] | None = None, *,
-                exclude_unset: bool = False) -> Response:
-    return Response(model.model_dump_json(exclude_unset=exclude_unset), status, headers,
+def json_answer(model: BaseModel, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(model.model_dump_json(), status, headers,
                     media_type="application/json")
 
 
@@ -174,7 +173,7 @@ async def single_valued_query(request: Request) -> None:
             raise ApiError(422, "bad_request", f"query parameter {name!r} is given {given} times; give it once")
 
 
-def read_as_json(content_type: str | None) -> bool:
+def _is_json(content_type: str | None) -> bool:
     """Whether a body of `content_type` is read as JSON, as FastAPI reads a body parameter with
     `strict_content_type=False`: no type at all, `application/json`, or `application/<anything>+json`."""
     if content_type is None:
@@ -183,12 +182,12 @@ def read_as_json(content_type: str | None) -> bool:
     return maintype == "application" and (subtype == "json" or subtype.endswith("+json"))
 
 
-def _start_run_body(raw: bytes, content_type: str | None) -> StartRun:
+def start_run_body(raw: bytes, content_type: str | None) -> StartRun:
     """The body of a start, or the `RequestValidationError` FastAPI would raise for it (errors located under
     "body"), which `_validation_answer` answers like any other route's."""
     if not raw:
         raise RequestValidationError([{"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}])
-    if not read_as_json(content_type):
+    if not _is_json(content_type):
         raise RequestValidationError([{"type": "model_attributes_type", "loc": ("body",),
                                        "msg": "Input should be a valid dictionary or object", "input": None}])
     try:
@@ -221,7 +220,7 @@ class _StartRunRoute(APIRoute):
                 raise
             except Exception as exc:  # as FastAPI answers a body it could not read (e.g. the client went away)
                 raise StarletteHTTPException(400, "There was an error parsing the body") from exc
-            body = _start_run_body(raw, request.headers.get("content-type"))
+            body = start_run_body(raw, request.headers.get("content-type"))
             answer: Response = await endpoint(body=body, engine=engine, key=key)
             return answer
 
@@ -386,7 +385,7 @@ def _validation_answer(request: Request, exc: Exception) -> Response:
     errors = exc.errors()
     if any(error.get("type") == "json_invalid" or tuple(error.get("loc", ())) == ("body",) for error in errors):
         content_type = request.headers.get("content-type")
-        if content_type is not None and not read_as_json(content_type):  # e.g. `curl -d` without `-H`: a form's type
+        if content_type is not None and not _is_json(content_type):  # e.g. `curl -d` without `-H`: a form's type
             return error_response(400, "bad_json", f"the body was sent as {content_type[:100]!r}, which is not read "
                                   "as JSON; send a JSON object with Content-Type: application/json")
         return error_response(400, "bad_json", "the request body is not a JSON object; send one")

@@ -2,23 +2,22 @@
 
 Every sync start is this one request, and the framework's layers around it (its middleware, routing and request
 objects) cost the busy http process about 7% of its CPU. The lane takes only a request the application would
-answer with the start itself: no query, one `Authorization: Bearer` key, at most one JSON content type, and a
-body within the limit (declared and counted) that reads as a `StartRun`. Anything else goes on to the
-application unchanged, with the bytes the lane had read given back first, so every refusal keeps the
-application's answer. The start is the route's own (`start_answer`), on the same thread pool; its failures are
-answered as the application's handlers answer them (`failure_answer`).
+answer with the start itself: no query, one `Authorization: Bearer` key, at most one content type, and a body
+within the limit (declared and counted) that the route reads as a `StartRun` (`start_run_body`). Anything else
+goes on to the application unchanged, with the bytes the lane had read given back first, so every refusal keeps
+the application's answer. The start is the route's own (`start_answer`), on the same thread pool; its failures
+are answered as the application's handlers answer them (`failure_answer`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-import orjson
-from pydantic import ValidationError
+from fastapi.exceptions import RequestValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engine.api.app import failure_answer, read_as_json, start_answer
+from engine.api.app import failure_answer, start_answer, start_run_body
 from engine.facade import EngineApi
 from engine.read_models import StartRun
 
@@ -27,11 +26,11 @@ _LENGTH_DIGITS = 9
 """Digits of the longest declared length the lane reads itself (more: the application's, e.g. leading zeros)."""
 
 
-def _presented_key(scope: Scope, max_body_bytes: int) -> str | None:
-    """The key a start's head presents, or None when the application should read the head itself (a declared
-    length over the limit included: the application refuses it unread)."""
+def _presented(scope: Scope, max_body_bytes: int) -> tuple[str, str | None] | None:
+    """The key and content type a start's head presents, or None when the application should read the head itself
+    (a declared length over the limit included: the application refuses it unread)."""
     key: str | None = None
-    content_type: bytes | None = None
+    content_type: str | None = None
     typed = False
     for name, value in scope["headers"]:
         if name == b"authorization":
@@ -47,8 +46,8 @@ def _presented_key(scope: Scope, max_body_bytes: int) -> str | None:
         elif name == b"content-type":
             if typed:
                 return None
-            typed, content_type = True, value
-    return key if read_as_json(None if content_type is None else content_type.decode("latin-1")) else None
+            typed, content_type = True, value.decode("latin-1")
+    return None if key is None else (key, content_type)
 
 
 class StartLane:
@@ -71,13 +70,14 @@ class StartLane:
             self.passed_on += 1
             await self.app(scope, receive, send)
             return
-        key = _presented_key(scope, self.max_body_bytes)
-        if key is None:
+        presented = _presented(scope, self.max_body_bytes)
+        if presented is None:
             self.passed_on += 1
             await self.app(scope, receive, send)
             return
+        key, content_type = presented
         read = await self._read_body(receive)
-        body = _start_run(read, self.max_body_bytes)
+        body = _start_run(read, content_type, self.max_body_bytes)
         if body is None:
             self.passed_on += 1
             await self.app(scope, _giving_back(read, receive), send)
@@ -106,17 +106,18 @@ class StartLane:
                 return read
 
 
-def _start_run(read: list[Message], max_body_bytes: int) -> StartRun | None:
-    """The start a whole body within the limit asks for; None for anything the application should answer."""
+def _start_run(read: list[Message], content_type: str | None, max_body_bytes: int) -> StartRun | None:
+    """The start a whole body within the limit asks for, read as the route reads it (`start_run_body`); None for
+    anything the application should answer."""
     last = read[-1]
     if last["type"] != "http.request" or last.get("more_body", False):
         return None
     raw = b"".join(message.get("body", b"") for message in read)
-    if not raw or len(raw) > max_body_bytes:
+    if len(raw) > max_body_bytes:
         return None
     try:
-        return StartRun.model_validate(orjson.loads(raw))
-    except (orjson.JSONDecodeError, ValidationError):
+        return start_run_body(raw, content_type)
+    except RequestValidationError:
         return None
 
 
