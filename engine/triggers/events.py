@@ -30,6 +30,7 @@ from engine.runtime.handles import EngineHandles
 from engine.runtime.inputs import InputError
 from engine.runtime.live_change import LiveChange
 from engine.runtime.projection import BatchResult
+from engine.store.db import reading
 from engine.store.models import Approval, Step
 from engine.triggers.catalog_index import LatestFlows
 from engine.triggers.settings import count, trigger_idempotency_key
@@ -116,14 +117,14 @@ class EventTriggers:
         """The public events `change` stands for, with their details (a step row or approval row read when
         the applied event alone cannot tell: a budget refusal, a timed-out approval)."""
         if change.event == "step_failed" and change.step is not None:
-            with self.handles.sql.connect() as conn:
+            with reading(self.handles.sql) as conn:
                 row = conn.execute(sa.select(STEPS.c.error_type, STEPS.c.error)
                                    .where(STEPS.c.run_id == change.run_id, STEPS.c.step == change.step)).first()
             if row is not None and row.error_type == "budget_exhausted":
                 return [("budget.exhausted", {"error": row.error})]
             return []
         if change.event == "approval_decided":
-            with self.handles.sql.connect() as conn:
+            with reading(self.handles.sql) as conn:
                 approval = conn.execute(
                     sa.select(APPROVALS.c.id, APPROVALS.c.status, APPROVALS.c.decided_by)
                     .where(APPROVALS.c.run_id == change.run_id, APPROVALS.c.node_id == change.node,
@@ -186,9 +187,9 @@ class EventTriggers:
                 count(client, keys, f"{label}:refused")
                 log.warning('event trigger "%s": run refused: %s', label, exc)
                 continue
+            # Set for a duplicate too: a start retried after an outage may have created the run and lost this.
+            client.set(keys.run_event_chain(created.run_id), f"{depth + 1} {source_flow}", ex=CHAIN_TTL_SECONDS)
             if not created.duplicate:
-                client.set(keys.run_event_chain(created.run_id), f"{depth + 1} {source_flow}",
-                           ex=CHAIN_TTL_SECONDS)
                 started.append(created.run_id)
         self.started.extend(started)
         return started

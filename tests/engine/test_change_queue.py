@@ -1,11 +1,16 @@
-"""`ChangeQueue`: what a batch listener put is handled in order on the part's thread, past a handler that raises."""
+"""`ChangeQueue`: what a batch listener put is handled in order on the part's thread, past a handler that raises;
+a handler that meets an outage is called again for the same change."""
 
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 
 import pytest
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from engine.runtime.change_queue import ChangeQueue
 from engine.runtime.live_change import LiveChange
@@ -41,3 +46,83 @@ def test_changes_are_handled_in_order_and_a_failing_one_does_not_stop_the_rest(
     assert handled == [1, 3]
     assert not thread.is_alive()
     assert "test notice for step_started of run run-1 failed; continuing" in caplog.text
+
+
+def _run_until_handled(changes: ChangeQueue, stop: threading.Event | None = None) -> threading.Thread:
+    stop = stop or threading.Event()
+    thread = threading.Thread(target=changes.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: changes.unfinished == 0, timeout=10, what="every change handled")
+    finally:
+        stop.set()
+        thread.join(10)
+    return thread
+
+
+def test_a_change_whose_handler_meets_an_outage_is_handled_again_before_the_next(
+        caplog: pytest.LogCaptureFixture) -> None:
+    calls: list[int] = []
+    closed = _refusing_redis()
+
+    def handle(change: LiveChange, _stop: threading.Event) -> None:
+        calls.append(change.seq)
+        if change.seq == 1 and calls.count(1) < 3:
+            closed.ping()  # a real refused connection: redis.ConnectionError
+
+    changes = ChangeQueue(handle, "test notice", logging.getLogger("tests.change_queue"), retry_seconds=(0.01,) * 4)
+    for seq in (1, 2):
+        changes.put(_change(seq))
+    with caplog.at_level(logging.WARNING, logger="tests.change_queue"):
+        _run_until_handled(changes)
+    assert calls == [1, 1, 1, 2]
+    assert changes.dropped == 0
+    assert caplog.text.count("Redis did not answer") == 2
+
+
+def test_a_change_is_dropped_with_an_error_once_its_outage_retries_run_out(
+        caplog: pytest.LogCaptureFixture) -> None:
+    calls: list[int] = []
+    closed = _refusing_redis()
+
+    def handle(change: LiveChange, _stop: threading.Event) -> None:
+        calls.append(change.seq)
+        if change.seq == 1:
+            closed.ping()
+
+    changes = ChangeQueue(handle, "test notice", logging.getLogger("tests.change_queue"), retry_seconds=(0.01, 0.01))
+    for seq in (1, 2):
+        changes.put(_change(seq))
+    with caplog.at_level(logging.WARNING, logger="tests.change_queue"):
+        _run_until_handled(changes)
+    assert calls == [1, 1, 1, 2]
+    assert changes.dropped == 1
+    assert "test notice for step_started of run run-1 dropped: Redis did not answer in 3 attempts" in caplog.text
+
+
+def test_stopping_ends_the_wait_before_a_retry() -> None:
+    closed = _refusing_redis()
+    calls: list[int] = []
+
+    def handle(change: LiveChange, _stop: threading.Event) -> None:
+        calls.append(change.seq)
+        closed.ping()
+
+    changes = ChangeQueue(handle, "test notice", logging.getLogger("tests.change_queue"), retry_seconds=(60.0,))
+    changes.put(_change(1))
+    stop = threading.Event()
+    thread = threading.Thread(target=changes.run, args=(stop,), daemon=True)
+    thread.start()
+    wait_until(lambda: calls == [1], timeout=10, what="the first attempt")
+    stop.set()
+    thread.join(5)
+    assert not thread.is_alive()
+    assert changes.dropped == 1 and changes.unfinished == 0
+
+
+def _refusing_redis() -> redis.Redis:
+    """A client of a port nothing listens on, which gives up at the first refusal."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    return redis.Redis(port=port, socket_connect_timeout=1, retry=Retry(NoBackoff(), 0))
