@@ -19,11 +19,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import platformdirs
 
-from engine.settings import LockgateSettings, load_settings
+if TYPE_CHECKING:
+    from engine.settings import LockgateSettings
 
 APP_NAME = "lockgate"
 LOG_DIR_ENV = "LOCKGATE_LOG_DIR"
@@ -64,7 +65,12 @@ def chosen_level(flag: str | None, settings: LockgateSettings) -> str:
 def log_folder(settings: LockgateSettings | None = None) -> Path:
     """LOCKGATE_LOG_DIR (of `settings`, else of the environment now), else the platform's user log folder
     (e.g. ~/.local/state/lockgate/log)."""
-    configured = (settings if settings is not None else load_settings()).log_dir
+    if settings is None:
+        # Here, not at the top: the supervisor's process configures its logging without pydantic-settings.
+        from engine.settings import load_settings
+
+        settings = load_settings()
+    configured = settings.log_dir
     if configured is not None:
         return configured
     return Path(platformdirs.user_log_dir(APP_NAME, appauthor=False))

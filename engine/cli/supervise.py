@@ -8,15 +8,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import socket
 import sys
-import threading
-from typing import Any
 
 log = logging.getLogger("lockgate.supervisor")
-
-CHILD_COMMAND = (sys.executable, "-m", "app")
 
 
 def supervise_command(args: argparse.Namespace) -> int:
@@ -49,17 +44,19 @@ def supervise(processes: int | None, workers: int, address: tuple[str, int] | No
               label: str, port_option: str) -> int:
     """`processes` executor processes (None: one per core) of `workers` threads, a projector process and, with
     `address`, `http_processes` http processes serving on it, until SIGINT/SIGTERM. `label` starts this process's
-    messages; `port_option` is how its user picks another port."""
+    messages; `port_option` is how its user picks another port.
+
+    A process started as `lockgate` (its logging configured by `app.main`) becomes the supervisor's own light
+    process (`engine.cli.supervisor_process`) once the port is bound; one embedding this call supervises in it."""
     from engine.api.listener import listen_sockets, socket_url
     from engine.cli.settings import command_config
+    from engine.cli.supervisor_process import SupervisorPlan, exec_supervisor, run
     from engine.cli.worker import http_refusal
-    from engine.runtime.supervisor import Supervisor, default_executor_processes, layout
-    from engine.transport.connection import open_redis
+    from engine.logs import configured
+    from engine.runtime.supervisor import default_executor_processes
 
     listeners: list[socket.socket] = []
-    if address is None:
-        http_processes = 0
-    else:
+    if address is not None:
         try:
             # Bound here, once, for every http child: a taken port fails at once, and requests wait in the backlog
             # while the children start or one restarts.
@@ -68,44 +65,20 @@ def supervise(processes: int | None, workers: int, address: tuple[str, int] | No
             print(http_refusal(label, address, exc, port_option), file=sys.stderr)
             return 2
     config = command_config()
-    executors = processes or default_executor_processes()
-    threads = max(1, workers)
+    logging_setup = configured()
     # The children check the schema (and upgrade the data folder's own SQLite file) themselves; one that refuses
-    # it exits with code 3 and its message, and the supervisor stops with that code. SQLAlchemy and Alembic stay
-    # out of this process, which only waits.
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    # One Redis for all children: the configured one, or the data folder's embedded server, owned here so it
-    # lives exactly as long as the supervisor.
-    redis = open_redis(config)
-    env = {**os.environ, "LOCKGATE_REDIS_URL": redis.url, "LOCKGATE_DATA_DIR": str(config.data_dir),
-           "LOCKGATE_KEY_PREFIX": config.key_prefix}
-    # The log level reaches the children by LOCKGATE_LOG_LEVEL.
-    specs = layout(executors, threads, CHILD_COMMAND, [sock.fileno() for sock in listeners])
-    supervisor = Supervisor(specs, env)
-    http_text = f", {http_processes} http process(es) serving {socket_url(listeners[0])}" if listeners else ""
-    try:
-        supervisor.start()
-        print(f"{label}: supervising {executors} executor process(es) of {threads} worker thread(s), "
-              f"one projector process{http_text} (pids {', '.join(map(str, supervisor.pids().values()))}) on "
-              f"{redis.url}; SQL {config.sql_url}; stop them with Ctrl-C or SIGTERM", file=sys.stderr)
-        log.info("supervising %d executor process(es) of %d thread(s), one projector and %d http process(es)",
-                 executors, threads, http_processes)
-        refused = supervisor.run(stop)
-    finally:
-        supervisor.stop()
-        for sock in listeners:
-            sock.close()
-        redis.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    if refused:
-        print(f"{label}: a child refused to start (exit code {refused}, its message above); stopped",
-              file=sys.stderr)
-        return refused
-    print(f"{label}: stopped", file=sys.stderr)
-    return 0
+    # it exits with code 3 and its message, and the supervisor stops with that code.
+    plan = SupervisorPlan(
+        label=label, executors=processes or default_executor_processes(), threads=max(1, workers),
+        http_fds=tuple(os.dup(sock.fileno()) for sock in listeners),
+        http_url=socket_url(listeners[0]) if listeners else None, data_dir=str(config.data_dir),
+        redis_url=config.redis_url, key_prefix=config.key_prefix, sql_url=config.sql_url,
+        log_level=logging_setup.level if logging_setup is not None else None,
+        log_file=str(logging_setup.file) if logging_setup is not None and logging_setup.file else None)
+    for sock in listeners:
+        sock.close()  # the plan holds duplicates of their descriptors
+    if logging_setup is None:
+        return run(plan)
+    log.debug("handing over to the supervisor process: %s", plan)
+    exec_supervisor(plan)
+    return 0  # not reached: exec_supervisor replaces this process

