@@ -18,13 +18,13 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
-
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from typing import TYPE_CHECKING, Literal
 
 from engine.secrets import SecretStore, lookup_secret
 from engine.settings import LockgateSettings, load_settings
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 ENV_KEY = "LOCKGATE_SECRET_KEY"
 VERSION = b"LGS1"
@@ -86,6 +86,10 @@ class SecretBox:
     def _loaded(self) -> tuple[AESGCM, bytes, str]:
         with self._lock:
             if self._key is None:
+                # Imported at first use: cryptography's native module is 6.5 MB in each process, and most never
+                # seal or open a secret.
+                from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
                 key, where = self._source()
                 self._key = (AESGCM(key), key_id(key), where)
             return self._key
@@ -113,6 +117,8 @@ class SecretBox:
             raise SecretBoxError("unknown_format", "the stored secret is not a sealed blob this version of "
                                                    f"Lockgate reads (it starts {blob[:4]!r}, not {VERSION!r})")
         cipher, own_id, where = self._loaded()
+        from cryptography.exceptions import InvalidTag
+
         header, nonce = blob[:_HEADER_BYTES], blob[_HEADER_BYTES:_HEADER_BYTES + NONCE_BYTES]
         sealed_id = header[len(VERSION):]
         if sealed_id != own_id:
