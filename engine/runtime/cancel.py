@@ -18,7 +18,7 @@ from engine.events import ExternalStamper, encode_event
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.handles import EngineHandles
 from engine.runtime.transitions import TERMINAL
-from engine.store.db import READ_ONLY_OPTION
+from engine.store.db import READ_ONLY_OPTION, reading
 from engine.store.models import Run
 
 CANCEL_FLAG_TTL_SECONDS = 7 * 24 * 3600
@@ -83,7 +83,7 @@ def cancel_run(handles: EngineHandles, run_id: str, reason: str = "cancelled by 
     Returns the run's status as seen (`cancelled` when it was stopped at once, `cancelling` for a
     running run, the terminal status unchanged for a finished one). Raises LookupError for an unknown run.
     """
-    with handles.sql.connect() as conn:
+    with reading(handles.sql) as conn:
         row = conn.execute(sa.select(Run.status, Run.last_seq).where(Run.id == run_id)).first()
     if row is None:
         raise LookupError(f'run "{run_id}" does not exist; list runs with `lockgate runs list`')
