@@ -18,7 +18,7 @@ from engine.events import ExternalStamper, encode_event
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.handles import EngineHandles
 from engine.runtime.transitions import TERMINAL
-from engine.store.db import READ_ONLY_OPTION, reading
+from engine.store.db import reading
 from engine.store.models import Run
 
 CANCEL_FLAG_TTL_SECONDS = 7 * 24 * 3600
@@ -102,8 +102,7 @@ def cancel_run(handles: EngineHandles, run_id: str, reason: str = "cancelled by 
 
 def cancel_children(handles: EngineHandles, run_id: str) -> list[str]:
     """Cancel the unfinished child runs (`flow.call`) of `run_id`, and theirs; returns the ids cancelled."""
-    with handles.sql.connect() as plain:
-        conn = plain.execution_options(**{READ_ONLY_OPTION: True})
+    with reading(handles.sql) as conn:
         children = list(conn.execute(sa.select(Run.id).where(Run.parent_run_id == run_id,
                                                              Run.status.not_in(TERMINAL))).scalars())
     for child in children:
