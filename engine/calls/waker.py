@@ -19,7 +19,6 @@ import redis
 import sqlalchemy as sa
 
 from engine.calls.body import CHILD_RUN
-from engine.calls.wiring import reading
 from engine.outages import described, outage
 from engine.parking.limits import park_token
 from engine.runtime.cancel import cancel_run
@@ -27,6 +26,7 @@ from engine.runtime.handles import EngineHandles
 from engine.runtime.jobs import encode_job, resume_job
 from engine.runtime.projection import BatchResult
 from engine.runtime.transitions import TERMINAL
+from engine.store.db import reading
 from engine.store.models import Run
 
 log = logging.getLogger("lockgate.calls")

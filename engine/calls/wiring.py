@@ -8,8 +8,6 @@ the key prefix of the worker's keyspace, so engines on different prefixes in one
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,15 +16,8 @@ import sqlalchemy as sa
 from engine.runtime.create import BudgetPreflight, CreatedRun, LatestVersions, create_run
 from engine.runtime.handles import EngineHandles
 from engine.settings import DEFAULT_MAX_CALL_DEPTH
-from engine.store.db import READ_ONLY_OPTION
+from engine.store.db import reading
 from engine.store.models import Run
-
-
-@contextmanager
-def reading(sql: sa.Engine) -> Iterator[sa.Connection]:
-    """A connection for reads only (SQLite: a DEFERRED transaction, never waiting for the projector's write)."""
-    with sql.connect() as conn:
-        yield conn.execution_options(**{READ_ONLY_OPTION: True})
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from engine.publish import UnknownFlowVersion, get_version
 from engine.runtime.create import RunRefused
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.projection import BatchResult
+from engine.store.db import reading
 from engine.store.models import Run
 
 log = logging.getLogger("lockgate.money")
@@ -158,7 +159,7 @@ class MoneyRuntime:
     def _emit_releases(self, released: list[Settled]) -> None:
         if not released:
             return
-        with self.services.sql.connect() as conn:
+        with reading(self.services.sql) as conn:
             seqs = dict(conn.execute(sa.select(Run.id, Run.last_seq)
                                      .where(Run.id.in_({s.run_id for s in released if s.run_id}))).all())
         pipe = self.services.client.pipeline(transaction=False)

@@ -29,6 +29,7 @@ from engine.parking.limits import park_token
 from engine.publish import UnknownFlowVersion, get_version
 from engine.runtime.handles import EngineHandles
 from engine.runtime.jobs import encode_job, resume_job
+from engine.store.db import reading
 from engine.store.models import Run
 
 RUNS = cast(sa.Table, Run.__table__)
@@ -97,7 +98,7 @@ def _find(handles: EngineHandles, token: str) -> tuple[Any, str] | None:
     run_id = token_run_id(token)
     if run_id is None:
         return None
-    with handles.sql.connect() as conn:
+    with reading(handles.sql) as conn:
         run = conn.execute(sa.select(RUNS.c.id, RUNS.c.flow_id, RUNS.c.version, RUNS.c.status)
                            .where(RUNS.c.id == run_id)).first()
     if run is None:

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from engine.runtime import crashpoints
 from engine.runtime.jobs import BadJob, decode_job
 from engine.runtime.orphans import runs_with_unapplied_events
+from engine.store.db import reading
 from engine.store.models import Run
 from engine.transport.due import DueSet
 from engine.transport.keys import Keyspace
@@ -32,7 +33,7 @@ CHUNK = 500
 
 def rebuild_due_set(sql: sa.Engine, client: redis.Redis, keys: Keyspace) -> int:
     """Schedule every waiting run at its wake time; returns how many were scheduled."""
-    with sql.connect() as conn:
+    with reading(sql) as conn:
         waiting = [(row.id, row.waiting_on) for row in
                    conn.execute(sa.select(Run.id, Run.waiting_on).where(Run.status == "waiting"))]
     live = runs_with_live_jobs(client, keys)

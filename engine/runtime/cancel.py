@@ -18,7 +18,7 @@ from engine.events import ExternalStamper, encode_event
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.handles import EngineHandles
 from engine.runtime.transitions import TERMINAL
-from engine.store.db import READ_ONLY_OPTION
+from engine.store.db import reading
 from engine.store.models import Run
 
 CANCEL_FLAG_TTL_SECONDS = 7 * 24 * 3600
@@ -83,7 +83,7 @@ def cancel_run(handles: EngineHandles, run_id: str, reason: str = "cancelled by 
     Returns the run's status as seen (`cancelled` when it was stopped at once, `cancelling` for a
     running run, the terminal status unchanged for a finished one). Raises LookupError for an unknown run.
     """
-    with handles.sql.connect() as conn:
+    with reading(handles.sql) as conn:
         row = conn.execute(sa.select(Run.status, Run.last_seq).where(Run.id == run_id)).first()
     if row is None:
         raise LookupError(f'run "{run_id}" does not exist; list runs with `lockgate runs list`')
@@ -102,8 +102,7 @@ def cancel_run(handles: EngineHandles, run_id: str, reason: str = "cancelled by 
 
 def cancel_children(handles: EngineHandles, run_id: str) -> list[str]:
     """Cancel the unfinished child runs (`flow.call`) of `run_id`, and theirs; returns the ids cancelled."""
-    with handles.sql.connect() as plain:
-        conn = plain.execution_options(**{READ_ONLY_OPTION: True})
+    with reading(handles.sql) as conn:
         children = list(conn.execute(sa.select(Run.id).where(Run.parent_run_id == run_id,
                                                              Run.status.not_in(TERMINAL))).scalars())
     for child in children:

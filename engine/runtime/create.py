@@ -29,7 +29,7 @@ from engine.runtime.jobs import encode_job, start_job
 from engine.runtime.sealed import seal_secrets
 from engine.runtime.write_lock import sqlite_writer
 from engine.secret_box import SecretBoxError
-from engine.store.db import READ_ONLY_OPTION
+from engine.store.db import reading
 from engine.store.models import Run
 
 log = logging.getLogger("lockgate.create")
@@ -148,8 +148,7 @@ class LatestVersions:
 
 
 def _existing_run(handles: EngineHandles, key: str) -> CreatedRun | None:
-    with handles.sql.connect() as plain:
-        conn = plain.execution_options(**{READ_ONLY_OPTION: True})  # SQLite: never waits for a writer
+    with reading(handles.sql) as conn:
         row = conn.execute(sa.select(Run.id, Run.flow_id, Run.version, Run.status)
                            .where(Run.idempotency_key == key)).first()
     return CreatedRun(row.id, row.flow_id, row.version, row.status, duplicate=True) if row else None

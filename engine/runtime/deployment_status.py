@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from engine.runtime.process_registry import ProcessSeen, processes_seen
 from engine.runtime.projector import LEASE_SECONDS
+from engine.store.db import reading
 from engine.store.models import DeadLetter, Run
 from engine.store.schema_check import SchemaState, schema_state
 from engine.transport.keys import Keyspace
@@ -92,7 +93,7 @@ def deployment_status(client: redis.Redis, keys: Keyspace, sql: sa.Engine) -> De
     processes = processes_seen(client, keys)
     workers = _worker_names(client, keys)
     hosts = sorted({p.host for p in processes} | {name.rpartition(":w")[0] for name in workers})
-    with sql.connect() as conn:
+    with reading(sql) as conn:
         by_status = {str(status): int(count) for status, count in
                      conn.execute(sa.select(Run.status, sa.func.count()).group_by(Run.status))}
         parked = Counter(str((waiting or {}).get("reason") or "unknown") for (waiting,) in

@@ -23,6 +23,7 @@ from engine.clock import Clock
 from engine.events import ExternalStamper, encode_event
 from engine.runtime.emitter import EVENT_FIELD, entry_events
 from engine.runtime.jobs import BadJob, decode_job
+from engine.store.db import reading
 from engine.store.models import Run
 from engine.transport.keys import Keyspace
 
@@ -83,7 +84,7 @@ class OrphanSweep:
     def tick(self) -> list[str]:
         """Fail every queued run older than the grace period whose job is not on the jobs stream; returns them."""
         cutoff = datetime.fromtimestamp(self.clock.now() - self.grace, UTC)
-        with self.sql.connect() as conn:
+        with reading(self.sql) as conn:
             rows = conn.execute(sa.select(Run.id, Run.last_seq, Run.created_at)
                                 .where(Run.status == "queued", Run.created_at < cutoff)
                                 .order_by(Run.created_at).limit(SWEEP_BATCH)).all()

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from engine.json_bounds import json_problems
 from engine.runtime.live_change import LiveChange
 from engine.runtime.transitions import TERMINAL
-from engine.store.db import READ_ONLY_OPTION, reading
+from engine.store.db import reading
 from engine.store.driver_reads import SqliteReader, sqlite_reader
 from engine.store.driver_rows import column_names
 from engine.store.models import AppliedEvent, Run, Step
@@ -251,10 +251,8 @@ def changes_after(sql: sa.Engine, run_id: str, after_seq: int, *, limit: int = 1
     """The run's applied changes after sequence `after_seq`, in order, each as the live channel published it."""
     query = (sa.select(APPLIED.c.change).where(APPLIED.c.run_id == run_id, APPLIED.c.seq > after_seq)
              .order_by(APPLIED.c.seq).limit(limit))
-    with sql.connect() as conn:
-        conn = conn.execution_options(**{READ_ONLY_OPTION: True})
-        with conn.begin():
-            stored = conn.execute(query).scalars().all()
+    with reading(sql) as conn:
+        stored = conn.execute(query).scalars().all()
     return [LiveChange(**orjson.loads(text)) for text in stored if text is not None]
 
 

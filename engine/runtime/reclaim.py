@@ -26,6 +26,7 @@ from engine.runtime import crashpoints
 from engine.runtime.emitter import EVENT_FIELD
 from engine.runtime.jobs import JOB_FIELD, BadJob, decode_job, delivery_of
 from engine.settings import LockgateSettings
+from engine.store.db import reading
 from engine.store.models import Run
 from engine.transport.keys import Keyspace
 
@@ -151,7 +152,7 @@ class Reclaimer:
         return Reclaimed(run_id, "dead", attempt)
 
     def _interrupt(self, run_id: str, origin: str, reason: str) -> None:
-        with self.sql.connect() as conn:
+        with reading(self.sql) as conn:
             last_seq = conn.execute(sa.select(Run.last_seq).where(Run.id == run_id)).scalar()
         event = ExternalStamper(run_id, self.clock, int(last_seq or 0)).run_interrupted(
             f"{reason}. The job is in {self.keys.jobs_dead}; start the run again once the cause is fixed")

@@ -27,7 +27,7 @@ from engine.runtime.idempotency import step_is_idempotent
 from engine.runtime.inputs import secret_names
 from engine.runtime.plan import FlowPlan
 from engine.runtime.transitions import TERMINAL
-from engine.store.db import READ_ONLY_OPTION
+from engine.store.db import reading
 from engine.store.models import AppliedEvent, Run, Step
 
 RUNS = cast(sa.Table, Run.__table__)
@@ -91,17 +91,15 @@ class RerunPlan:
 
 
 def _read(sql: sa.Engine, run_id: str) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
-    with sql.connect() as plain:
-        conn = plain.execution_options(**{READ_ONLY_OPTION: True})
-        with conn.begin():
-            run = conn.execute(sa.select(RUNS).where(RUNS.c.id == run_id)).mappings().first()
-            if run is None:
-                raise RerunRefused("unknown_run", f'run "{run_id}" does not exist; list runs with `lockgate runs list`')
-            changes = [orjson.loads(text) for text in conn.execute(
-                sa.select(APPLIED.c.change).where(APPLIED.c.run_id == run_id, APPLIED.c.seq.is_not(None))
-                .order_by(APPLIED.c.seq)).scalars() if text is not None]
-            steps = {row["step"]: dict(row) for row in conn.execute(
-                sa.select(STEPS).where(STEPS.c.run_id == run_id)).mappings()}
+    with reading(sql) as conn:
+        run = conn.execute(sa.select(RUNS).where(RUNS.c.id == run_id)).mappings().first()
+        if run is None:
+            raise RerunRefused("unknown_run", f'run "{run_id}" does not exist; list runs with `lockgate runs list`')
+        changes = [orjson.loads(text) for text in conn.execute(
+            sa.select(APPLIED.c.change).where(APPLIED.c.run_id == run_id, APPLIED.c.seq.is_not(None))
+            .order_by(APPLIED.c.seq)).scalars() if text is not None]
+        steps = {row["step"]: dict(row) for row in conn.execute(
+            sa.select(STEPS).where(STEPS.c.run_id == run_id)).mappings()}
     return run, changes, steps
 
 

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from engine.flow import Flow
 from engine.publish import UnknownFlowVersion, get_version
+from engine.store.db import reading
 from engine.store.models import FlowRecord
 
 
@@ -23,7 +24,7 @@ class LatestFlows:
 
     def with_trigger(self, trigger_type: str) -> list[Flow]:
         """Latest versions of flows holding a node of `trigger_type`."""
-        with self.sql.connect() as conn:
+        with reading(self.sql) as conn:
             rows = conn.execute(sa.select(FlowRecord.id, FlowRecord.latest_version)).all()
         found: list[Flow] = []
         with self._lock:
