@@ -92,6 +92,10 @@ def run(plan: SupervisorPlan) -> int:
         redis_url = server.url
     env = {**os.environ, "LOCKGATE_REDIS_URL": redis_url, "LOCKGATE_DATA_DIR": plan.data_dir,
            "LOCKGATE_KEY_PREFIX": plan.key_prefix}
+    if plan.http_url is not None:
+        # The executors make callback links (`callback_url(node)`) without serving HTTP themselves: they link to
+        # where the http children serve, as one process serving HTTP does (LOCKGATE_PUBLIC_URL still wins).
+        env["LOCKGATE_HTTP_URL"] = plan.http_url
     # The log level reaches the children by LOCKGATE_LOG_LEVEL.
     supervisor = Supervisor(layout(plan.executors, plan.threads, CHILD_COMMAND, plan.http_fds), env)
     http_processes = len(plan.http_fds)

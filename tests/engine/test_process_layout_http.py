@@ -3,6 +3,7 @@ its own, sharing the one listening socket the supervisor bound. Real supervisor,
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -243,3 +244,29 @@ def test_the_http_childrens_sockets_share_one_port_and_the_kernel_spreads_connec
     finally:
         for sock in group:
             sock.close()
+
+
+def test_callback_links_made_by_an_executor_name_the_port_the_http_children_serve(
+        http_layout: HttpLayout, tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    flow = tmp_path / "callback.flow.json"
+    flow.write_text(json.dumps({
+        "format": "lockgate.flow/1", "id": "callback", "name": "callback", "inputs": {},
+        "nodes": [{"id": "start", "type": "trigger.manual"},
+                  {"id": "announce", "type": "set", "config": {"values": {"resume_at": "{{ callback_url('wait') }}"}}},
+                  {"id": "wait", "type": "wait.callback", "config": {"timeout": "1h", "output_key": "reply"}},
+                  {"id": "done", "type": "terminal", "config": {"output": "{{ state.reply.status }}"}}],
+        "edges": [{"from": "start", "to": "announce"}, {"from": "announce", "to": "wait"},
+                  {"from": "wait", "port": "received", "to": "done"}]}))
+    env = cli_env(tmp_path, redis_url, key_prefix)
+    env.pop("LOCKGATE_PUBLIC_URL", None)
+    env.pop("LOCKGATE_HTTP_URL", None)
+    assert lockgate(env, "publish", str(flow)).returncode == 0
+    headers = {"Authorization": f"Bearer {http_layout.key}"}
+    parked = httpx.post(f"{http_layout.base}/api/v1/runs", json={"flow_id": "callback", "wait": 30}, headers=headers,
+                        timeout=HANG_GUARD_S)
+    assert parked.status_code == 202, parked.text
+    run = httpx.get(f"{http_layout.base}/api/v1/runs/{parked.json()['run_id']}", headers=headers, timeout=HANG_GUARD_S)
+    link = run.json()["state"]["resume_at"]
+    assert link.startswith(f"{http_layout.base}/callbacks/"), link
+    resumed = httpx.post(link, json={"status": "shipped"}, timeout=HANG_GUARD_S)
+    assert resumed.status_code == 200 and resumed.json()["status"] == "resumed", resumed.text
