@@ -1,7 +1,8 @@
-"""`lockgate serve [--host H] [--port P] [--workers N] [--processes N [--http-processes K]]`: the engine (workers,
+"""`lockgate serve [--host H] [--port P] [--workers N] [--processes N] [--http-processes K]`: the engine (workers,
 projector, due waker, ...) and its HTTP API (`/api/v1`, webhooks, callbacks, live runs) in this process until SIGINT
 or SIGTERM, then a clean stop; with `--processes`, in processes of their own under this one
-(`engine.cli.supervise`, as `lockgate worker --processes N --http HOST:PORT`).
+(`engine.cli.supervise`, as `lockgate worker --processes N --http HOST:PORT`); with only `--http-processes K`, the
+engine here and the API in K http processes of its own (`engine.cli.http_children`).
 
 Exit codes: 0 stopped by a signal, 2 the port is taken or a usage error, 3 a store whose schema is not current.
 """
@@ -35,7 +36,9 @@ def register(subparsers: Any) -> None:
                         help="run N executor processes, a projector process and the API in processes of their own, "
                              "under this one: more runs a second on several cores, more memory (docs/deployment.md)")
     parser.add_argument("--http-processes", type=int, default=None, metavar="K",
-                        help="with --processes: K http processes sharing the port (default 1)")
+                        help="serve the API from K http processes of their own sharing the port (default: in "
+                             "this process, or 1 with --processes); without --processes the engine stays in this "
+                             "one")
     add_log_level(parser, argparse.SUPPRESS)
     parser.set_defaults(handler=serve_command, role="all")
 
@@ -46,8 +49,8 @@ def serve_command(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         print(f"lockgate serve: --port {args.port} is not a port; pick one from 0 to 65535", file=sys.stderr)
         return 2
-    if args.http_processes is not None and (args.processes is None or args.http_processes < 1):
-        print("lockgate serve: --http-processes K needs --processes and K of at least 1", file=sys.stderr)
+    if args.http_processes is not None and args.http_processes < 1:
+        print("lockgate serve: --http-processes K needs K of at least 1", file=sys.stderr)
         return 2
     if args.processes is not None:
         if args.processes < 1:
@@ -57,4 +60,5 @@ def serve_command(args: argparse.Namespace) -> int:
 
         return supervise(args.processes, args.workers, (args.host, args.port), args.http_processes or 1,
                          "lockgate serve", "--port")
-    return run_engine(args, (args.host, args.port), "lockgate serve", port_option="--port")
+    return run_engine(args, (args.host, args.port), "lockgate serve", port_option="--port",
+                      http_processes=args.http_processes or 0)

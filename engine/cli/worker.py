@@ -2,7 +2,8 @@
 [--log-level LEVEL]`: the engine services headless until SIGINT/SIGTERM, then a clean stop. Its warnings and errors
 also go out on the keyspace's `logs` channel.
 
-Without `--processes` everything runs in this one process (`--role all`). With `--processes N` this process
+Without `--processes` everything runs in this one process (`--role all`), or, with `--http-processes K`, everything
+but the API, which K http processes of its own serve (`engine.cli.http_children`). With `--processes N` this process
 supervises N executor processes, one projector process and, with `--http`, K http processes sharing the port it
 binds (`engine.runtime.supervisor`); `--role` (and `--http-fd`, the inherited socket) is how the supervisor starts
 each of them.
@@ -58,7 +59,9 @@ def register(subparsers: Any) -> None:
                         help="also serve the HTTP API and webhooks there, e.g. 127.0.0.1:8080 (default: off); with "
                              "--processes, in http processes of their own")
     parser.add_argument("--http-processes", type=int, default=None, metavar="K",
-                        help="with --processes and --http: K http processes sharing the port (default 1)")
+                        help="with --http: serve the API from K http processes of their own sharing the port "
+                             "(default: in this process, or 1 with --processes); without --processes the engine "
+                             "stays in this one")
     parser.add_argument("--http-fd", type=int, default=None, metavar="FD",
                         help="serve the HTTP API on this inherited listening socket instead of binding --http "
                              "(how the supervisor starts its http processes)")
@@ -106,8 +109,10 @@ def worker_command(args: argparse.Namespace) -> int:
         from engine.cli.supervise import supervise_command
 
         return supervise_command(args)
-    if args.http_processes is not None:
-        print("lockgate worker: --http-processes needs --processes and --http", file=sys.stderr)
+    if args.http_processes is not None and (not args.http or args.http_processes < 1 or args.role != "all"
+                                            or args.http_fd is not None):
+        print("lockgate worker: --http-processes K needs --http and K of at least 1 (and no --role or --http-fd)",
+              file=sys.stderr)
         return 2
     try:
         http_address = parse_http_address(args.http) if args.http else None
@@ -117,18 +122,21 @@ def worker_command(args: argparse.Namespace) -> int:
     if args.role == "http" and http_address is None and args.http_fd is None:
         print("lockgate worker: --role http needs --http HOST:PORT (or --http-fd)", file=sys.stderr)
         return 2
-    return run_engine(args, http_address, "lockgate worker", http_fd=args.http_fd)
+    return run_engine(args, http_address, "lockgate worker", http_fd=args.http_fd,
+                      http_processes=args.http_processes or 0)
 
 
 def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, label: str,
-               port_option: str = "--http HOST:PORT", http_fd: int | None = None) -> int:
+               port_option: str = "--http HOST:PORT", http_fd: int | None = None, http_processes: int = 0) -> int:
     """The engine services of `args.role` with `args.workers`, and the HTTP API at `http_address` (or on the
     inherited listening socket `http_fd`), until SIGINT or SIGTERM; `label` starts this process's messages,
-    `port_option` is how its user picks another port."""
+    `port_option` is how its user picks another port. With `http_processes` K, the API is served by K http
+    processes of its own, children of this one (`HttpChildren`), and the engine runs here."""
     # httpx imports its command-line tool when click, rich and pygments are installed (they are, for the
     # CLI); a worker never runs it, and without them each engine process is ~6 MB smaller. httpx falls back
     # to a stub `main` when the import fails, as it does where they are not installed.
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    from engine.cli.http_children import CHILD_POLL_SECONDS, HttpChildren
     from engine.cli.settings import command_config, command_settings
     from engine.gc_pauses import freeze_startup_objects
     from engine.host import EngineServices
@@ -151,9 +159,18 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
     services = EngineServices(config, migrate=auto_migrate(config), role=args.role, settings=command_settings(),
                               **options)
     api = None
+    children: HttpChildren | None = None
     publisher: LogPublisher | None = None
+    refused = 0
     try:
-        if http_fd is not None:
+        if http_processes:
+            assert http_address is not None  # worker_command asks for --http with --http-processes
+            try:
+                children = HttpChildren.bind(http_address, http_processes)
+            except OSError as exc:
+                print(http_refusal(label, http_address, exc, port_option), file=sys.stderr)
+                return 2
+        elif http_fd is not None:
             from engine.api.listener import adopt_socket
             from engine.api.server import ApiServer
 
@@ -189,6 +206,10 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
         if api is not None:
             api.start()
             print(f"{label}: HTTP API and webhooks on {api.url}", file=sys.stderr)
+        if children is not None:
+            pids = children.start(services, config)
+            print(f"{label}: HTTP API and webhooks on {children.url}, served by {http_processes} http process(es) "
+                  f"(pids {', '.join(map(str, pids))})", file=sys.stderr)
         freeze_startup_objects()
         where = config.redis_url or f"embedded Redis in {config.data_dir}"
         print(f"{label}: {options['workers']} worker(s) on {where}, SQL {config.sql_url}, role {args.role}; "
@@ -197,11 +218,16 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
         if setup is not None and setup.file is not None:
             print(f"{label}: log in {setup.file}", file=sys.stderr)
         log.info("%d worker(s) on %s, SQL %s, role %s", options["workers"], where, config.sql_url, args.role)
-        while not stop.wait(0.5):
-            pass
+        while not stop.wait(CHILD_POLL_SECONDS if children is not None else 0.5):
+            if children is not None and (refused := children.tick()):
+                print(f"{label}: an http process refused to start (exit code {refused}, its message above)",
+                      file=sys.stderr)
+                break
         print(f"{label}: stopping", file=sys.stderr)
         log.info("stopping")
     finally:
+        if children is not None:
+            children.stop()  # first: requests in flight finish while the engine still runs
         if api is not None:
             api.stop()
         if publisher is not None:
@@ -211,4 +237,4 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     print(f"{label}: stopped", file=sys.stderr)
-    return 0
+    return refused

@@ -187,6 +187,11 @@ def layout(executors: int, threads: int, base: Sequence[str], http_fds: Sequence
     specs = [ChildSpec(f"executor-{index}", (*common, "--role", "executor", "--workers", str(threads)))
              for index in range(executors)]
     specs.append(ChildSpec("projector", (*common, "--role", "projector")))
-    specs += [ChildSpec(f"http-{index}", (*common, "--role", "http", "--http-fd", str(fd)), (fd,))
-              for index, fd in enumerate(http_fds)]
-    return specs
+    return specs + http_layout(base, http_fds)
+
+
+def http_layout(base: Sequence[str], http_fds: Sequence[int]) -> list[ChildSpec]:
+    """One http process per listening socket of `http_fds`, serving the API on it (a restarted one gets the same
+    socket): the http children of `layout`, and of `lockgate worker --http-processes K` without `--processes`."""
+    return [ChildSpec(f"http-{index}", (*base, "worker", "--role", "http", "--http-fd", str(fd)), (fd,))
+            for index, fd in enumerate(http_fds)]

@@ -1,7 +1,7 @@
 """`POST /api/v1/runs` with `wait` under wrk: the peer harness's flow through the HTTP front door.
 
     python tests/bench/api_throughput.py [--conc 1,8,32] [--duration 20] [--workers N]
-                                          [--processes N [--http-processes K]]
+                                          [--processes N] [--http-processes K]
 
 Starts `lockgate worker --http` on an embedded engine in a fresh data folder (as `../shared/peers/lockgate/
 start.sh` does), publishes `../shared/peers/lockgate/bench.flow.json`, and drives it with the peers' own
@@ -131,7 +131,8 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=None, help="lockgate worker --processes N")
     parser.add_argument("--workers", type=int, default=None, help="lockgate worker --workers N (threads)")
     parser.add_argument("--http-processes", type=int, default=None,
-                        help="lockgate worker --http-processes K (with --processes)")
+                        help="lockgate worker --http-processes K (without --processes: the engine in the worker, "
+                             "the API in K children of it)")
     args = parser.parse_args()
     ensure_wrk()
     with tempfile.TemporaryDirectory(prefix="lg-api-bench-") as scratch:

@@ -146,11 +146,13 @@ def test_a_taken_port_fails_at_once_with_exit_2(tmp_path: Path, redis_url: str, 
     assert "Traceback" not in done.stderr and "supervising" not in done.stderr
 
 
-@pytest.mark.parametrize("args", [["--http", "127.0.0.1:1", "--http-processes", "2"],
+@pytest.mark.parametrize("args", [["--http-processes", "2"],
                                   ["--processes", "1", "--http-processes", "2"],
                                   ["--processes", "1", "--http", "127.0.0.1:1", "--http-processes", "0"],
+                                  ["--http", "127.0.0.1:1", "--http-processes", "0"],
+                                  ["--role", "executor", "--http", "127.0.0.1:1", "--http-processes", "1"],
                                   ["--role", "http"]])
-def test_http_processes_needs_processes_and_http(tmp_path: Path, redis_url: str, key_prefix: str,
+def test_http_processes_needs_http_and_at_least_one(tmp_path: Path, redis_url: str, key_prefix: str,
                                                  args: list[str]) -> None:
     done = lockgate(cli_env(tmp_path, redis_url, key_prefix), "worker", *args)
     assert done.returncode == 2, done.stderr
@@ -193,9 +195,9 @@ def _answers(base: str) -> bool:
     return True
 
 
-@pytest.mark.parametrize("args", [["--http-processes", "2"], ["--processes", "1", "--http-processes", "0"],
+@pytest.mark.parametrize("args", [["--http-processes", "0"], ["--processes", "1", "--http-processes", "0"],
                                   ["--processes", "0"]])
-def test_serve_refuses_http_processes_without_processes(tmp_path: Path, redis_url: str, key_prefix: str,
+def test_serve_refuses_fewer_than_one_process(tmp_path: Path, redis_url: str, key_prefix: str,
                                                         args: list[str]) -> None:
     done = lockgate(cli_env(tmp_path, redis_url, key_prefix), "serve", "--port", "0", *args)
     assert done.returncode == 2, done.stderr
@@ -270,3 +272,71 @@ def test_callback_links_made_by_an_executor_name_the_port_the_http_children_serv
     assert link.startswith(f"{http_layout.base}/callbacks/"), link
     resumed = httpx.post(link, json={"status": "shipped"}, timeout=HANG_GUARD_S)
     assert resumed.status_code == 200 and resumed.json()["status"] == "resumed", resumed.text
+
+
+@pytest.fixture
+def engine_with_http_children(tmp_path: Path, redis_url: str, key_prefix: str) -> Iterator[HttpLayout]:
+    """`lockgate worker --http HOST:PORT --http-processes 2` without `--processes`: the engine in the worker's
+    own process, the API in two http children of it."""
+    env, key = published_with_key(tmp_path, redis_url, key_prefix)
+    port = free_port()
+    process = subprocess.Popen([*LOCKGATE, "worker", "--workers", "1", "--http", f"127.0.0.1:{port}",
+                                "--http-processes", "2"], env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: [len(pids) for pids in role_pids(process.pid).values()] == [0, 0, 2],
+                   "the worker's http children did not start")
+        served = HttpLayout(process, f"http://127.0.0.1:{port}", key)
+        wait_until(lambda: _answers(served.base), "the worker's http children did not answer")
+        yield served
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(HANG_GUARD_S)
+
+
+def test_an_engine_with_http_children_runs_the_engine_itself_and_answers_through_them(
+        engine_with_http_children: HttpLayout) -> None:
+    served = engine_with_http_children
+    results = [served.start_run(n) for n in range(6)]
+    assert [(r.status_code, r.json()["result"]) for r in results] == [(201, n * 2) for n in range(6)]
+    command = Path(f"/proc/{served.process.pid}/cmdline").read_bytes().split(b"\0")
+    assert b"--role" not in command  # the engine runs in the worker itself, not in a child
+    assert all(alive(pid) for pid in served.roles()["http"])
+
+
+def test_a_killed_http_child_of_an_engine_is_restarted_and_sigterm_stops_them_all(
+        engine_with_http_children: HttpLayout) -> None:
+    served = engine_with_http_children
+    victim, survivor = served.roles()["http"]
+    os.kill(victim, signal.SIGKILL)
+    wait_until(lambda: victim not in served.roles()["http"] and len(served.roles()["http"]) == 2,
+               "the killed http child was not replaced")
+    assert served.start_run(4).json()["result"] == 8
+    tree = served.roles()["http"]
+    served.process.send_signal(signal.SIGTERM)
+    assert served.process.wait(10) == 0
+    assert [pid for pid in [*tree, survivor] if alive(pid)] == []
+
+
+def test_serve_with_http_processes_alone_keeps_the_engine_and_serves_from_children(
+        tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    env, key = published_with_key(tmp_path, redis_url, key_prefix)
+    port = free_port()
+    process = subprocess.Popen([*LOCKGATE, "serve", "--port", str(port), "--workers", "1", "--http-processes", "1"],
+                               env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        served = HttpLayout(process, f"http://127.0.0.1:{port}", key)
+        wait_until(lambda: _answers(served.base), "serve's http child did not answer")
+        assert [len(pids) for pids in served.roles().values()] == [0, 0, 1]
+        assert served.start_run(7).json()["result"] == 14
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(10) == 0
+        assert process.stderr is not None
+        said = process.stderr.read().decode()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(HANG_GUARD_S)
+    assert f"lockgate serve: HTTP API and webhooks on http://127.0.0.1:{port}, served by 1 http process(es)" in said
+    assert "lockgate serve: stopped" in said and "Traceback" not in said
