@@ -34,22 +34,16 @@ def test_changes_are_handled_in_order_and_a_failing_one_does_not_stop_the_rest(
     for seq in (1, 2, 3):
         changes.put(_change(seq))
     assert changes.unfinished == 3
-    stop = threading.Event()
-    thread = threading.Thread(target=changes.run, args=(stop,), daemon=True)
     with caplog.at_level(logging.ERROR, logger="tests.change_queue"):
-        thread.start()
-        try:
-            wait_until(lambda: changes.unfinished == 0, timeout=10, what="every change handled")
-        finally:
-            stop.set()
-            thread.join(10)
+        thread = _run_until_handled(changes)
     assert handled == [1, 3]
     assert not thread.is_alive()
     assert "test notice for step_started of run run-1 failed; continuing" in caplog.text
 
 
-def _run_until_handled(changes: ChangeQueue, stop: threading.Event | None = None) -> threading.Thread:
-    stop = stop or threading.Event()
+def _run_until_handled(changes: ChangeQueue) -> threading.Thread:
+    """Run `changes` on a thread until every change put is handled, then stop it; returns the (ended) thread."""
+    stop = threading.Event()
     thread = threading.Thread(target=changes.run, args=(stop,), daemon=True)
     thread.start()
     try:
@@ -60,21 +54,29 @@ def _run_until_handled(changes: ChangeQueue, stop: threading.Event | None = None
     return thread
 
 
-def test_a_change_whose_handler_meets_an_outage_is_handled_again_before_the_next(
-        caplog: pytest.LogCaptureFixture) -> None:
+def _outages(failures: int, retries: int) -> tuple[list[int], ChangeQueue]:
+    """Changes 1 and 2 handled; change 1's first `failures` attempts meet a real refused connection
+    (redis.ConnectionError), with `retries` retries 10 ms apart. Returns the changes each attempt was for."""
     calls: list[int] = []
     closed = _refusing_redis()
 
     def handle(change: LiveChange, _stop: threading.Event) -> None:
         calls.append(change.seq)
-        if change.seq == 1 and calls.count(1) < 3:
-            closed.ping()  # a real refused connection: redis.ConnectionError
+        if change.seq == 1 and calls.count(1) <= failures:
+            closed.ping()
 
-    changes = ChangeQueue(handle, "test notice", logging.getLogger("tests.change_queue"), retry_seconds=(0.01,) * 4)
+    changes = ChangeQueue(handle, "test notice", logging.getLogger("tests.change_queue"),
+                          retry_seconds=(0.01,) * retries)
     for seq in (1, 2):
         changes.put(_change(seq))
+    _run_until_handled(changes)
+    return calls, changes
+
+
+def test_a_change_whose_handler_meets_an_outage_is_handled_again_before_the_next(
+        caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="tests.change_queue"):
-        _run_until_handled(changes)
+        calls, changes = _outages(failures=2, retries=4)
     assert calls == [1, 1, 1, 2]
     assert changes.dropped == 0
     assert caplog.text.count("Redis did not answer") == 2
@@ -82,19 +84,8 @@ def test_a_change_whose_handler_meets_an_outage_is_handled_again_before_the_next
 
 def test_a_change_is_dropped_with_an_error_once_its_outage_retries_run_out(
         caplog: pytest.LogCaptureFixture) -> None:
-    calls: list[int] = []
-    closed = _refusing_redis()
-
-    def handle(change: LiveChange, _stop: threading.Event) -> None:
-        calls.append(change.seq)
-        if change.seq == 1:
-            closed.ping()
-
-    changes = ChangeQueue(handle, "test notice", logging.getLogger("tests.change_queue"), retry_seconds=(0.01, 0.01))
-    for seq in (1, 2):
-        changes.put(_change(seq))
     with caplog.at_level(logging.WARNING, logger="tests.change_queue"):
-        _run_until_handled(changes)
+        calls, changes = _outages(failures=100, retries=2)
     assert calls == [1, 1, 1, 2]
     assert changes.dropped == 1
     assert "test notice for step_started of run run-1 dropped: Redis did not answer in 3 attempts" in caplog.text

@@ -163,11 +163,19 @@ def test_serve_with_processes_runs_the_same_layout_under_its_own_name(tmp_path: 
                                                                      key_prefix: str) -> None:
     env, key = published_with_key(tmp_path, redis_url, key_prefix)
     port = free_port()
-    process = subprocess.Popen([*LOCKGATE, "serve", "--port", str(port), "--processes", "1", "--workers", "1",
-                                "--http-processes", "2"], env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    said = _serve_one_start(env, port, key, "--processes", "1", "--http-processes", "2", roles=[1, 1, 2])
+    assert "lockgate serve: supervising 1 executor process(es) of 1 worker thread(s), one projector process, " \
+           f"2 http process(es) serving http://127.0.0.1:{port} (pids" in said
+    assert "lockgate serve: stopped" in said and "Traceback" not in said
+
+
+def _serve_one_start(env: dict[str, str], port: int, key: str, *args: str, roles: list[int]) -> str:
+    """`lockgate serve --port PORT --workers 1 ARGS`: once its processes per role (executor, projector, http) are
+    `roles` and it answers, one sync start (5 → 10), then SIGTERM and a clean exit; returns what it said on stderr."""
+    process = subprocess.Popen([*LOCKGATE, "serve", "--port", str(port), "--workers", "1", *args], env=env,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        wait_until(lambda: [len(pids) for pids in role_pids(process.pid).values()] == [1, 1, 2],
+        wait_until(lambda: [len(pids) for pids in role_pids(process.pid).values()] == roles,
                    "serve's children did not all start")
         served = HttpLayout(process, f"http://127.0.0.1:{port}", key)
         wait_until(lambda: _answers(served.base), "serve's http children did not answer")
@@ -177,14 +185,11 @@ def test_serve_with_processes_runs_the_same_layout_under_its_own_name(tmp_path: 
         process.send_signal(signal.SIGTERM)
         assert process.wait(10) == 0
         assert process.stderr is not None
-        said = process.stderr.read().decode()
+        return process.stderr.read().decode()
     finally:
         if process.poll() is None:
             process.kill()
             process.wait(HANG_GUARD_S)
-    assert "lockgate serve: supervising 1 executor process(es) of 1 worker thread(s), one projector process, " \
-           f"2 http process(es) serving http://127.0.0.1:{port} (pids" in said
-    assert "lockgate serve: stopped" in said and "Traceback" not in said
 
 
 def _answers(base: str) -> bool:
@@ -323,20 +328,6 @@ def test_serve_with_http_processes_alone_keeps_the_engine_and_serves_from_childr
         tmp_path: Path, redis_url: str, key_prefix: str) -> None:
     env, key = published_with_key(tmp_path, redis_url, key_prefix)
     port = free_port()
-    process = subprocess.Popen([*LOCKGATE, "serve", "--port", str(port), "--workers", "1", "--http-processes", "1"],
-                               env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        served = HttpLayout(process, f"http://127.0.0.1:{port}", key)
-        wait_until(lambda: _answers(served.base), "serve's http child did not answer")
-        assert [len(pids) for pids in served.roles().values()] == [0, 0, 1]
-        assert served.start_run(7).json()["result"] == 14
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(10) == 0
-        assert process.stderr is not None
-        said = process.stderr.read().decode()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(HANG_GUARD_S)
+    said = _serve_one_start(env, port, key, "--http-processes", "1", roles=[0, 0, 1])
     assert f"lockgate serve: HTTP API and webhooks on http://127.0.0.1:{port}, served by 1 http process(es)" in said
     assert "lockgate serve: stopped" in said and "Traceback" not in said
