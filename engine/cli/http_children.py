@@ -10,7 +10,6 @@ restarted child gets the same one), and die with this process.
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 
@@ -18,7 +17,7 @@ from engine.api.listener import listen_sockets, socket_url
 from engine.cli.supervisor_process import CHILD_COMMAND
 from engine.config import EngineConfig
 from engine.host import EngineServices
-from engine.runtime.supervisor import Supervisor, http_layout
+from engine.runtime.supervisor import Supervisor, child_env, http_layout
 
 CHILD_POLL_SECONDS = 0.1
 """How often the engine's main thread looks for a child that died."""
@@ -44,8 +43,7 @@ class HttpChildren:
         if services.redis is None:
             raise RuntimeError("HttpChildren.start needs the engine started (its Redis open)")
         services.callback_links.serve_at(self.url)
-        env = {**os.environ, "LOCKGATE_REDIS_URL": services.redis.url, "LOCKGATE_DATA_DIR": str(config.data_dir),
-               "LOCKGATE_KEY_PREFIX": config.key_prefix, "LOCKGATE_HTTP_URL": self.url}
+        env = child_env(services.redis.url, str(config.data_dir), config.key_prefix, self.url)
         specs = http_layout(CHILD_COMMAND, [sock.fileno() for sock in self.listeners])
         self._supervisor = Supervisor(specs, env).start()
         return list(self._supervisor.pids().values())
@@ -63,5 +61,5 @@ class HttpChildren:
         sockets."""
         if self._supervisor is not None:
             self._supervisor.stop()
-        for sock in {id(sock): sock for sock in self.listeners}.values():
+        for sock in self.listeners:
             sock.close()

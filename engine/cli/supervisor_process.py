@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.logs import configure_logging
-from engine.runtime.supervisor import Supervisor, layout
+from engine.runtime.supervisor import Supervisor, child_env, layout
 from engine.transport.embedded import EmbeddedRedis
 
 log = logging.getLogger("lockgate.supervisor")
@@ -90,13 +90,7 @@ def run(plan: SupervisorPlan) -> int:
         server = EmbeddedRedis(Path(plan.data_dir)).start()
         server.keep_running()
         redis_url = server.url
-    env = {**os.environ, "LOCKGATE_REDIS_URL": redis_url, "LOCKGATE_DATA_DIR": plan.data_dir,
-           "LOCKGATE_KEY_PREFIX": plan.key_prefix}
-    if plan.http_url is not None:
-        # The executors make callback links (`callback_url(node)`) without serving HTTP themselves: they link to
-        # where the http children serve, as one process serving HTTP does (LOCKGATE_PUBLIC_URL still wins).
-        env["LOCKGATE_HTTP_URL"] = plan.http_url
-    # The log level reaches the children by LOCKGATE_LOG_LEVEL.
+    env = child_env(redis_url, plan.data_dir, plan.key_prefix, plan.http_url)
     supervisor = Supervisor(layout(plan.executors, plan.threads, CHILD_COMMAND, plan.http_fds), env)
     http_processes = len(plan.http_fds)
     http_text = f", {http_processes} http process(es) serving {plan.http_url}" if plan.http_url else ""

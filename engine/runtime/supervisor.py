@@ -179,6 +179,18 @@ def _exit_text(code: int) -> str:
     return f"code {code}"
 
 
+def child_env(redis_url: str, data_dir: str, key_prefix: str, http_url: str | None) -> dict[str, str]:
+    """A supervised child's environment: this process's, on one Redis, data folder and keyspace. With `http_url`
+    (where the http children serve), children that serve no HTTP make their callback links (`callback_url(node)`)
+    to it, as one process serving HTTP does; LOCKGATE_PUBLIC_URL still wins. The log level reaches them by
+    LOCKGATE_LOG_LEVEL."""
+    env = {**os.environ, "LOCKGATE_REDIS_URL": redis_url, "LOCKGATE_DATA_DIR": data_dir,
+           "LOCKGATE_KEY_PREFIX": key_prefix}
+    if http_url is not None:
+        env["LOCKGATE_HTTP_URL"] = http_url
+    return env
+
+
 def layout(executors: int, threads: int, base: Sequence[str], http_fds: Sequence[int] = ()) -> list[ChildSpec]:
     """The children of `lockgate worker --processes N`: `executors` executor processes of `threads` worker
     threads, one projector process and one http process per listening socket of `http_fds`, serving the API on it
