@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import redis
 import sqlalchemy as sa
 
 from engine.api.callbacks import CallbackSender
@@ -22,9 +23,10 @@ from engine.clock import Clock, SystemClock
 from engine.config import EngineConfig, InputLimits
 from engine.flow import Flow
 from engine.money.engine_loop import MoneyRuntime
+from engine.outages import outage
 from engine.parking.callback_links import CallbackLinks
 from engine.parking.rebuild import rebuild_due_set
-from engine.parts import BatchListener, PartContext
+from engine.parts import AckFiller, BatchListener, PartContext
 from engine.publish import PublishedVersion, publish
 from engine.runtime import cancel as cancel_module
 from engine.runtime import create as create_module
@@ -118,6 +120,7 @@ class EngineServices:
         self.due: DueSet | None = None
         self.waker: DueWaker | None = None
         self._batch_listeners: list[Callable[[BatchResult], None]] = []
+        self._ack_fillers: list[AckFiller] = []
         self.money: MoneyRuntime | None = None
         self.triggers: TriggerRuntime | None = None
         """Schedules, event triggers and outgoing run callbacks, once started."""
@@ -162,9 +165,10 @@ class EngineServices:
         drain_predecessors(reclaimer, names)
         rebuild_due_set(self.sql, client, self.keys)
         parts = self._part_context()
-        self.triggers = TriggerRuntime.start(parts, scheduler_thread=self.run_scheduler)
+        self.triggers = TriggerRuntime.start(parts, scheduler_thread=self.run_scheduler,
+                                             claim_seconds=self.settings.delivery_claim_timeout)
         self.calls = CallRuntime.start(parts, self.max_call_depth)
-        self.approval_notices = NoticeSender.start(parts)
+        self.approval_notices = NoticeSender.start(parts, self.settings.delivery_claim_timeout)
         plans = PlanCache(self.sql)
         for index, name in enumerate(names):
             worker = Worker(self.redis.client(), self.keys, plans, self.clock, name,
@@ -175,6 +179,7 @@ class EngineServices:
             self._spawn(f"lockgate-worker-{index}", worker.run)
         if self.run_projector:
             self.projector = Projector(self.redis.client(), self.keys, self.sql, on_batch=self._on_batch,
+                                       fill_ack=self._fill_ack,
                                        block_ms=min(self.block_ms, 200), journal=self.config.event_journal)
             self._spawn("lockgate-projector", self.projector.run)
         self._spawn("lockgate-heartbeat", self._heartbeat_loop)
@@ -273,6 +278,7 @@ class EngineServices:
                            create_run=self.create_run, latest_versions=self.latest_versions,
                            preflight=self._preflight,
                            add_batch_listener=self.add_batch_listener if self.run_projector else None,
+                           add_ack_filler=self._ack_fillers.append if self.run_projector else None,
                            stop=self._stop)
 
     def _preflight(self, flow: Flow, inputs: dict[str, Any]) -> None:
@@ -295,6 +301,17 @@ class EngineServices:
     def _on_batch(self, result: BatchResult) -> None:
         for listener in list(self._batch_listeners):
             listener(result)
+
+    def _fill_ack(self, result: BatchResult, pipe: redis.client.Pipeline) -> None:
+        """An outage raises (the batch is applied again, and its changes replayed); any other error of a filler is
+        logged and that filler passed over, so no part can stop the projection."""
+        for filler in self._ack_fillers:
+            try:
+                filler(result, pipe)
+            except Exception as exc:
+                if outage(exc):
+                    raise
+                log.exception("the projector's batch: %s failed; its changes are not written", filler)
 
     def require_handles(self) -> EngineHandles:
         if self.handles is None:

@@ -20,6 +20,8 @@ from engine.transport.connection import RedisHandle
 from engine.transport.keys import Keyspace
 
 if TYPE_CHECKING:
+    import redis
+
     from engine.api.callbacks import CallbackSender
     from engine.parking.callback_links import CallbackLinks
     from engine.publish import PublishedVersion
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 
 BatchListener = Callable[[BatchResult], None]
 """Called with every batch of events the projector applied, on the projector's thread."""
+AckFiller = Callable[[BatchResult, "redis.client.Pipeline"], None]
+"""Adds Redis commands to the acknowledgement of each batch the projector applied, sent with it (`Projector`)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,9 @@ class PartContext:
     """The engine's budget preflight as it is when called (the money part installs the real one)."""
     add_batch_listener: Callable[[BatchListener], None] | None
     """Subscribe to applied batches; None when this process runs no projector (it sees no events)."""
+    add_ack_filler: Callable[[AckFiller], None] | None
+    """Write to Redis with each applied batch's acknowledgement: what is written there survives the process dying
+    at any moment after the batch's commit. None when this process runs no projector."""
     stop: threading.Event
     """Set when the engine stops; a part's threads end on it."""
 

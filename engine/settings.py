@@ -137,6 +137,10 @@ class LockgateSettings(BaseSettings):
     """Seconds without a heartbeat after which the watchdog reclaims a running run's job."""
     job_idle_timeout: Annotated[float, _seconds(30)] = 30.0
     """Seconds a job may stay delivered but unacknowledged before the reaper reclaims it."""
+    delivery_claim_timeout: Annotated[float, _seconds(120)] = 120.0
+    """Seconds an outgoing delivery (a run's `execution.finished` callback, an approval notice) or an event
+    trigger's change stays with the process that took it; after that (its process died), another process takes
+    it over."""
     job_retry_cap: Annotated[int, _whole_number(0, 3)] = 3
     """Redeliveries of one job; the next loss dead-letters it and interrupts the run."""
     secret_key: SecretStr | None = None

@@ -1,11 +1,16 @@
 """Approvals v2 `notify_url`: a signed JSON notice on request, reminder, escalation and decision.
 
-The projector's process hands this the approval events each applied batch holds (`on_batch`), so each
-event is noticed once, by the process that applied it. A notice is signed like the outgoing
-`execution.finished` callback: `X-Hub-Signature-256: sha256=HMAC-SHA256(raw body, secret)`, the secret
-being the engine's approval-notice secret (`notice_secret`: made on first use, shown by `lockgate approvals
-notify-secret`). A failed delivery is retried (`RETRY_DELAYS_SECONDS`), then logged and counted
-(`approval_notice_failed` in `Keyspace.trigger_counters`). Delivery runs on its own thread.
+The projector's process writes the approval changes of each applied batch to the `Keyspace.approval_notices`
+stream with the batch's acknowledgement (`engine.runtime.change_outbox`), and each process running a projector
+sends their notices from there: a notice is not lost to a process dying, and after such a crash a receiver can
+get it twice, with the same `X-Delivery-Id` (`<run>:<seq>`). Each notice is written once
+(`Keyspace.approval_notice_written`): a request that a crashed worker's next attempt makes again is not noticed
+again.
+
+A notice is signed like the outgoing `execution.finished` callback: `X-Hub-Signature-256:
+sha256=HMAC-SHA256(raw body, secret)`, the secret being the engine's approval-notice secret (`notice_secret`:
+made on first use, shown by `lockgate approvals notify-secret`). A refused delivery is retried
+(`RETRY_DELAYS_SECONDS`), then logged and counted (`approval_notice_failed` in `Keyspace.trigger_counters`).
 """
 
 from __future__ import annotations
@@ -18,10 +23,12 @@ from typing import Any, cast
 
 import httpx
 import orjson
+import redis
 import sqlalchemy as sa
 
 from engine.parts import PartContext
-from engine.runtime.change_queue import ChangeQueue
+from engine.runtime import crashpoints
+from engine.runtime.change_outbox import CLAIM_SECONDS, ChangeOutbox
 from engine.runtime.handles import EngineHandles
 from engine.runtime.live_change import LiveChange
 from engine.runtime.projection import BatchResult
@@ -110,33 +117,39 @@ def notice_for(handles: EngineHandles, change: LiveChange) -> Notice | None:
 
 
 class NoticeSender:
-    """Batch listener plus the delivery thread."""
+    """The ack filler and the outbox its thread reads."""
 
-    def __init__(self, handles: EngineHandles, retry_delays: tuple[float, ...] = RETRY_DELAYS_SECONDS) -> None:
+    def __init__(self, handles: EngineHandles, retry_delays: tuple[float, ...] = RETRY_DELAYS_SECONDS, *,
+                 claim_seconds: float = CLAIM_SECONDS) -> None:
         self.handles = handles
         self.retry_delays = retry_delays
-        self.changes = ChangeQueue(self._notice, "approval notice", log)
+        keys = handles.keys
+        self.outbox = ChangeOutbox(handles.client, keys.approval_notices, keys.approval_notices_group, self._notice,
+                                   "approval notice", log, claim_seconds=claim_seconds)
         """Approval changes to notice."""
         self.delivered: list[str] = []
         """Delivery ids of the notices delivered (for tests and the log)."""
 
     @classmethod
-    def start(cls, parts: PartContext) -> NoticeSender:
-        sender = cls(parts.handles)
-        if parts.add_batch_listener is not None:
-            parts.add_batch_listener(sender.on_batch)
-            parts.spawn("lockgate-approval-notices", sender.changes.run)
+    def start(cls, parts: PartContext, claim_seconds: float = CLAIM_SECONDS) -> NoticeSender:
+        sender = cls(parts.handles, claim_seconds=claim_seconds)
+        if parts.add_ack_filler is not None:
+            parts.add_ack_filler(sender.fill_ack)
+            parts.spawn("lockgate-approval-notices", sender.outbox.run)
         return sender
 
-    def on_batch(self, result: BatchResult) -> None:
-        for change in result.changes:
+    def fill_ack(self, result: BatchResult, pipe: redis.client.Pipeline) -> None:
+        for change in (*result.replayed, *result.changes):
             if change.event in NOTICE_EVENTS:
-                self.changes.put(change)
+                self.outbox.write(pipe, change, once=self.handles.keys.approval_notice_written(change.run_id,
+                                                                                               _announces(change)))
 
-    def _notice(self, change: LiveChange, stop: threading.Event) -> None:
+    def _notice(self, change: LiveChange, stop: threading.Event) -> bool:
         notice = notice_for(self.handles, change)
-        if notice is not None:
-            self.deliver(notice, stop)
+        if notice is None:
+            return True
+        crashpoints.reached("notice.claimed")
+        return self.deliver(notice, stop) or not stop.is_set()
 
     def deliver(self, notice: Notice, stop: threading.Event | None = None) -> bool:
         headers = {
@@ -148,7 +161,7 @@ class NoticeSender:
         waits = (0.0, *self.retry_delays)
         for attempt, delay in enumerate(waits, start=1):
             if delay and (stop.wait(delay) if stop is not None else threading.Event().wait(delay)):
-                break
+                return False
             try:
                 answer = httpx.post(notice.url, content=notice.body, headers=headers, timeout=TIMEOUT_SECONDS)
                 if answer.status_code < 300:
@@ -168,3 +181,12 @@ class NoticeSender:
             )
         count(self.handles.client, self.handles.keys, "approval_notice_failed")
         return False
+
+
+def _announces(change: LiveChange) -> str:
+    """What the change's notice announces, the same for each time its event is applied or emitted again: an
+    approval (one per run and node: `approval_id_for`) is requested, escalated and decided once; each reminder is
+    its own change."""
+    if change.event == "approval_reminded":
+        return f"{change.node}:{change.event}:{change.seq}"
+    return f"{change.node}:{change.event}"

@@ -29,6 +29,8 @@ POINTS: dict[str, str] = {
     "reclaim.after_requeue": "a job of a lost worker was redelivered as its next attempt",
     "projector.before_commit": "the projector applied a batch in SQL and is about to commit",
     "projector.after_commit": "the projector committed a batch and is about to acknowledge it",
+    "callback.claimed": "a run's `execution.finished` callback was claimed and is about to be sent",
+    "notice.claimed": "an approval notice was read from its stream and is about to be sent",
 }
 __doc__ = (__doc__ or "") + "".join(f"\n- `{name}`: {what}." for name, what in POINTS.items())
 

@@ -55,6 +55,8 @@ _RUN_LOADED = (RUNS.c.id, RUNS.c.flow_id, RUNS.c.version, RUNS.c.parent_run_id,
 _APPLIED_COLUMNS = ("event_id", "run_id", "seq", "event_type", "applied_at", "change")
 # Built once: an expanding IN is compiled once per statement, not rebuilt (and re-keyed) for every batch.
 _SELECT_APPLIED = sa.select(APPLIED.c.event_id).where(APPLIED.c.event_id.in_(sa.bindparam("ids", expanding=True)))
+_SELECT_CHANGES = sa.select(APPLIED.c.change).where(APPLIED.c.event_id.in_(sa.bindparam("ids", expanding=True)),
+                                                    APPLIED.c.change.is_not(None))
 _SELECT_RUNS = sa.select(*_RUN_LOADED).where(RUNS.c.id.in_(sa.bindparam("ids", expanding=True)))
 _SELECT_STEPS = sa.select(STEPS).where(STEPS.c.run_id.in_(sa.bindparam("ids", expanding=True)))
 _RUN_LOADED_NAMES = column_names(_RUN_LOADED)
@@ -77,6 +79,10 @@ class BatchResult:
     """(run id, final status) of runs that ended in this batch."""
     parents: dict[str, str] = field(default_factory=dict)
     """Parent run id of each run in `terminal_runs` that is a `flow.call` child (the others are absent)."""
+    replayed: list[LiveChange] = field(default_factory=list)
+    """The changes the batch's duplicates had made when they were applied, in their runs' sequence: a batch
+    delivered again after its process died between its commit and its acknowledgement holds only duplicates, and a
+    part that must hear every change (`Projector.fill_ack`) hears them from here. Not published again."""
 
 
 @dataclass
@@ -115,12 +121,16 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
         for chunk in _chunks(ids):
             seen.update(_applied_ids(conn, reader, chunk))
         fresh: list[tuple[str, Event]] = []
+        duplicates: list[str] = []
         for message_id, event in decoded:
             if event.event_id in seen:
                 result.duplicates += 1
+                duplicates.append(event.event_id)
                 continue
             seen.add(event.event_id)
             fresh.append((message_id, event))
+        if duplicates:
+            result.replayed = _replayed(conn, duplicates)
         work = _load(conn, reader, {event.run_id for _, event in fresh})
         applied_rows = []
         money_events: list[Event] = []
@@ -171,6 +181,16 @@ def _applied_ids(conn: sa.Connection, reader: SqliteReader | None, ids: list[str
     if reader is not None:
         return reader.values(f"SELECT event_id FROM {APPLIED.name} WHERE event_id IN ({_marks(len(ids))})", ids)
     return list(conn.execute(_SELECT_APPLIED, {"ids": ids}).scalars().all())
+
+
+def _replayed(conn: sa.Connection, event_ids: list[str]) -> list[LiveChange]:
+    """The stored changes of these applied events (dead letters and events of this batch have none)."""
+    changes: list[LiveChange] = []
+    for chunk in _chunks(list(dict.fromkeys(event_ids))):
+        rows = conn.execute(_SELECT_CHANGES, {"ids": chunk}).scalars()
+        changes += [LiveChange(**orjson.loads(change)) for change in rows]
+    changes.sort(key=lambda change: (change.run_id, change.seq))
+    return changes
 
 
 def _run_rows(conn: sa.Connection, reader: SqliteReader | None, ids: list[str]) -> list[dict[str, Any]]:

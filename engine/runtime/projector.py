@@ -183,7 +183,8 @@ class Projector:
     """Consumes the events stream (group `projector`) while it holds the lease."""
 
     def __init__(self, client: redis.Redis, keys: Keyspace, sql: sa.Engine, *, holder: str | None = None,
-                 on_batch: Callable[[BatchResult], None] | None = None, block_ms: int = 200,
+                 on_batch: Callable[[BatchResult], None] | None = None,
+                 fill_ack: Callable[[BatchResult, redis.client.Pipeline], None] | None = None, block_ms: int = 200,
                  journal: int = 0, batch_interval: float = BATCH_INTERVAL_SECONDS,
                  lease_seconds: float = LEASE_SECONDS) -> None:
         self.client = client
@@ -195,6 +196,9 @@ class Projector:
         self.held = HeldConnection(client)
         """The projecting thread's own connection for its reads and batch writes."""
         self.on_batch = on_batch
+        self.fill_ack = fill_ack
+        """Adds commands to each batch's acknowledgement, ahead of it in the same round trip: what a part must
+        not lose to a crash is written there (e.g. an outbox), from the batch's changes and its `replayed` ones."""
         self.block_ms = block_ms
         self.journal = journal
         """Applied events kept in `Keyspace.events_journal` (0: none)."""
@@ -291,6 +295,8 @@ class Projector:
         crashpoints.reached("projector.after_commit")
         ids = [mid for mid, _ in entries]
         pipe = self.held.pipeline()
+        if self.fill_ack is not None:
+            self.fill_ack(result, pipe)
         if self.journal:
             for _mid, raw in messages:
                 pipe.xadd(self.keys.events_journal, {EVENT_FIELD: raw}, maxlen=self.journal, approximate=True)

@@ -209,6 +209,24 @@ class Keyspace:
         """String: the secret that signs approvals' `notify_url` notices (made on first use, kept)."""
         return self._key("approval", "notify_secret")
 
+    @property
+    def approval_notices(self) -> str:
+        """Stream of the approval changes to notice (field `change`: the live change's JSON), written with the
+        acknowledgement of the projector's batch that applied them; read through group `approval_notices_group`
+        by `engine.approvals.notices`, each entry deleted once its notice was sent or refused to the end."""
+        return self._key("approval", "notices")
+
+    @property
+    def approval_notices_group(self) -> str:
+        """Consumer group of the notice senders on `approval_notices`."""
+        return "notices"
+
+    def approval_notice_written(self, run_id: str, notice: str) -> str:
+        """String with TTL: the run's notice `notice` (what it announces, e.g. "ask:approval_requested") was written
+        to `approval_notices` once; a batch applied again, or a step run again after a crash, writes it no second
+        time. Set by `engine.approvals.notices`."""
+        return self._key("approval", "noticed", run_id, notice)
+
     def callback_claim(self, run_id: str, node: str) -> str:
         """String (NX, TTL) holding what resumed a `wait.callback` node of a run: the first POST's JSON body,
         or its timeout, so exactly one wins. Set by `engine.parking.callback_resume` and the node's body."""
@@ -296,11 +314,36 @@ class Keyspace:
         (`<flow_id>/<node_id>:disabled`, `...:loop_guard`). Incremented by `engine.triggers`."""
         return self._key("triggers", "counters")
 
+    @property
+    def event_trigger_changes(self) -> str:
+        """Stream of the applied changes that may fire an event trigger (field `change`: the live change's JSON),
+        written with the acknowledgement of the projector's batch that applied them; read through group
+        `event_trigger_group` by `engine.triggers.events`, each entry deleted once its runs were started."""
+        return self._key("triggers", "event", "changes")
+
+    @property
+    def event_trigger_group(self) -> str:
+        """Consumer group of the event trigger starters on `event_trigger_changes`."""
+        return "event_triggers"
+
     def run_callback(self, run_id: str) -> str:
         """Hash {url, secret} with TTL: where to push the run's `execution.finished` webhook. Written by
-        `POST /api/v1/runs` with `callback_url`; deleted by the one process that delivers it
+        `POST /api/v1/runs` with `callback_url`; deleted by the process that delivered it, or gave up
         (`engine.api.callbacks`)."""
         return self._key("run", run_id, "callback")
+
+    def run_callback_claim(self, run_id: str) -> str:
+        """String with TTL (the claim's lease): the process delivering the run's callback holds it, so no other
+        starts the same delivery; one that dies mid-delivery leaves it to expire. Written and deleted by
+        `engine.api.callbacks`."""
+        return self._key("run", run_id, "callback_claim")
+
+    @property
+    def run_callbacks(self) -> str:
+        """Sorted set run id -> epoch seconds it was registered: the runs whose callback is not delivered yet, read
+        by every callback sender's sweep (a run that ended while no sender heard it is pushed from there). Written
+        by `POST /api/v1/runs` with `callback_url`; a member is removed with its callback (`engine.api.callbacks`)."""
+        return self._key("run_callbacks")
 
     def run_event_chain(self, run_id: str) -> str:
         """String with TTL: how many event triggers in a row led to this run ("depth flow_id"). Written by

@@ -21,10 +21,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, cast
 
+import redis
 import sqlalchemy as sa
 
 from engine.catalog import EVENT_TYPES
-from engine.runtime.change_queue import ChangeQueue
+from engine.runtime.change_outbox import CLAIM_SECONDS, ChangeOutbox
 from engine.runtime.create import RunRefused, StartsRuns
 from engine.runtime.handles import EngineHandles
 from engine.runtime.inputs import InputError
@@ -68,13 +69,15 @@ class EventTarget:
 
 
 class EventTriggers:
-    """Batch listener plus the thread that starts the runs (kept off the projector's thread)."""
+    """Ack filler plus the outbox whose thread starts the runs (kept off the projector's thread)."""
 
-    def __init__(self, handles: EngineHandles, create_run: StartsRuns) -> None:
+    def __init__(self, handles: EngineHandles, create_run: StartsRuns, claim_seconds: float = CLAIM_SECONDS) -> None:
         self.handles = handles
         self.create_run = create_run
-        self.changes = ChangeQueue(self._fire_all, "event trigger", log)
-        """Changes that may fire a trigger."""
+        keys = handles.keys
+        self.changes = ChangeOutbox(handles.client, keys.event_trigger_changes, keys.event_trigger_group,
+                                    self._fire_all, "event trigger", log, claim_seconds=claim_seconds)
+        """Changes that may fire a trigger, kept until their runs were started (`engine.runtime.change_outbox`)."""
         self.started: list[str] = []
         """Run ids this process started from events (for tests and the log)."""
         self._index: dict[str, list[EventTarget]] = {}
@@ -101,17 +104,19 @@ class EventTriggers:
             self._index, self._index_at = index, now
         return index
 
-    def on_batch(self, result: BatchResult) -> None:
+    def fill_ack(self, result: BatchResult, pipe: redis.client.Pipeline) -> None:
+        """Write the batch's changes that may fire a trigger (its replayed ones too: their starts are idempotent)."""
         index = self._targets()
         if not index:
             return
-        for change in result.changes:
+        for change in (*result.replayed, *result.changes):
             if _may_match(change.event, index):
-                self.changes.put(change)
+                self.changes.write(pipe, change)
 
-    def _fire_all(self, change: LiveChange, _stop: threading.Event) -> None:
+    def _fire_all(self, change: LiveChange, _stop: threading.Event) -> bool:
         for name, details in self.derive(change):
             self.fire(name, change, details)
+        return True
 
     def derive(self, change: LiveChange) -> list[tuple[str, dict[str, Any]]]:
         """The public events `change` stands for, with their details (a step row or approval row read when

@@ -15,6 +15,7 @@ import orjson
 import pytest
 import redis
 
+from engine.api.callbacks import CallbackSender
 from engine.api.server import ApiServer
 from engine.approvals.keys import create_key
 from engine.config import EngineConfig
@@ -132,9 +133,45 @@ def test_a_refused_callback_is_retried_then_counted(api: Api, receiver: Receiver
     api.idle.wait()
     assert len(receiver.posts) == 2
     assert counters(api.services.handles.client, api.services.keys) == {"callback_failed": 1}
+    assert handles.client.zcard(handles.keys.run_callbacks) == 0, "a refused callback stays listed"
+    assert not handles.client.exists(handles.keys.run_callback(answer.json()["run_id"]))
     bad = api.http.post("/api/v1/runs", json={"flow_id": "hello", "inputs": {"name": "Ada"},
                                               "callback_url": "ftp://x"}, headers=api.headers())
     assert bad.status_code == 422
+
+
+def test_a_sender_stopped_between_attempts_leaves_the_callback_to_the_next(api: Api, receiver: Receiver) -> None:
+    receiver.status = 500
+    handles = api.services.require_handles()
+    api.publish(QUEUED)
+    run_id = api.http.post("/api/v1/runs", json={"flow_id": "later", "wait": 0, "callback_url": receiver.url},
+                           headers=api.headers()).json()["run_id"]
+    sender = CallbackSender(handles, retry_delays=(30.0,))
+    stop = threading.Event()
+    delivering = threading.Thread(target=lambda: sender.deliver(run_id, stop))
+    delivering.start()
+    wait_until(lambda: receiver.posts, what="the first attempt")
+    stop.set()
+    delivering.join(5)
+    assert not delivering.is_alive()
+    assert handles.client.exists(handles.keys.run_callback(run_id))
+    assert not handles.client.exists(handles.keys.run_callback_claim(run_id)), "the stopped sender kept its claim"
+    assert counters(handles.client, handles.keys) == {}
+
+    receiver.status = 200
+    assert sender.deliver(run_id)
+    assert handles.client.zcard(handles.keys.run_callbacks) == 0
+
+
+def test_the_sweep_forgets_expired_callbacks_and_waits_for_running_runs(api: Api, receiver: Receiver) -> None:
+    handles = api.services.require_handles()
+    api.publish(QUEUED)
+    run_ids = [api.http.post("/api/v1/runs", json={"flow_id": "later", "wait": 0, "callback_url": receiver.url},
+                             headers=api.headers()).json()["run_id"] for _ in range(2)]
+    handles.client.delete(handles.keys.run_callback(run_ids[0]))  # as its TTL would
+    sender = CallbackSender(handles)
+    assert sender.sweep() == 0, "a run still waiting was queued for its callback"
+    assert [member.decode() for member in handles.client.zrange(handles.keys.run_callbacks, 0, -1)] == run_ids[1:]
 
 
 def _gated(flow_id: str, url: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from engine.config import EngineConfig
 from engine.flow import flow_from_data
 from engine.host import EngineServices
 from engine.runtime.crashpoints import CRASH_EXIT_CODE
-from engine.runtime.emitter import EVENT_FIELD
+from engine.runtime.emitter import EVENT_FIELD, entry_events
 from engine.runtime.jobs import encode_job, resume_job
 from engine.runtime.projection import apply_batch
 from engine.runtime.transitions import TERMINAL
@@ -183,14 +183,14 @@ class Deployment:
     def create(self, flow_id: str, count: int) -> list[str]:
         return [self.handle.create_run(flow_id).run_id for _ in range(count)]
 
-    def start(self, crash_at: str | None = None, workers: int = 2) -> int:
+    def start(self, crash_at: str | None = None, workers: int = 2, role: str = "all") -> int:
         self.processes += 1
         env = {"LOCKGATE_DATA_DIR": str(self.tmp / "data"), "LOCKGATE_REDIS_URL": self.redis_url,
                "LOCKGATE_DB_URL": self.db_url, "LOCKGATE_KEY_PREFIX": self.prefix,
                "LOCKGATE_EVENT_JOURNAL": str(JOURNAL), "LOCKGATE_HEARTBEAT_TIMEOUT": "2",
                "LOCKGATE_JOB_IDLE_TIMEOUT": "4", "LOCKGATE_CRASH_AT": crash_at or "",
                "LOCKGATE_CRASH_MARK": str(self.mark), **self.worker_env}
-        return self.zygote.spawn(env, ["worker", "--workers", str(workers)], self.log(self.processes))
+        return self.zygote.spawn(env, ["worker", "--workers", str(workers), "--role", role], self.log(self.processes))
 
     def log(self, index: int) -> Path:
         return self.tmp / f"worker-{index}.log"
@@ -231,6 +231,19 @@ class Deployment:
             if time.monotonic() > deadline:
                 left = {run_id: run["status"] for run_id, run in runs.items() if run["status"] not in statuses}
                 raise AssertionError(f"runs not yet {sorted(statuses)} after {timeout:g}s: {left}\n{self.logs()}")
+            time.sleep(0.05)
+
+    def wait_for_events(self, matches: Callable[[dict[str, Any]], bool], count: int, timeout: float = 30.0) -> None:
+        """Wait until the events stream holds `count` events `matches` (while no projector takes them)."""
+        client = self.handle.redis.client() if self.handle.redis else None
+        assert client is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            entries: Any = client.xrange(self.handle.keys.events)
+            found = sum(1 for _id, fields in entries for raw in entry_events(fields) if matches(orjson.loads(raw)))
+            if found >= count:
+                return
+            assert time.monotonic() < deadline, f"{found} of {count} events after {timeout:g}s\n{self.logs()}"
             time.sleep(0.05)
 
     def duplicate_resumes(self, run_ids: list[str]) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from engine.runtime.crashpoints import POINTS
 from tests.chaos.conftest import Deployment, cases, effect_flow
+from tests.chaos.test_delivery_crash import CRASHES as DELIVERY_CRASHES
 
 RUNS = 6
 
@@ -36,7 +37,8 @@ def _point(crash: str) -> str:
 
 
 def test_every_crash_point_is_exercised() -> None:
-    named = {_point(c) for c in FIRST_RUNS + RESUMES} | {_point(c) for pair in RECLAIMS + REBUILDS for c in pair if c}
+    named = {_point(c) for c in FIRST_RUNS + RESUMES + DELIVERY_CRASHES}
+    named |= {_point(c) for pair in RECLAIMS + REBUILDS for c in pair if c}
     assert named == set(POINTS)
 
 

@@ -54,6 +54,7 @@ PARSED: dict[str, tuple[str, Any]] = {
     "LOCKGATE_MAX_CALL_DEPTH": ("3", 3),
     "LOCKGATE_HEARTBEAT_TIMEOUT": ("2.5", 2.5),
     "LOCKGATE_JOB_IDLE_TIMEOUT": ("4", 4.0),
+    "LOCKGATE_DELIVERY_CLAIM_TIMEOUT": ("2.5", 2.5),
     "LOCKGATE_JOB_RETRY_CAP": ("0", 0),
     "LOCKGATE_SECRET_KEY": ("c2VjcmV0", "c2VjcmV0"),
     "LOCKGATE_PUBLIC_URL": (" https://hooks.example.com/lockgate/ ", "https://hooks.example.com/lockgate"),

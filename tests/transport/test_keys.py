@@ -10,7 +10,7 @@ import redis
 from engine.transport.due import DueSet
 from engine.transport.keys import Keyspace
 
-GROUP_NAMES = {"jobs_group", "events_group"}
+GROUP_NAMES = {"jobs_group", "events_group", "approval_notices_group", "event_trigger_group"}
 
 
 def _all_key_names(keyspace: Keyspace) -> dict[str, str]:
