@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from engine.config import EngineConfig
+from engine.relaunch import lockgate_command
 from engine.settings import LockgateSettings, load_settings
 
 STOP_TIMEOUT_S = 15.0
@@ -126,7 +127,7 @@ class SimulatorProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with open(self.data_dir / SIMULATOR_LOG_NAME, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "app", "provider-sim", "--host", SIMULATOR_HOST, "--port", str(port)],
+                lockgate_command("provider-sim", "--host", SIMULATOR_HOST, "--port", str(port)),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_app,
             )
         # The engine may call it as soon as its first run starts: be sure it listens before saying so.
@@ -220,7 +221,7 @@ class EngineProcess:
     def start(self) -> EngineProcess:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            command = [sys.executable, "-m", "app", "worker", "--workers", str(self.workers)]
+            command = lockgate_command("worker", "--workers", str(self.workers))
             if self.processes:
                 command += ["--processes", str(self.processes)]
             if self.http_url is not None:

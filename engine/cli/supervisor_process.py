@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.logs import configure_logging
+from engine.relaunch import lockgate_command, python_command
 from engine.runtime.supervisor import Supervisor, child_env, layout
 from engine.transport.embedded import EmbeddedRedis
 
 log = logging.getLogger("lockgate.supervisor")
 
-CHILD_COMMAND = (sys.executable, "-m", "app")
+CHILD_COMMAND = tuple(lockgate_command())
 PLAN_ENV = "LOCKGATE_SUPERVISOR_PLAN"
 """The plan of the process that exec'd this one (`SupervisorPlan.to_json`); read once and taken out of the
 environment, so the children do not inherit it."""
@@ -71,7 +72,7 @@ def exec_supervisor(plan: SupervisorPlan) -> None:
     sys.stderr.flush()
     logging.shutdown()
     os.environ[PLAN_ENV] = plan.to_json()
-    os.execv(sys.executable, [sys.executable, "-m", "engine.cli.supervisor_process", *sys.argv[1:]])
+    os.execv(sys.executable, python_command("-m", "engine.cli.supervisor_process", *sys.argv[1:]))
 
 
 def run(plan: SupervisorPlan) -> int:

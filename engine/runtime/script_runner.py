@@ -17,12 +17,13 @@ import selectors
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from engine.relaunch import python_command
 
 Language = Literal["python", "shell"]
 
@@ -131,7 +132,7 @@ class ScriptOutcome:
 
 def _program(language: Language, source: Path) -> list[str]:
     if language == "python":
-        return [sys.executable, "-I", str(source)]
+        return python_command("-I", str(source))
     return [SHELL, str(source)]
 
 
@@ -153,7 +154,7 @@ def run_script(request: ScriptRequest) -> ScriptOutcome:
         source.write_text(request.code, encoding="utf-8")
         marker = secrets.token_hex(16)
         limit = request.memory_mb * 1024 * 1024
-        command = [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(limit), str(os.getpid()), str(base),
+        command = [*python_command("-I", "-S", "-c", _LAUNCHER, str(limit), str(os.getpid()), str(base)),
                    *_program(request.language, source)]
         proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 cwd=work, env=_environment(work, request.env, marker), start_new_session=True,
