@@ -26,6 +26,7 @@ import orjson
 import redis
 import sqlalchemy as sa
 
+from engine.approvals.projection import occurrence
 from engine.parts import PartContext
 from engine.runtime import crashpoints
 from engine.runtime.change_outbox import CLAIM_SECONDS, ChangeOutbox
@@ -142,7 +143,7 @@ class NoticeSender:
         for change in (*result.replayed, *result.changes):
             if change.event in NOTICE_EVENTS:
                 self.outbox.write(pipe, change, once=self.handles.keys.approval_notice_written(change.run_id,
-                                                                                               _announces(change)))
+                                                                                               str(occurrence(change))))
 
     def _notice(self, change: LiveChange, stop: threading.Event) -> bool:
         notice = notice_for(self.handles, change)
@@ -181,12 +182,3 @@ class NoticeSender:
             )
         count(self.handles.client, self.handles.keys, "approval_notice_failed")
         return False
-
-
-def _announces(change: LiveChange) -> str:
-    """What the change's notice announces, the same for each time its event is applied or emitted again: an
-    approval (one per run and node: `approval_id_for`) is requested, escalated and decided once; each reminder is
-    its own change."""
-    if change.event == "approval_reminded":
-        return f"{change.node}:{change.event}:{change.seq}"
-    return f"{change.node}:{change.event}"

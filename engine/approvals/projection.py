@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from engine.approvals.claims import TIMEOUT_ACTOR
 from engine.events import Event
 from engine.events.models import ApprovalDecided, ApprovalEscalated, ApprovalReminded, ApprovalRequested
+from engine.runtime.live_change import LiveChange
 from engine.store.models import Approval
 from engine.store.types import utc_from_epoch
 
@@ -16,6 +17,17 @@ APPROVALS = cast(sa.Table, Approval.__table__)
 APPROVAL_EVENT_TYPES = frozenset({"approval_requested", "approval_decided", "approval_reminded",
                                   "approval_escalated"})
 V2_SETTINGS = ("forbid_self", "remind_every", "escalate_at", "escalate_to", "notify_url")
+
+
+def occurrence(change: LiveChange) -> str | None:
+    """What an applied approval change stands for, the same each time its event is applied or emitted again (a
+    worker's second attempt at the parking step requests the same approval: `approval_id_for`). An approval is
+    requested, escalated and decided once per run and node; each reminder is its own. None for other changes."""
+    if change.event not in APPROVAL_EVENT_TYPES:
+        return None
+    if change.event == "approval_reminded":
+        return f"{change.node}:{change.event}:{change.seq}"
+    return f"{change.node}:{change.event}"
 
 
 def apply_approval_events(conn: sa.Connection, runs: dict[str, dict[str, Any]], events: list[Event]) -> None:

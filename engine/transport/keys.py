@@ -321,6 +321,12 @@ class Keyspace:
         `event_trigger_group` by `engine.triggers.events`, each entry deleted once its runs were started."""
         return self._key("triggers", "event", "changes")
 
+    def event_trigger_written(self, run_id: str, occurrence: str) -> str:
+        """String with TTL: the run's approval change `occurrence` (`engine.approvals.projection.occurrence`) was
+        written to `event_trigger_changes` once; a request a crashed worker's next attempt makes again fires no
+        trigger again. Set by `engine.triggers.events`."""
+        return self._key("triggers", "event", "written", run_id, occurrence)
+
     @property
     def event_trigger_group(self) -> str:
         """Consumer group of the event trigger starters on `event_trigger_changes`."""

@@ -24,6 +24,7 @@ from typing import Any, cast
 import redis
 import sqlalchemy as sa
 
+from engine.approvals.projection import occurrence
 from engine.catalog import EVENT_TYPES
 from engine.runtime.change_outbox import CLAIM_SECONDS, ChangeOutbox
 from engine.runtime.create import RunRefused, StartsRuns
@@ -105,13 +106,16 @@ class EventTriggers:
         return index
 
     def fill_ack(self, result: BatchResult, pipe: redis.client.Pipeline) -> None:
-        """Write the batch's changes that may fire a trigger (its replayed ones too: their starts are idempotent)."""
+        """Write the batch's changes that may fire a trigger (its replayed ones too: their starts are idempotent),
+        each approval request, escalation and decision once."""
         index = self._targets()
         if not index:
             return
         for change in (*result.replayed, *result.changes):
             if _may_match(change.event, index):
-                self.changes.write(pipe, change)
+                once = occurrence(change)
+                self.changes.write(pipe, change, once=None if once is None else
+                                   self.handles.keys.event_trigger_written(change.run_id, once))
 
     def _fire_all(self, change: LiveChange, _stop: threading.Event) -> bool:
         for name, details in self.derive(change):

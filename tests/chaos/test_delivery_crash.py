@@ -137,6 +137,35 @@ def test_a_projector_killed_before_its_ends_fired_their_event_triggers_leaves_th
     deployment.stop(executor)
 
 
+@pytest.mark.parametrize("deployment", ["sqlite"], indirect=True)
+def test_a_request_made_again_after_a_crash_is_noticed_and_fires_its_trigger_once(deployment: Deployment) -> None:
+    """The whole engine dies after the projector committed the requests and before the workers acknowledged their
+    jobs: the next process's workers run the parking steps again, which (in most runs of this case, as the jobs'
+    timing falls) request the same approvals again, as new events of the same approval."""
+    deployment.worker_env["LOCKGATE_DELIVERY_CLAIM_TIMEOUT"] = str(CLAIM_SECONDS)
+    ask = {"id": "ask", "type": "approval",
+           "config": {"timeout": "1h", "message": "Ship it?",
+                      "notify_url": deployment.counter.url + "/notice/{{ run.id }}"}}
+    end = {"id": "end", "type": "terminal", "config": {"output": "ok"}}
+    deployment.publish(make_flow("gate", [TRIGGER, ask, end], [("start", "ask"), ("ask", "approved", "end"),
+                                                                ("ask", "rejected", "end")]))
+    listen = {"id": "on", "type": "trigger.event", "config": {"event_type": "approval.requested"}}
+    deployment.publish(make_flow("listener", [listen, end], [("on", "end")]))
+    run_ids = deployment.create("gate", RUNS)
+
+    deployment.expect_crash(deployment.start("projector.after_commit:1"), "projector.after_commit")
+    survivor = deployment.start()
+    deployment.wait_for(run_ids, frozenset({"waiting"}))
+    _expect_each_once(deployment, run_ids, _notice_path)
+    deadline = time.monotonic() + 20
+    while len(_listener_runs(deployment)) < RUNS and time.monotonic() < deadline:
+        time.sleep(0.05)
+    deployment.wait_for(_listener_runs(deployment), TERMINAL)
+    time.sleep(0.5)
+    assert len(_listener_runs(deployment)) == RUNS, deployment.logs()
+    deployment.stop(survivor)
+
+
 def _listener_runs(deployment: Deployment) -> list[str]:
     with deployment.sql.connect() as conn:
         return [str(row[0]) for row in conn.execute(sa.select(Run.id).where(Run.flow_id == "listener"))]
