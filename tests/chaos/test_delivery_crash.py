@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from engine.api.callbacks import register_callback
 from engine.runtime.transitions import TERMINAL
 from engine.store.models import AppliedEvent, Run
-from tests.chaos.conftest import TRIGGER, Deployment
+from tests.chaos.conftest import TRIGGER, Deployment, cases
 from tests.engine.conftest import make_flow
 
 RUNS = 4
@@ -46,7 +46,7 @@ def _notice_path(run_id: str) -> str:
     return f"/notice/{run_id}"
 
 
-@pytest.mark.parametrize(("deployment", "crash"), [("sqlite", crash) for crash in CALLBACK_CRASHES],
+@pytest.mark.parametrize(("deployment", "crash"), cases(CALLBACK_CRASHES, CALLBACK_CRASHES[:1]),
                          indirect=["deployment"])
 def test_a_process_killed_before_a_callback_went_out_leaves_it_to_the_next(deployment: Deployment,
                                                                             crash: str) -> None:
@@ -73,7 +73,7 @@ def test_a_process_killed_before_a_callback_went_out_leaves_it_to_the_next(deplo
     deployment.stop(survivor)
 
 
-@pytest.mark.parametrize(("deployment", "crash"), [("sqlite", crash) for crash in NOTICE_CRASHES],
+@pytest.mark.parametrize(("deployment", "crash"), cases(NOTICE_CRASHES, NOTICE_CRASHES[:1]),
                          indirect=["deployment"])
 def test_a_process_killed_before_an_approval_notice_went_out_leaves_it_to_the_next(deployment: Deployment,
                                                                                     crash: str) -> None:
