@@ -39,6 +39,9 @@ OUTAGE_WAIT_SECONDS = (0.5, 2.0, 5.0, 15.0, 30.0)
 READ_BLOCK_MS = 200
 """How long a read waits for new entries before the reader looks at `stop` again."""
 READ_COUNT = 50
+FORGET_IDLE_SECONDS = 24 * 3600.0
+"""A reader of the group that holds no entry and has not read for this long is removed from it when a reader
+starts (each process start adds one)."""
 CHANGE_FIELD = "change"
 WRITTEN_TTL_SECONDS = 7 * 24 * 3600
 """How long a change written with a `once` key stays known as written: its events can be applied again (a job
@@ -50,6 +53,22 @@ end
 return false
 """
 """Add the change (ARGV[3]) to the stream (KEYS[2]) unless its `once` key (KEYS[1]) is set already."""
+
+_FORGET_IDLE = """
+local gone = 0
+for _, reader in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  local fields = {}
+  for i = 1, #reader, 2 do
+    fields[reader[i]] = reader[i + 1]
+  end
+  if fields['pending'] == 0 and fields['idle'] >= tonumber(ARGV[2]) then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], fields['name'])
+    gone = gone + 1
+  end
+end
+return gone
+"""
+"""Remove the readers of group ARGV[1] on stream KEYS[1] that hold nothing and were idle ARGV[2] ms."""
 
 Handler = Callable[[LiveChange, threading.Event], bool]
 """Handles one change; the event is set when the engine stops (for waits inside the handler). Returns False to
@@ -63,7 +82,8 @@ class ChangeOutbox:
 
     def __init__(self, client: redis.Redis, stream: str, group: str, handle: Handler, what: str,
                  log: logging.Logger, *, claim_seconds: float = CLAIM_SECONDS,
-                 outage_waits: tuple[float, ...] = OUTAGE_WAIT_SECONDS) -> None:
+                 outage_waits: tuple[float, ...] = OUTAGE_WAIT_SECONDS,
+                 forget_idle_seconds: float = FORGET_IDLE_SECONDS) -> None:
         self.client = client
         self.stream = stream
         self.group = group
@@ -73,6 +93,8 @@ class ChangeOutbox:
         self.log = log
         self.claim_seconds = claim_seconds
         self.outage_waits = outage_waits
+        self.forget_idle_seconds = forget_idle_seconds
+        self._started = False
         self.consumer = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.dropped = 0
         """Changes given up on: unreadable, or their handler raised other than an outage."""
@@ -139,6 +161,9 @@ class ChangeOutbox:
             except redis.ResponseError as exc:
                 if "BUSYGROUP" not in str(exc):
                     raise
+            if not self._started:
+                self._forget_gone_readers()
+                self._started = True
             own = _entries(self.client.xreadgroup(self.group, self.consumer, {self.stream: "0"}, count=READ_COUNT))
             if own:
                 return own
@@ -152,6 +177,11 @@ class ChangeOutbox:
             self._next_takeover = time.monotonic() + min(self.claim_seconds, 30.0) / 2
         return _entries(self.client.xreadgroup(self.group, self.consumer, {self.stream: ">"}, count=READ_COUNT,
                                                block=READ_BLOCK_MS))
+
+    def _forget_gone_readers(self) -> None:
+        """Remove the group's readers that hold no entry and were idle `forget_idle_seconds`, in one script: a
+        reader removed with an entry would lose it (a live one is made again by its next read)."""
+        self.client.eval(_FORGET_IDLE, 1, self.stream, self.group, int(self.forget_idle_seconds * 1000))
 
     def _settle(self, entry_id: str) -> None:
         pipe = self.client.pipeline(transaction=True)

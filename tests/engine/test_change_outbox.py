@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -165,3 +166,36 @@ def _refusing_redis() -> redis.Redis:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
     return redis.Redis(port=port, socket_connect_timeout=1, retry=Retry(NoBackoff(), 0))
+
+
+def test_a_starting_reader_forgets_the_readers_that_hold_nothing_and_are_gone(
+        client: redis.Redis, outbox_of: Callable[..., ChangeOutbox]) -> None:
+    outbox = outbox_of(lambda change, stop: True, forget_idle_seconds=0.3)
+    client.xgroup_create(outbox.stream, outbox.group, id="0", mkstream=True)
+    _write(outbox, 1, 2, 3)
+    for name in ("gone", "holding"):
+        client.xreadgroup(outbox.group, name, {outbox.stream: ">"}, count=1)
+    _ack_all(client, outbox, "gone")
+    time.sleep(0.4)
+    client.xreadgroup(outbox.group, "live", {outbox.stream: ">"}, count=1)
+    _ack_all(client, outbox, "live")
+    outbox.run(_stopped_after_one_pass())
+    readers = {reader["name"].decode() for reader in client.xinfo_consumers(outbox.stream, outbox.group)}
+    assert readers == {"holding", "live", outbox.consumer}
+
+
+def _ack_all(client: redis.Redis, outbox: ChangeOutbox, reader: str) -> None:
+    held: Any = client.xpending_range(outbox.stream, outbox.group, "-", "+", 10, consumername=reader)
+    client.xack(outbox.stream, outbox.group, *[entry["message_id"] for entry in held])
+
+
+def _stopped_after_one_pass() -> threading.Event:
+    """A stop event that reads as set from its second look on: `run` makes one pass."""
+    class OnePass(threading.Event):
+        looks = 0
+
+        def is_set(self) -> bool:
+            self.looks += 1
+            return self.looks > 1
+
+    return OnePass()
