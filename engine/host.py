@@ -63,6 +63,16 @@ from engine.triggers.runtime import TriggerRuntime
 
 log = logging.getLogger("lockgate.services")
 
+_BEAT_RUNNING = """
+for i = 2, #ARGV do
+  if redis.call('HEXISTS', KEYS[2], ARGV[i]) == 1 then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[1])
+  end
+end
+"""
+"""Beat (KEYS[1]: heartbeats, time ARGV[1]) for each job origin (ARGV[2:]) still in KEYS[2] (running_jobs): a job
+that ended after the beat's list was taken is not given a heartbeat again."""
+
 HEARTBEAT_SECONDS = 2.0
 SQLITE_POOL = 24
 """SQLite connections kept open, and as many more opened at busy moments (QueuePool size and overflow)."""
@@ -251,7 +261,8 @@ class EngineServices:
                 if self.process_entry is not None:
                     self.process_entry.refresh(pipe, self.keys)
                 if active:
-                    pipe.hset(self.keys.heartbeats, mapping={origin: self.clock.now() for origin in active})
+                    pipe.eval(_BEAT_RUNNING, 2, self.keys.heartbeats, self.keys.running_jobs, self.clock.now(),
+                              *sorted(active))
                 for worker in self.workers:
                     held = worker.holding
                     if held:

@@ -364,9 +364,10 @@ class Worker:
         pipe.xdel(self.keys.jobs, message_id)
 
     def _forget(self, pipe: Any, origin: str, message_id: bytes) -> None:
-        """Ack this job's message and forget its own liveness entries (keyed by its origin, never another job's)."""
-        pipe.hdel(self.keys.heartbeats, origin)
+        """Ack this job's message and forget its own liveness entries (keyed by its origin, never another job's):
+        its running entry first, so a heartbeat written meanwhile (only for a running entry) is deleted after it."""
         pipe.hdel(self.keys.running_jobs, origin)
+        pipe.hdel(self.keys.heartbeats, origin)
         self._ack(pipe, message_id)
 
     def _release(self, pipe: Any, run_id: str, origin: str, message_id: bytes) -> None:
