@@ -51,7 +51,7 @@ from engine.runtime.reaper import Reaper
 from engine.runtime.reclaim import Reclaimer, RecoveryThresholds
 from engine.runtime.transitions import TERMINAL
 from engine.runtime.watchdog import Watchdog
-from engine.runtime.worker import PlanCache, Worker, ensure_group
+from engine.runtime.worker import PlanCache, Worker
 from engine.secret_box import SecretBox, box_for
 from engine.settings import LockgateSettings, load_settings
 from engine.store.db import init_db, make_engine
@@ -59,6 +59,7 @@ from engine.store.schema_check import require_current_schema
 from engine.transport.connection import RedisHandle, open_redis
 from engine.transport.due import DueItem, DueSet, DueWaker
 from engine.transport.keys import Keyspace
+from engine.transport.streams import ensure_group
 from engine.triggers.runtime import TriggerRuntime
 
 log = logging.getLogger("lockgate.services")

@@ -185,7 +185,7 @@ class LiveFeed:
                     if message is None or message.get("type") != "message":
                         continue
                     try:
-                        change = LiveChange(**orjson.loads(message["data"]))
+                        change = LiveChange.from_json(message["data"])
                     except (orjson.JSONDecodeError, TypeError) as exc:
                         log.warning("live channel: a message that is no change was ignored: %s", exc)
                         continue

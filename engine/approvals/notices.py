@@ -141,9 +141,9 @@ class NoticeSender:
 
     def fill_ack(self, result: BatchResult, pipe: redis.client.Pipeline) -> None:
         for change in (*result.replayed, *result.changes):
-            if change.event in NOTICE_EVENTS:
-                self.outbox.write(pipe, change, once=self.handles.keys.approval_notice_written(change.run_id,
-                                                                                               str(occurrence(change))))
+            once = occurrence(change) if change.event in NOTICE_EVENTS else None
+            if once is not None:
+                self.outbox.write(pipe, change, once=self.handles.keys.approval_notice_written(change.run_id, once))
 
     def _notice(self, change: LiveChange, stop: threading.Event) -> bool:
         notice = notice_for(self.handles, change)

@@ -19,11 +19,8 @@ starts, notices with a delivery id).
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +29,8 @@ import redis
 
 from engine.outages import described, outage, outage_subject
 from engine.runtime.live_change import LiveChange
+from engine.runtime.projector import lease_holder
+from engine.transport.streams import ensure_group
 
 CLAIM_SECONDS = 120.0
 """How long an entry stays with its reader before another may take it over."""
@@ -95,7 +94,7 @@ class ChangeOutbox:
         self.outage_waits = outage_waits
         self.forget_idle_seconds = forget_idle_seconds
         self._started = False
-        self.consumer = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.consumer = lease_holder()
         self.dropped = 0
         """Changes given up on: unreadable, or their handler raised other than an outage."""
         self._own_first = True
@@ -156,11 +155,7 @@ class ChangeOutbox:
         """The next entries to handle: this reader's own left ones, then any another reader left `claim_seconds`,
         then new ones (waiting up to `READ_BLOCK_MS` for them)."""
         if self._own_first:
-            try:
-                self.client.xgroup_create(self.stream, self.group, id="0", mkstream=True)
-            except redis.ResponseError as exc:
-                if "BUSYGROUP" not in str(exc):
-                    raise
+            ensure_group(self.client, self.stream, self.group)
             if not self._started:
                 self._forget_gone_readers()
                 self._started = True
@@ -203,7 +198,7 @@ def _parsed(entries: list[tuple[Any, dict[bytes, bytes]]]) -> list[Entry]:
     for entry_id, fields in entries:
         name = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
         try:
-            parsed.append((name, LiveChange(**orjson.loads(fields[CHANGE_FIELD.encode()]))))
+            parsed.append((name, LiveChange.from_json(fields[CHANGE_FIELD.encode()])))
         except (KeyError, TypeError, orjson.JSONDecodeError):
             parsed.append((name, None))
     return parsed

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 
 @dataclass
 class LiveChange:
@@ -26,3 +28,8 @@ class LiveChange:
 
     def to_data(self) -> dict[str, Any]:
         return self.__dict__.copy()
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> LiveChange:
+        """The change `orjson.dumps(change.to_data())` wrote (the live channel's message, `applied_events.change`)."""
+        return cls(**orjson.loads(text))

@@ -188,7 +188,7 @@ def _replayed(conn: sa.Connection, event_ids: list[str]) -> list[LiveChange]:
     changes: list[LiveChange] = []
     for chunk in _chunks(list(dict.fromkeys(event_ids))):
         rows = conn.execute(_SELECT_CHANGES, {"ids": chunk}).scalars()
-        changes += [LiveChange(**orjson.loads(change)) for change in rows]
+        changes += [LiveChange.from_json(change) for change in rows]
     changes.sort(key=lambda change: (change.run_id, change.seq))
     return changes
 

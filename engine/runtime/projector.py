@@ -24,9 +24,9 @@ from engine.runtime import crashpoints
 from engine.runtime.emitter import EVENT_FIELD, entry_events
 from engine.runtime.live_change import LiveChange
 from engine.runtime.projection import BatchResult, apply_batch
-from engine.runtime.worker import ensure_group
 from engine.transport.held import HeldConnection
 from engine.transport.keys import Keyspace
+from engine.transport.streams import ensure_group
 
 log = logging.getLogger("lockgate.projector")
 

@@ -253,7 +253,7 @@ def changes_after(sql: sa.Engine, run_id: str, after_seq: int, *, limit: int = 1
              .order_by(APPLIED.c.seq).limit(limit))
     with reading(sql) as conn:
         stored = conn.execute(query).scalars().all()
-    return [LiveChange(**orjson.loads(text)) for text in stored if text is not None]
+    return [LiveChange.from_json(text) for text in stored if text is not None]
 
 
 def list_runs(sql: sa.Engine, *, flow_id: str | None = None, status: str | None = None,

@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from engine.runtime.reclaim import RECLAIMER_CONSUMER, Reclaimed, Reclaimer
-from engine.runtime.worker import ensure_group
+from engine.transport.streams import ensure_group
 
 log = logging.getLogger("lockgate.reaper")
 

@@ -49,6 +49,7 @@ from engine.secret_box import SecretBox, SecretBoxError
 from engine.store.db import unavailable
 from engine.transport.held import HeldConnection
 from engine.transport.keys import Keyspace
+from engine.transport.streams import ensure_group
 
 log = logging.getLogger("lockgate.worker")
 
@@ -57,15 +58,6 @@ CLAIM_COUNT = 16
 
 CANCEL_CHECK_INTERVAL = 0.02
 """Seconds between cancel-flag checks within one run (always checked when a job starts)."""
-
-
-def ensure_group(client: redis.Redis, stream: str, group: str) -> None:
-    """Create the consumer group (and the stream) if missing."""
-    try:
-        client.xgroup_create(stream, group, id="0", mkstream=True)
-    except redis.ResponseError as exc:
-        if "BUSYGROUP" not in str(exc):
-            raise
 
 
 class PlanCache:

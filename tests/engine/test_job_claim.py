@@ -13,7 +13,8 @@ import orjson
 from engine.clock import ManualClock
 from engine.flow import flow_from_data
 from engine.runtime.claim import UNMARKED, claimed, queue_claim
-from engine.runtime.worker import PlanCache, Worker, ensure_group
+from engine.runtime.worker import PlanCache, Worker
+from engine.transport.streams import ensure_group
 from tests.engine.conftest import make_flow, start_engine
 
 START = 1_800_000_000.0

@@ -20,10 +20,10 @@ from engine.runtime.emitter import EVENT_FIELD, RedisEmitter, entry_fields
 from engine.runtime.live_change import LiveChange
 from engine.runtime.projection import apply_batch
 from engine.runtime.projector import LeaseLost, Projector, ProjectorLease, batch_summary, linger
-from engine.runtime.worker import ensure_group
 from engine.store.db import init_db, make_engine
 from engine.store.models import AppliedEvent, DeadLetter, Run, Step
 from engine.transport.keys import Keyspace
+from engine.transport.streams import ensure_group
 from tests.engine.conftest import Engine, make_flow, wait_until
 
 

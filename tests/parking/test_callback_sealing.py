@@ -13,7 +13,8 @@ from typing import Any
 from engine.api.server import ApiServer
 from engine.clock import ManualClock
 from engine.flow import flow_from_data
-from engine.runtime.worker import PlanCache, Worker, ensure_group
+from engine.runtime.worker import PlanCache, Worker
+from engine.transport.streams import ensure_group
 from tests.engine.conftest import make_flow, start_engine
 from tests.parking.conftest import START, TRIGGER
 

@@ -16,10 +16,10 @@ from engine.flow import flow_from_data
 from engine.parking.rebuild import rebuild_due_set
 from engine.publish import publish
 from engine.runtime.emitter import EVENT_FIELD
-from engine.runtime.worker import ensure_group
 from engine.store.db import init_db, make_engine
 from engine.store.models import Run
 from engine.transport.keys import Keyspace
+from engine.transport.streams import ensure_group
 from tests.engine.conftest import make_flow
 
 

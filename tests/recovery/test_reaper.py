@@ -132,7 +132,7 @@ def test_consumers_long_gone_with_nothing_pending_leave_the_group(redis_url: str
     from engine.clock import SystemClock
     from engine.runtime import reaper as reaper_module
     from engine.runtime.reclaim import Reclaimer
-    from engine.runtime.worker import ensure_group
+    from engine.transport.streams import ensure_group
 
     client = redis.Redis.from_url(redis_url, socket_timeout=5)
     keys = Keyspace(key_prefix)
@@ -157,8 +157,8 @@ def test_redeliveries_after_a_redis_outage_do_not_count_against_the_retry_cap(re
 
     from engine.runtime.jobs import encode_job, start_job
     from engine.runtime.reclaim import RECLAIMER_CONSUMER
-    from engine.runtime.worker import ensure_group
     from engine.store.db import init_db
+    from engine.transport.streams import ensure_group
 
     client = redis.Redis.from_url(redis_url, socket_timeout=5)
     keys = Keyspace(key_prefix)

@@ -8,8 +8,8 @@ from redis import Redis
 from engine.clock import ManualClock
 from engine.runtime.reclaim import Reclaimer, RecoveryThresholds
 from engine.runtime.watchdog import Watchdog
-from engine.runtime.worker import ensure_group
 from engine.transport.keys import Keyspace
+from engine.transport.streams import ensure_group
 
 
 def test_a_heartbeat_is_stale_only_past_the_threshold_by_the_injected_clock(redis_url: str, key_prefix: str,
