@@ -12,12 +12,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from engine.api.run_watch import RunWatch
-from engine.api.runs import start_run, started_json
+from engine.api.run_watch import RunWatch, Wakeable
+from engine.api.runs import StartWait, begin_start, start_run, started_json
 from engine.approvals.decide import DecisionResult, decide, decide_with_key
 from engine.approvals.keys import KeyCheck, KeyInfo, check_key, create_key, list_keys, revoke_key
 from engine.approvals.pending import list_pending
@@ -114,6 +114,37 @@ class StartAnswer:
     """A 202's advice on when to ask again."""
 
 
+def _start_answer(status: int, answer: dict[str, Any]) -> StartAnswer:
+    retry_after = answer.get("retry_after_seconds") if status == 202 else None
+    return StartAnswer(status, started_json(answer), retry_after)
+
+
+class PendingStart:
+    """A started run's wait for its answer (`EngineApi.begin_start`), a step at a time: wait up to `timeout()`
+    seconds for the `woken` given to `begin_start` (None: not at all), clear it, then `read()`; again until
+    `read()` answers. `close()` at the end, however it ends."""
+
+    def __init__(self, wait: StartWait) -> None:
+        self._wait = wait
+
+    @property
+    def run_id(self) -> str:
+        return self._wait.run_id
+
+    def timeout(self) -> float | None:
+        return self._wait.timeout()
+
+    def read(self, woken: bool) -> StartAnswer | None:
+        """The answer once the run has ended or parked or the wait has run out (None: wait again); `woken`:
+        whether the last wait ended on a change. Blocks on the store."""
+        read = self._wait.read(woken)
+        return None if read is None else _start_answer(*read)
+
+    def close(self) -> None:
+        """Stop watching the run (quick: safe on an event loop)."""
+        self._wait.close()
+
+
 class EngineApi:
     """Typed calls on one process's started engine."""
 
@@ -144,11 +175,15 @@ class EngineApi:
     # --- runs -------------------------------------------------------------------------------------
 
     def start_run(self, body: StartRun, started_by: str | None = None) -> StartAnswer:
-        """Start a run and wait up to `body.wait` seconds for it (see `engine.api.runs`). `started_by`: who asks
-        (`key:<name>`), recorded for approvals' `forbid_self`."""
-        status, answer = start_run(self.services, body.model_dump(exclude_unset=True), self.watch, started_by)
-        retry_after = answer.get("retry_after_seconds") if status == 202 else None
-        return StartAnswer(status, started_json(answer), retry_after)
+        """Start a run and wait up to `body.wait` seconds for it on this thread (see `engine.api.runs`).
+        `started_by`: who asks (`key:<name>`), recorded for approvals' `forbid_self`."""
+        return _start_answer(*start_run(self.services, body.model_dump(exclude_unset=True), self.watch, started_by))
+
+    def begin_start(self, body: StartRun, woken: Wakeable, started_by: str | None = None) -> PendingStart:
+        """Start a run and watch it, `woken` set on its changes, for a caller that waits elsewhere (a request on
+        an event loop holds no thread while its run goes). ApiError when the start is refused."""
+        return PendingStart(begin_start(self.services, body.model_dump(exclude_unset=True), self.watch, woken,
+                                        started_by))
 
     def get_run(self, run_id: str) -> Run | None:
         found = queries.get_run(self._sql, run_id)

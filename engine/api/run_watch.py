@@ -21,7 +21,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 import redis
@@ -56,8 +56,15 @@ def _heard(data: bytes) -> list[Heard]:
     return heard
 
 
+class Wakeable(Protocol):
+    """What a waiter is woken through: a `threading.Event`, or anything else that can be set from the watch's
+    thread (e.g. `engine.api.loop_event.LoopEvent` for a waiter on an event loop)."""
+
+    def set(self) -> None: ...
+
+
 class _Waiter(NamedTuple):
-    event: threading.Event
+    event: Wakeable
     statuses: frozenset[str] | None
     """Wake only for a change leaving the run in one of these (None: every change)."""
 
@@ -103,22 +110,33 @@ class RunWatch:
     def watching(self, run_id: str, statuses: frozenset[str] | None = None) -> Iterator[threading.Event]:
         """An event set on each applied change to the run (with `statuses`: each one leaving the run in one of
         them), and whenever the channel was lost and changes may have been missed."""
-        waiter = _Waiter(threading.Event(), statuses)
+        event = threading.Event()
+        watched = self.watch(run_id, event, statuses)
+        try:
+            yield event
+        finally:
+            watched.close()
+
+    def watch(self, run_id: str, event: Wakeable, statuses: frozenset[str] | None = None) -> Watched:
+        """`watching()` for a waiter that spans more than one block of code: `event` is set as `watching()`'s is,
+        until the answer's `close()`. Returns only once the live channel is subscribed (or
+        `SUBSCRIBE_SECONDS` passed): call it off any event loop."""
+        waiter = _Waiter(event, statuses)
         with self._lock:
             self._waiters.setdefault(run_id, []).append(waiter)
             heard = self._recent.get(run_id)
         if heard is not None and (statuses is None or heard[1] in statuses):
-            waiter.event.set()
+            event.set()
         self._subscribed()
-        try:
-            yield waiter.event
-        finally:
-            with self._lock:
-                waiters = self._waiters.get(run_id, [])
-                if waiter in waiters:
-                    waiters.remove(waiter)
-                if not waiters:
-                    self._waiters.pop(run_id, None)
+        return Watched(self, run_id, waiter)
+
+    def _forget(self, run_id: str, waiter: _Waiter) -> None:
+        with self._lock:
+            waiters = self._waiters.get(run_id, [])
+            if waiter in waiters:
+                waiters.remove(waiter)
+            if not waiters:
+                self._waiters.pop(run_id, None)
 
     def on_batch(self, result: BatchResult) -> None:
         if not self._waiters:
@@ -202,3 +220,15 @@ class RunWatch:
                     pubsub.close()
                 except redis.RedisError:
                     pass
+
+
+class Watched:
+    """A waiter `RunWatch.watch()` added; `close()` (idempotent, quick: safe on an event loop) removes it."""
+
+    def __init__(self, watch: RunWatch, run_id: str, waiter: _Waiter) -> None:
+        self._watch = watch
+        self._run_id = run_id
+        self._waiter = waiter
+
+    def close(self) -> None:
+        self._watch._forget(self._run_id, self._waiter)

@@ -16,7 +16,7 @@ import orjson
 
 from engine.api.callbacks import register_callback
 from engine.api.errors import ApiError
-from engine.api.run_watch import RunWatch
+from engine.api.run_watch import RunWatch, Wakeable
 from engine.publish import UnknownFlowVersion
 from engine.read_models import InputIssue, StartedRun, Step
 from engine.runtime import queries
@@ -62,6 +62,25 @@ def _number(body: dict[str, Any], name: str, default: float) -> float:
 
 def start_run(services: RunningEngine, body: dict[str, Any],
               watch: RunWatch | None = None, started_by: str | None = None) -> tuple[int, dict[str, Any]]:
+    """Start a run and wait for it on this thread."""
+    woken = threading.Event()
+    pending = begin_start(services, body, watch or RunWatch(), woken, started_by)
+    try:
+        while True:
+            timeout = pending.timeout()
+            was_woken = woken.wait(timeout) if timeout is not None else False
+            woken.clear()
+            answer = pending.read(was_woken)
+            if answer is not None:
+                return answer
+    finally:
+        pending.close()
+
+
+def begin_start(services: RunningEngine, body: dict[str, Any], watch: RunWatch, woken: Wakeable,
+                started_by: str | None = None) -> StartWait:
+    """Start the run `body` asks for and watch it, `woken` set on its changes; the caller waits (see `StartWait`).
+    Blocks on the store and Redis: call it off any event loop. ApiError when the start is refused."""
     flow_id = body.get("flow_id", body.get("flow"))
     if not isinstance(flow_id, str) or not flow_id:
         raise ApiError(422, "bad_request", 'the body needs "flow_id": the id of a published flow')
@@ -83,7 +102,7 @@ def start_run(services: RunningEngine, body: dict[str, Any],
                                      or not callback_url.startswith(("http://", "https://"))):
         raise ApiError(422, "bad_request", '"callback_url" must be an http:// or https:// URL the engine can POST '
                        "the run's execution.finished webhook to")
-    mark = watch.live_since() if watch is not None else None
+    mark = watch.live_since()
     try:
         created = services.create_run(flow_id, inputs, version=version, idempotency_key=key,
                                       mode="async" if wait == 0 else "sync", started_by=started_by)
@@ -93,15 +112,16 @@ def start_run(services: RunningEngine, body: dict[str, Any],
         raise input_error(exc) from None
     except RunRefused as exc:
         raise refused_run_error(exc) from None
-    secret = None
+    callback = None
     if callback_url is not None and not created.duplicate:
         secret = register_callback(services.require_handles(), created.run_id, callback_url)
         _deliver_if_already_finished(services, created.run_id)
-    status, answer = answer_for(services, created.run_id, wait, duplicate=created.duplicate, watch=watch,
-                                heard_since=mark)
-    if secret is not None:
-        answer["callback"] = {"url": callback_url, "secret": secret}
-    return status, answer
+        callback = {"url": callback_url, "secret": secret}
+    # While the channel is unbroken since before the run was created, the watch hears every change of the new
+    # run, so the store is read only once it has ended or parked.
+    unread = not created.duplicate and wait > 0 and mark is not None and watch.unbroken_since(mark)
+    return StartWait(services, watch, created.run_id, wait, woken, duplicate=created.duplicate, unread=unread,
+                     callback=callback)
 
 
 def _deliver_if_already_finished(services: RunningEngine, run_id: str) -> None:
@@ -123,37 +143,60 @@ def retry_after(waiting_on: dict[str, Any] | None, now: float) -> int:
     return until_due
 
 
-def answer_for(services: RunningEngine, run_id: str, wait: float, *, duplicate: bool = False,
-               watch: RunWatch | None = None, heard_since: int | None = None) -> tuple[int, dict[str, Any]]:
-    """`heard_since`: `watch.live_since()` from before the run was created; while the channel is unbroken since,
-    the watch hears every change of a new run, so the store is read only once it has ended or parked."""
-    deadline = time.monotonic() + wait
-    watcher = watch or RunWatch()
-    sql = services.require_handles().sql
-    with watcher.watching(run_id, ANSWERED) as changed:
-        with_steps = False  # a new run has none yet; once woken, it has most likely ended
-        unread = not duplicate and wait > 0 and heard_since is not None and watcher.unbroken_since(heard_since)
-        while True:
-            if unread:
-                unread = False
-                with_steps = changed.wait(max(0.0, deadline - time.monotonic()))
-            changed.clear()
-            run = queries.get_run(sql, run_id, with_steps=with_steps) or {"id": run_id, "status": "queued"}
-            status = run["status"]
-            if status in TERMINAL:
-                full = run if with_steps else queries.get_run(sql, run_id) or run
-                return (200 if duplicate else 201), {"run_id": run_id, "duplicate": duplicate, **full}
-            if status == "waiting":
-                waiting = run.get("waiting_on") or {}
-                return 202, {"run_id": run_id, "status": "waiting", "duplicate": duplicate,
-                             "waiting_on": {"node": waiting.get("node"), "reason": waiting.get("reason")},
-                             "retry_after_seconds": retry_after(waiting, services.require_handles().clock.now())}
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return 202, {"run_id": run_id, "status": status, "duplicate": duplicate,
-                             "retry_after_seconds": RETRY_WHILE_RUNNING_SECONDS}
-            poll = watcher.poll_seconds
-            with_steps = changed.wait(left if poll is None else min(left, poll))
+class StartWait:
+    """A started run's wait for the answer, a step at a time, so that the caller waits where it likes (a thread on
+    a `threading.Event`, a request on its event loop): wait up to `timeout()` seconds for `woken` (None: not at
+    all), clear it, then `read()`; again until `read()` answers. `close()` at the end, however it ends."""
+
+    def __init__(self, services: RunningEngine, watch: RunWatch, run_id: str, wait: float, woken: Wakeable, *,
+                 duplicate: bool, unread: bool, callback: dict[str, str] | None) -> None:
+        self.run_id = run_id
+        self._services = services
+        self._watch = watch
+        self._deadline = time.monotonic() + wait
+        self._duplicate = duplicate
+        self._unread = unread
+        """Nothing to read before the first wake: a new run has not ended or parked until the watch says so."""
+        self._first = True
+        self._callback = callback
+        self._watched = watch.watch(run_id, woken, ANSWERED)
+
+    def timeout(self) -> float | None:
+        """Seconds to wait for `woken` before the next read; None: read now."""
+        left = max(0.0, self._deadline - time.monotonic())
+        if self._first:
+            self._first = False
+            return left if self._unread else None
+        poll = self._watch.poll_seconds
+        return left if poll is None else min(left, poll)
+
+    def read(self, woken: bool) -> tuple[int, dict[str, Any]] | None:
+        """The answer, once the run has ended or parked or the wait has run out; None: wait again. `woken`: whether
+        the last wait ended on a change (the run has most likely ended: its steps are read with it). Blocks on
+        the store: call it off any event loop."""
+        sql = self._services.require_handles().sql
+        run_id, duplicate = self.run_id, self._duplicate
+        run = queries.get_run(sql, run_id, with_steps=woken) or {"id": run_id, "status": "queued"}
+        status = run["status"]
+        answer: tuple[int, dict[str, Any]] | None = None
+        if status in TERMINAL:
+            full = run if woken else queries.get_run(sql, run_id) or run
+            answer = (200 if duplicate else 201), {"run_id": run_id, "duplicate": duplicate, **full}
+        elif status == "waiting":
+            waiting = run.get("waiting_on") or {}
+            answer = 202, {"run_id": run_id, "status": "waiting", "duplicate": duplicate,
+                           "waiting_on": {"node": waiting.get("node"), "reason": waiting.get("reason")},
+                           "retry_after_seconds": retry_after(waiting, self._services.require_handles().clock.now())}
+        elif self._deadline - time.monotonic() <= 0:
+            answer = 202, {"run_id": run_id, "status": status, "duplicate": duplicate,
+                           "retry_after_seconds": RETRY_WHILE_RUNNING_SECONDS}
+        if answer is not None and self._callback is not None:
+            answer[1]["callback"] = self._callback
+        return answer
+
+    def close(self) -> None:
+        """Stop watching the run (quick: safe on an event loop)."""
+        self._watched.close()
 
 
 _STARTED_FIELDS = tuple(StartedRun.model_fields)

@@ -5,8 +5,8 @@ objects) cost the busy http process about 7% of its CPU. The lane takes only a r
 answer with the start itself: no query, one `Authorization: Bearer` key, at most one content type, and a body
 within the limit (declared and counted) that the route reads as a `StartRun` (`start_run_body`). Anything else
 goes on to the application unchanged, with the bytes the lane had read given back first, so every refusal keeps
-the application's answer. The start is the route's own (`start_answer`), on the same thread pool; its failures
-are answered as the application's handlers answer them (`failure_answer`).
+the application's answer. The start is the route's own (`start_answer`); its failures are answered as the
+application's handlers answer them (`failure_answer`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from fastapi.exceptions import RequestValidationError
-from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine.api.app import failure_answer, start_answer, start_run_body
@@ -84,7 +83,7 @@ class StartLane:
             return
         self.taken += 1
         try:
-            status, payload, headers = await run_in_threadpool(start_answer, self.engine, key, body)
+            status, payload, headers = await start_answer(self.engine, key, body)
         except Exception as exc:
             status, payload, headers = failure_answer(exc, "POST", PATH)
         await send({"type": "http.response.start", "status": status,
