@@ -146,9 +146,12 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
     from engine.store.schema_check import SchemaMismatch
 
     config = command_config()
-    # This process only runs engine threads: a shorter GIL switch interval lets a thread back from Redis
-    # or SQL run sooner instead of queueing behind a busy one (about +20% runs/s in the benchmark).
-    sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
+    if args.role != "http":
+        # Engine threads: a shorter GIL switch interval lets a thread back from Redis or SQL run sooner instead
+        # of queueing behind a busy one (about +20% runs/s in the benchmark). An http process keeps Python's: its
+        # event loop does most of its work, and handing the GIL to its few threads every 1 ms cost it about 7%
+        # more CPU a sync start, at no gain in starts a second.
+        sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:
