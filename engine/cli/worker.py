@@ -142,9 +142,11 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
     from engine.host import EngineServices
     from engine.log_channel import LogPublisher
     from engine.logs import configured
+    from engine.malloc_arenas import one_malloc_arena
     from engine.outages import described, outage, outage_subject
     from engine.store.schema_check import SchemaMismatch
 
+    one_malloc_arena()
     config = command_config()
     if args.role != "http":
         # Engine threads: a shorter GIL switch interval lets a thread back from Redis or SQL run sooner instead
