@@ -66,9 +66,9 @@ THREADS = 200
 START_THREADS = 4
 """Sync starts' trips to the thread pool at once (their key checks, starts and reads), fewer than `THREADS`: a
 trip is short, and a burst of them on as many threads (a batch of runs ending wakes each one's request) costs
-more in threads taking the GIL from one another than it gains. On 2 cores, 32 connections of sync starts: 4
-threads answered 1.4× as many a second as one a start (750-775 against 525), at two thirds of the http process's
-CPU a start; 2, 3 and 8 threads did less well than 4."""
+more in threads taking the GIL from one another than it gains. On 2 cores, the engine with one http child under 32
+connections of sync starts: 1.2-1.5× the starts a second of a thread held by each start (616-775 against 498-528),
+at two thirds of the http process's CPU a start; 2, 3 and 8 threads did less well than 4."""
 _START_LIMITERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = \
     weakref.WeakKeyDictionary()
 API_TITLE = "Lockgate engine API"

@@ -157,15 +157,14 @@ class StartWait:
         self._duplicate = duplicate
         self._unread = unread
         """Nothing to read before the first wake: a new run has not ended or parked until the watch says so."""
-        self._first = True
+        self._has_read = False
         self._callback = callback
         self._watched = watch.watch(run_id, woken, ANSWERED)
 
     def timeout(self) -> float | None:
         """Seconds to wait for `woken` before the next read; None: read now."""
         left = max(0.0, self._deadline - time.monotonic())
-        if self._first:
-            self._first = False
+        if not self._has_read:
             return left if self._unread else None
         poll = self._watch.poll_seconds
         return left if poll is None else min(left, poll)
@@ -174,6 +173,7 @@ class StartWait:
         """The answer, once the run has ended or parked or the wait has run out; None: wait again. `woken`: whether
         the last wait ended on a change (the run has most likely ended: its steps are read with it). Blocks on
         the store: call it off any event loop."""
+        self._has_read = True
         sql = self._services.require_handles().sql
         run_id, duplicate = self.run_id, self._duplicate
         run = queries.get_run(sql, run_id, with_steps=woken) or {"id": run_id, "status": "queued"}
