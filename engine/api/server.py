@@ -34,6 +34,8 @@ __all__ = ["MAX_BODY_BYTES", "ApiServer", "ServerLimits"]
 
 log = logging.getLogger("lockgate.api")
 START_TIMEOUT_SECONDS = 30.0
+GRACE_SECONDS = 5
+"""How long a stopping server lets requests in flight finish before it closes their connections."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,8 @@ class ApiServer:
         config = uvicorn.Config(self.lane, http=_protocol(self.limits), ws="none", lifespan="on",
                                 backlog=self.limits.backlog, timeout_keep_alive=self.limits.keep_alive_timeout,
                                 h11_max_incomplete_event_size=self.limits.max_url_bytes + self.limits.max_header_bytes,
-                                log_config=None, access_log=False, server_header=False, timeout_graceful_shutdown=5,
+                                log_config=None, access_log=False, server_header=False,
+                                timeout_graceful_shutdown=GRACE_SECONDS,
                                 # Nothing reads a client's address, so no middleware rewrites it from X-Forwarded-*.
                                 proxy_headers=False)
         return uvicorn.Server(config)

@@ -1,19 +1,22 @@
 """A sync start waiting for its run holds no thread of the server's: more starts waiting than the server has threads
 for blocking calls leave every other request (a webhook, a listing) answered at once, and each waiting start still
-gets its answer when its wait runs out."""
+gets its answer when its wait runs out; a server stopping with starts still waiting stops within its grace period,
+not when their waits end."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
 from engine.api.app import THREADS
-from engine.api.server import ApiServer
+from engine.api.server import GRACE_SECONDS, ApiServer
 from engine.approvals.keys import create_key
 from engine.clock import ManualClock
 from engine.config import EngineConfig
@@ -25,8 +28,15 @@ WAITING = THREADS + 20
 WAIT_SECONDS = 4.0
 
 
+@dataclass
+class IdleEngineApi:
+    server: ApiServer
+    url: str
+    key: str
+
+
 @pytest.fixture
-def idle_engine_api(tmp_path: Path, redis_url: str, sqlite_url: str, key_prefix: str) -> Iterator[tuple[str, str]]:
+def idle_engine_api(tmp_path: Path, redis_url: str, sqlite_url: str, key_prefix: str) -> Iterator[IdleEngineApi]:
     """The API over an engine with no workers: every run stays queued, so a sync start waits all of its `wait`."""
     clock = ManualClock()
     config = EngineConfig(data_dir=tmp_path / "data", redis_url=redis_url, db_url=sqlite_url, key_prefix=key_prefix)
@@ -35,7 +45,7 @@ def idle_engine_api(tmp_path: Path, redis_url: str, sqlite_url: str, key_prefix:
     try:
         services.publish_flow(flow_from_data(HELLO))
         assert services.sql is not None
-        yield server.url, create_key(services.sql, "tests", clock)
+        yield IdleEngineApi(server, server.url, create_key(services.sql, "tests", clock))
     finally:
         server.stop()
         services.stop()
@@ -59,9 +69,34 @@ async def _load(url: str, key: str) -> tuple[list[int], list[float], float]:
         return statuses, others, time.monotonic() - started
 
 
-def test_waiting_starts_leave_other_requests_answered(idle_engine_api: tuple[str, str]) -> None:
-    url, key = idle_engine_api
-    statuses, others, took = asyncio.run(_load(url, key))
+def test_waiting_starts_leave_other_requests_answered(idle_engine_api: IdleEngineApi) -> None:
+    statuses, others, took = asyncio.run(_load(idle_engine_api.url, idle_engine_api.key))
     assert max(others) < 1.0, f"other requests waited behind the starts: {others}"
     assert statuses == [202] * WAITING
     assert took < WAIT_SECONDS + 10
+
+
+def _start_waiting(url: str, key: str, outcomes: list[str]) -> None:
+    try:
+        answer = httpx.post(f"{url}/api/v1/runs", headers={"Authorization": f"Bearer {key}"}, timeout=90,
+                            json={"flow_id": "hello", "inputs": {"name": "Ada"}, "wait": 60})
+        outcomes.append(str(answer.status_code))
+    except httpx.HTTPError as exc:
+        outcomes.append(type(exc).__name__)
+
+
+def test_a_server_stops_within_its_grace_period_with_starts_waiting(idle_engine_api: IdleEngineApi) -> None:
+    outcomes: list[str] = []
+    clients = [threading.Thread(target=_start_waiting, args=(idle_engine_api.url, idle_engine_api.key, outcomes))
+               for _ in range(5)]
+    for client in clients:
+        client.start()
+    time.sleep(1.0)
+    asked = time.monotonic()
+    idle_engine_api.server.stop()
+    took = time.monotonic() - asked
+    assert took < GRACE_SECONDS + 2, f"the server took {took:.1f} s to stop"
+    assert idle_engine_api.server.thread is not None and not idle_engine_api.server.thread.is_alive()
+    for client in clients:
+        client.join(10)
+    assert len(outcomes) == 5 and "201" not in outcomes  # each start's connection was closed, none answered late
