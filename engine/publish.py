@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
@@ -86,11 +85,15 @@ def _reading(target: Target) -> Iterator[Session]:
 def _lock_flow_row(session: Session, flow: Flow, now: datetime) -> FlowRecord:
     """The flow's row, created if missing, locked for this transaction (PostgreSQL: FOR UPDATE;
     SQLite: the IMMEDIATE transaction already holds the database's write lock)."""
-    dialect = session.get_bind().dialect.name
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
     values = {"id": flow.id, "name": flow.name, "latest_version": 0, "enabled": True, "created_at": now}
-    new_row = insert(FlowRecord).values(**values, updated_at=now)
-    session.execute(new_row.on_conflict_do_nothing(index_elements=["id"]))
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        session.execute(pg_insert(FlowRecord).values(**values, updated_at=now)
+                        .on_conflict_do_nothing(index_elements=["id"]))
+    else:
+        session.execute(sqlite_insert(FlowRecord).values(**values, updated_at=now)
+                        .on_conflict_do_nothing(index_elements=["id"]))
     locked = sa.select(FlowRecord).where(FlowRecord.id == flow.id).with_for_update()
     return session.scalars(locked.execution_options(populate_existing=True)).one()
 

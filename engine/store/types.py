@@ -6,11 +6,25 @@ from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 
-# JSONB on PostgreSQL (indexable, compact); JSON text on SQLite.
-JsonDocument = sa.JSON().with_variant(JSONB(), "postgresql")
+
+class JsonDocument(sa.TypeDecorator[Any]):
+    """JSON text on SQLite; JSONB on PostgreSQL (indexable, compact), whose dialect module (2 MB a process) is
+    loaded only there. Stores Python's None as JSON `null` and compares by value, as `sa.JSON` does."""
+
+    impl = sa.JSON
+    cache_ok = True
+    should_evaluate_none = True
+    hashable = False
+
+    def load_dialect_impl(self, dialect: Dialect) -> sa.types.TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
+            return dialect.type_descriptor(JSONB())
+        return dialect.type_descriptor(sa.JSON())
+
 
 # Money as integer micro-dollars (see engine.money.amounts): exact sums on both databases.
 Micros = sa.BigInteger()
