@@ -16,10 +16,11 @@ since it created the run (`live_since()`, `unbroken_since()`) need not read the 
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple, Protocol
 
@@ -111,16 +112,16 @@ class RunWatch:
         """An event set on each applied change to the run (with `statuses`: each one leaving the run in one of
         them), and whenever the channel was lost and changes may have been missed."""
         event = threading.Event()
-        watched = self.watch(run_id, event, statuses)
+        unwatch = self.watch(run_id, event, statuses)
         try:
             yield event
         finally:
-            watched.close()
+            unwatch()
 
-    def watch(self, run_id: str, event: Wakeable, statuses: frozenset[str] | None = None) -> Watched:
+    def watch(self, run_id: str, event: Wakeable, statuses: frozenset[str] | None = None) -> Callable[[], None]:
         """`watching()` for a waiter that spans more than one block of code: `event` is set as `watching()`'s is,
-        until the answer's `close()`. Returns only once the live channel is subscribed (or
-        `SUBSCRIBE_SECONDS` passed): call it off any event loop."""
+        until the call it returns is made (idempotent, quick: safe on an event loop). Returns only once the live
+        channel is subscribed (or `SUBSCRIBE_SECONDS` passed): call it off any event loop."""
         waiter = _Waiter(event, statuses)
         with self._lock:
             self._waiters.setdefault(run_id, []).append(waiter)
@@ -128,7 +129,7 @@ class RunWatch:
         if heard is not None and (statuses is None or heard[1] in statuses):
             event.set()
         self._subscribed()
-        return Watched(self, run_id, waiter)
+        return functools.partial(self._forget, run_id, waiter)
 
     def _forget(self, run_id: str, waiter: _Waiter) -> None:
         with self._lock:
@@ -221,14 +222,3 @@ class RunWatch:
                 except redis.RedisError:
                     pass
 
-
-class Watched:
-    """A waiter `RunWatch.watch()` added; `close()` (idempotent, quick: safe on an event loop) removes it."""
-
-    def __init__(self, watch: RunWatch, run_id: str, waiter: _Waiter) -> None:
-        self._watch = watch
-        self._run_id = run_id
-        self._waiter = waiter
-
-    def close(self) -> None:
-        self._watch._forget(self._run_id, self._waiter)

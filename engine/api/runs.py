@@ -159,7 +159,7 @@ class StartWait:
         """Nothing to read before the first wake: a new run has not ended or parked until the watch says so."""
         self._has_read = False
         self._callback = callback
-        self._watched = watch.watch(run_id, woken, ANSWERED)
+        self._unwatch = watch.watch(run_id, woken, ANSWERED)
 
     def timeout(self) -> float | None:
         """Seconds to wait for `woken` before the next read; None: read now."""
@@ -196,7 +196,7 @@ class StartWait:
 
     def close(self) -> None:
         """Stop watching the run (quick: safe on an event loop)."""
-        self._watched.close()
+        self._unwatch()
 
 
 _STARTED_FIELDS = tuple(StartedRun.model_fields)
