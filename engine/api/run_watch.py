@@ -221,4 +221,3 @@ class RunWatch:
                     pubsub.close()
                 except redis.RedisError:
                     pass
-
