@@ -10,8 +10,8 @@ event loop, holding no thread, and a trip for each read of the run (`start_answe
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -33,6 +33,7 @@ from engine.api.body_limit import BodyLimit
 from engine.api.errors import ApiError
 from engine.api.loop_event import LoopEvent
 from engine.api.rerun import rerun_answer
+from engine.api.start_threads import StartThreads
 from engine.facade import BadCursor, EngineApi, PendingStart, StartAnswer
 from engine.flowtest.model import FlowTest
 from engine.flowtest.record import RecordRefused
@@ -64,13 +65,12 @@ MAX_BODY_BYTES = 1 << 20
 THREADS = 200
 """Blocking engine calls at once (a sync start's wait is not one: it waits on the event loop)."""
 START_THREADS = 4
-"""Sync starts' trips to the thread pool at once (their key checks, starts and reads), fewer than `THREADS`: a
-trip is short, and a burst of them on as many threads (a batch of runs ending wakes each one's request) costs
-more in threads taking the GIL from one another than it gains. On 2 cores, the engine with one http child under 32
-connections of sync starts: 1.2-1.5× the starts a second of a thread held by each start (616-775 against 498-528),
-at two thirds of the http process's CPU a start; 2, 3 and 8 threads did less well than 4."""
-_START_LIMITERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = \
-    weakref.WeakKeyDictionary()
+"""Threads sync starts hand their calls to (key checks, starts and reads), fewer than `THREADS`: a call is short,
+and a burst of them on as many threads (a batch of runs ending wakes each one's request) costs more in threads
+taking the GIL from one another than it gains. On 2 cores, the engine with one http child under 32 connections of
+sync starts: 1.2-1.5× the starts a second of a thread held by each start (616-775 against 498-528), at two thirds
+of the http process's CPU a start; 2, 3 and 8 threads did less well than 4."""
+_START_THREADS = StartThreads(START_THREADS)
 API_TITLE = "Lockgate engine API"
 API_VERSION = "1"
 RUN_ID = r"^[A-Za-z0-9_-]{1,64}$"
@@ -246,16 +246,16 @@ Answer = tuple[int, bytes, list[tuple[bytes, bytes]]]
 
 async def start_answer(engine: EngineApi, key: str, body: StartRun) -> Answer:
     """The answer to a start by the holder of `key` (ApiError when it is refused). The key check and the start take
-    one trip to the thread pool, each read of the run another; the wait between holds no thread."""
+    one trip to the start threads, each read of the run another; the wait between holds no thread."""
     woken = LoopEvent(asyncio.get_running_loop())
-    limiter = _start_limiter()
-    pending, answer = await anyio.to_thread.run_sync(_begin_start, engine, key, body, woken, limiter=limiter)
+    pending, answer = await _START_THREADS.run(lambda: _begin_start(engine, key, body, woken),
+                                               abandoned=_close_started)
     try:
         while answer is None:
             timeout = pending.timeout()
             was_woken = await woken.wait(timeout) if timeout is not None else False
             woken.clear()
-            answer = await anyio.to_thread.run_sync(pending.read, was_woken, limiter=limiter)
+            answer = await _START_THREADS.run(functools.partial(pending.read, was_woken))
     finally:
         pending.close()
     headers = [(b"retry-after", str(answer.retry_after_seconds).encode())] \
@@ -263,13 +263,9 @@ async def start_answer(engine: EngineApi, key: str, body: StartRun) -> Answer:
     return answer.status, answer.json, headers
 
 
-def _start_limiter() -> anyio.CapacityLimiter:
-    """This event loop's limiter of the threads sync starts hop to (`START_THREADS`)."""
-    loop = asyncio.get_running_loop()
-    limiter = _START_LIMITERS.get(loop)
-    if limiter is None:
-        limiter = _START_LIMITERS[loop] = anyio.CapacityLimiter(START_THREADS)
-    return limiter
+def _close_started(started: tuple[PendingStart, StartAnswer | None]) -> None:
+    """Stop watching the run of a start whose request was cancelled while it started."""
+    started[0].close()
 
 
 def _begin_start(engine: EngineApi, key: str, body: StartRun, woken: LoopEvent) -> tuple[PendingStart,
