@@ -35,3 +35,35 @@ def test_setting_after_the_loop_closed_is_harmless() -> None:
 
 async def _made() -> LoopEvent:
     return LoopEvent(asyncio.get_running_loop())
+
+
+async def _set_before_waiting() -> tuple[bool, bool, bool]:
+    event = LoopEvent(asyncio.get_running_loop())
+    event.set()
+    await asyncio.sleep(0.01)  # the set arrives through the loop
+    first = await event.wait(0.0)
+    still = await event.wait(None)
+    event.clear()
+    return first, still, await event.wait(0.0)
+
+
+def test_a_set_before_the_wait_is_kept_until_cleared() -> None:
+    assert asyncio.run(_set_before_waiting()) == (True, True, False)
+
+
+async def _cancelled_while_waiting() -> bool:
+    event = LoopEvent(asyncio.get_running_loop())
+    waiting = asyncio.ensure_future(event.wait(None))
+    await asyncio.sleep(0.01)
+    waiting.cancel()
+    try:
+        await waiting
+    except asyncio.CancelledError:
+        pass
+    event.set()
+    await asyncio.sleep(0.01)
+    return await event.wait(1.0)
+
+
+def test_a_wait_cancelled_leaves_the_event_usable() -> None:
+    assert asyncio.run(_cancelled_while_waiting()) is True
