@@ -102,6 +102,12 @@ class FlowDisabled(RunRefused):
     reason = "flow_disabled"
 
 
+class IdempotencyKeyReused(RunRefused):
+    """The idempotency key already started a run of another flow: a retry names the flow its first request named."""
+
+    reason = "idempotency_key_reused"
+
+
 class SecretsUnsealable(RunRefused):
     """The run's secret inputs cannot be sealed (no usable data key), and they are never stored in plain text."""
 
@@ -147,11 +153,18 @@ class LatestVersions:
             self._entries.pop(flow_id, None)
 
 
-def _existing_run(handles: EngineHandles, key: str) -> CreatedRun | None:
+def _existing_run(handles: EngineHandles, key: str, flow_id: str) -> CreatedRun | None:
+    """The run `key` already started, as a duplicate; IdempotencyKeyReused when it is a run of another flow."""
     with reading(handles.sql) as conn:
         row = conn.execute(sa.select(Run.id, Run.flow_id, Run.version, Run.status)
                            .where(Run.idempotency_key == key)).first()
-    return CreatedRun(row.id, row.flow_id, row.version, row.status, duplicate=True) if row else None
+    if row is None:
+        return None
+    if row.flow_id != flow_id:
+        raise IdempotencyKeyReused(f'idempotency_key "{key}" already started run {row.id} of flow "{row.flow_id}", '
+                                   f'not of flow "{flow_id}"; a retry names the same flow, and a new start takes a '
+                                   "new key")
+    return CreatedRun(row.id, row.flow_id, row.version, row.status, duplicate=True)
 
 
 def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | None = None, *,
@@ -172,7 +185,7 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
     if mode not in ("sync", "async"):
         raise ValueError(f'create_run mode must be "sync" or "async" (got {mode!r})')
     if idempotency_key:
-        found = _existing_run(handles, idempotency_key)
+        found = _existing_run(handles, idempotency_key, flow_id)
         if found is not None:
             return found
     if version is None and latest is not None:
@@ -198,7 +211,7 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
         raise SecretsUnsealable(f'flow "{flow.id}": its secret inputs cannot be stored sealed: {exc}') from None
     if idempotency_key and not handles.client.set(handles.keys.idempotency(idempotency_key), run_id, nx=True,
                                                   ex=IDEMPOTENCY_TTL_SECONDS):
-        found = _existing_run(handles, idempotency_key)
+        found = _existing_run(handles, idempotency_key, flow_id)
         if found is not None:
             return found
     shown = redacted_inputs(flow, resolved)
@@ -219,7 +232,7 @@ def create_run(handles: EngineHandles, flow_id: str, inputs: dict[str, Any] | No
             "started_by": started_by})
     except sa.exc.IntegrityError:
         if idempotency_key:
-            found = _existing_run(handles, idempotency_key)
+            found = _existing_run(handles, idempotency_key, flow_id)
             if found is not None:
                 return found
         raise

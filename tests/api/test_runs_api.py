@@ -78,6 +78,9 @@ def test_a_run_finishing_within_wait_answers_201_and_a_repeat_200(any_db_api: Ap
     assert again.json()["run_id"] == first.json()["run_id"]
     assert again.json()["duplicate"] is True
     assert len(api.services.list_runs(flow_id="hello")) == 1
+    other_flow = api.http.post("/api/v1/runs", json={**body, "flow_id": "ghost"}, headers=api.headers())
+    assert (other_flow.status_code, other_flow.json()["error"]["code"]) == (409, "idempotency_key_reused")
+    assert first.json()["run_id"] in other_flow.json()["error"]["message"]
 
     shown = api.http.get(f"/api/v1/runs/{first.json()['run_id']}", headers=api.headers())
     assert shown.status_code == 200

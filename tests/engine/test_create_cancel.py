@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from engine.flow import Flow, flow_from_data
+from engine.runtime.create import IdempotencyKeyReused
 from engine.runtime.inputs import InputError
 from engine.store.models import DeadLetter
 from tests.engine.conftest import Engine, Site, make_flow, start_engine, wait_until
@@ -48,6 +49,24 @@ def test_idempotency_key_creates_one_run(engine: Engine) -> None:
     again = services.create_run("typed", {"n": 1}, idempotency_key="order-77")
     assert again.run_id == first.run_id and again.duplicate and not first.duplicate
     assert len(services.list_runs()) == 1
+
+
+def test_a_key_that_started_a_run_of_one_flow_refuses_a_start_of_another(engine: Engine) -> None:
+    services = engine.services
+    handles = services.handles
+    assert handles is not None
+    services.publish_flow(flow_from_data(_typed()))
+    services.publish_flow(flow_from_data({**_typed(), "id": "other"}))
+    first = services.create_run("typed", {"n": 1}, idempotency_key="order-79")
+    with pytest.raises(IdempotencyKeyReused) as refused:
+        services.create_run("other", {"n": 1}, idempotency_key="order-79")
+    assert refused.value.reason == "idempotency_key_reused"
+    assert f'run {first.run_id} of flow "typed", not of flow "other"' in str(refused.value)
+    handles.client.delete(handles.keys.idempotency("order-79"))  # the stored key answers without Redis's guard too
+    with pytest.raises(IdempotencyKeyReused):
+        services.create_run("other", {"n": 1}, idempotency_key="order-79")
+    assert [run["id"] for run in services.list_runs()] == [first.run_id]
+    assert services.create_run("typed", {"n": 1}, idempotency_key="order-79").run_id == first.run_id
 
 
 def test_the_stored_key_answers_a_repeat_when_redis_lost_its_guard_or_the_flow_was_disabled(engine: Engine) -> None:
