@@ -4,7 +4,7 @@ bounded per-reader queues.
 A reader that falls `queue_size` changes behind is dropped: its queue is emptied (nothing more is held for it)
 and it receives `OVERFLOW` as its last item. After the subscription was lost and made again, every reader
 receives `RESYNC` (changes published meanwhile are gone from the channel; a run's reader catches up from the
-store).
+store). When the server stops (`end_readers`), every reader receives `CLOSING` as its last item.
 """
 
 from __future__ import annotations
@@ -39,10 +39,14 @@ class Signal(Enum):
     """The reader fell too far behind and was dropped: its last item."""
     RESYNC = "resync"
     """The channel was lost for a while: changes may be missing since the reader's last one."""
+    CLOSING = "closing"
+    """The server is stopping: the reader's last item (its client reconnects, with `Last-Event-ID`, elsewhere or
+    later)."""
 
 
 OVERFLOW = Signal.OVERFLOW
 RESYNC = Signal.RESYNC
+CLOSING = Signal.CLOSING
 FeedItem = LiveChange | Signal
 
 
@@ -108,6 +112,8 @@ class LiveFeed:
         self._task: asyncio.Task[None] | None = None
         self._subscribed: asyncio.Event | None = None
         self._client: redis.asyncio.Redis | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ending = False
         self.overflows = 0
         """Readers dropped for reading too slowly, since start."""
 
@@ -118,7 +124,10 @@ class LiveFeed:
     async def open_reader(self, *, run_id: str | None = None, flow_id: str | None = None) -> LiveReader:
         """A reader that receives every change published from the moment this returns (the channel is
         subscribed before it does)."""
+        if self._ending:
+            raise LiveUnavailable("the server is stopping; connect again once it is back (or to another one)")
         reader = LiveReader(run_id, flow_id, asyncio.Queue(self.queue_size))
+        self._loop = asyncio.get_running_loop()
         self._readers.add(reader)
         if self._task is None or self._task.done():
             self._subscribed = asyncio.Event()
@@ -134,6 +143,27 @@ class LiveFeed:
 
     def close_reader(self, reader: LiveReader) -> None:
         self._readers.discard(reader)
+
+    def end_readers(self) -> None:
+        """Give every open reader `CLOSING` as its last item and refuse new ones (the server is stopping). Safe from
+        any thread."""
+        self._ending = True
+        if self._loop is None:
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._end_readers)
+        except RuntimeError:  # the loop has closed: no reader is left
+            pass
+
+    def _end_readers(self) -> None:
+        for reader in self._readers.all():
+            self._readers.discard(reader)
+            if reader.dropped:
+                continue
+            reader.dropped = True
+            while not reader.queue.empty():
+                reader.queue.get_nowait()
+            reader.queue.put_nowait(CLOSING)
 
     async def aclose(self) -> None:
         """Stop listening (the app's shutdown); readers still open receive nothing more."""

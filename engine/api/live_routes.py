@@ -7,7 +7,8 @@
 - `GET /api/v1/live[?flow_id=]`: every run's changes as `event: change`.
 
 Both send a `: heartbeat` comment when nothing was sent for `heartbeat_seconds`, and end a reader that falls
-`queue_size` changes behind with a last `event: overflow` (reconnect with `Last-Event-ID` to catch up).
+`queue_size` changes behind with a last `event: overflow` (reconnect with `Last-Event-ID` to catch up). A
+stopping server ends every stream at once, without a last event: its clients reconnect the same way.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from engine.api.errors import ApiError
-from engine.api.live_feed import OVERFLOW, RESYNC, LiveFeed, LiveReader, LiveUnavailable
+from engine.api.live_feed import CLOSING, OVERFLOW, RESYNC, LiveFeed, LiveReader, LiveUnavailable
 from engine.approvals.keys import check_key
 from engine.read_models import Error
 from engine.runtime.live_change import LiveChange
@@ -155,6 +156,8 @@ class _RunStream:
                 elif item is OVERFLOW:
                     yield _overflow(self.last)
                     return
+                elif item is CLOSING:
+                    return
                 elif item is RESYNC:
                     for chunk in await self._catch_up():
                         yield chunk
@@ -176,6 +179,8 @@ async def _every_run(reader: LiveReader, feed: LiveFeed, settings: LiveSettings)
                 yield HEARTBEAT
             elif item is OVERFLOW:
                 yield _overflow(None)
+                return
+            elif item is CLOSING:
                 return
             elif isinstance(item, LiveChange):
                 yield _event("change", item.to_data())

@@ -84,6 +84,8 @@ class RunWatch:
         """Run id -> (sequence, status) of the latest change heard, for the last RECENT_RUNS runs."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.released = False
+        """Set by `release()`: the server is stopping, and waiters answer with what they have."""
 
     @property
     def poll_seconds(self) -> float | None:
@@ -126,7 +128,7 @@ class RunWatch:
         with self._lock:
             self._waiters.setdefault(run_id, []).append(waiter)
             heard = self._recent.get(run_id)
-        if heard is not None and (statuses is None or heard[1] in statuses):
+        if self.released or (heard is not None and (statuses is None or heard[1] in statuses)):
             event.set()
         self._subscribed()
         return functools.partial(self._forget, run_id, waiter)
@@ -143,6 +145,12 @@ class RunWatch:
         if not self._waiters:
             return
         self._wake([(change.run_id, change.seq, change.status) for change in result.changes])
+
+    def release(self) -> None:
+        """The server is stopping: wake every waiter now and from now on, so that each answers at once with what it
+        has (a sync start: its run's status) instead of having its connection closed unanswered."""
+        self.released = True
+        self._wake(None)
 
     def close(self) -> None:
         """Stop listening to the live channel (waiters fall back to polling)."""

@@ -163,6 +163,8 @@ class StartWait:
 
     def timeout(self) -> float | None:
         """Seconds to wait for `woken` before the next read; None: read now."""
+        if self._watch.released:
+            return None if not self._has_read else 0.0
         left = max(0.0, self._deadline - time.monotonic())
         if not self._has_read:
             return left if self._unread else None
@@ -187,7 +189,7 @@ class StartWait:
             answer = 202, {"run_id": run_id, "status": "waiting", "duplicate": duplicate,
                            "waiting_on": {"node": waiting.get("node"), "reason": waiting.get("reason")},
                            "retry_after_seconds": retry_after(waiting, self._services.require_handles().clock.now())}
-        elif self._deadline - time.monotonic() <= 0:
+        elif self._deadline - time.monotonic() <= 0 or self._watch.released:
             answer = 202, {"run_id": run_id, "status": status, "duplicate": duplicate,
                            "retry_after_seconds": RETRY_WHILE_RUNNING_SECONDS}
         if answer is not None and self._callback is not None:

@@ -22,6 +22,7 @@ from fastapi import APIRouter
 
 from engine.api.app import MAX_BODY_BYTES, build_app
 from engine.api.listener import LISTEN_BACKLOG, listen_socket, socket_url
+from engine.api.live_feed import LiveFeed
 from engine.api.live_routes import live_feed_for, live_router
 from engine.api.run_watch import RunWatch
 from engine.api.start_lane import StartLane
@@ -76,6 +77,7 @@ class ApiServer:
         self.watch: RunWatch | None = None
         self.engine: EngineApi | None = None
         self.lane: StartLane | None = None
+        self.feed: LiveFeed | None = None
         self.server: uvicorn.Server | None = None
         self.thread: threading.Thread | None = None
 
@@ -84,7 +86,7 @@ class ApiServer:
         handles = self.services.require_handles()
         self.watch = RunWatch(handles.client, self.services.keys.live_batches)
         self.engine = EngineApi(self.services, self.watch)
-        feed = live_feed_for(self.services)
+        feed = self.feed = live_feed_for(self.services)
         app = build_app(self.engine, [live_router(handles.sql, feed), *self.routers], closers=[feed.aclose])
         self.lane = StartLane(app, self.engine, MAX_BODY_BYTES)
         config = uvicorn.Config(self.lane, http=_protocol(self.limits), ws="none", lifespan="on",
@@ -118,8 +120,13 @@ class ApiServer:
         return self
 
     def stop(self) -> None:
+        """Answers every sync start still waiting with its run's status (`202`) and ends every live stream, then
+        stops serving, giving other requests in flight `GRACE_SECONDS`."""
         if self.watch is not None:
+            self.watch.release()
             self.services.remove_batch_listener(self.watch.on_batch)
+        if self.feed is not None:
+            self.feed.end_readers()
         if self.server is not None:
             self.server.should_exit = True
         if self.thread is not None:
