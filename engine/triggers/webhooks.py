@@ -3,7 +3,8 @@
 Inputs mapping: the body must be a JSON object; each key naming one of the flow's declared inputs
 becomes that input (`{"ticket": {...}}` for ticket-triage); other keys are ignored, since senders
 post more than a flow declares. Refused requests (no/bad signature, unknown token) leave nothing
-but a counter in `Keyspace.trigger_counters`.
+but a counter in `Keyspace.trigger_counters`; a signed delivery that starts no run counts under its trigger,
+`<flow>/<node>:disabled` or `:refused` (a duplicate starts none by design and is not counted).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from engine.triggers.settings import count, setting_of, trigger_idempotency_key,
 log = logging.getLogger("lockgate.webhooks")
 SIGNATURE_HEADER = "x-hub-signature-256"
 DEFAULT_DEDUPE_HEADER = "X-Delivery-Id"
+DISABLED_CODES = frozenset({"flow_disabled", "webhook_disabled"})
+"""Answers counted as `<flow>/<node>:disabled`; every other signed delivery that starts no run is `:refused`."""
 
 
 @dataclass(frozen=True)
@@ -61,17 +64,64 @@ def template_headers(headers: dict[str, str]) -> dict[str, str]:
     return shown
 
 
+class RequestHeaders(dict[str, str]):
+    """`request.headers` in a template: any spelling of a name finds its header (HTTP header names are
+    case-insensitive), and the headers a template reads but the request lacks are noted."""
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        super().__init__(template_headers(headers))
+        self._by_lower = {name.lower(): value for name, value in headers.items()}
+        self._missing: list[str] = []
+
+    def __missing__(self, name: str) -> str:
+        if isinstance(name, str) and name.lower() in self._by_lower:
+            return self._by_lower[name.lower()]
+        if isinstance(name, str) and not hasattr(dict, name):  # templates look `headers.get` up as a key first
+            self._missing.append(name)
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._by_lower
+
+    def get(self, name: str, default: Any = None, /) -> Any:
+        return self._by_lower.get(name.lower(), default)
+
+    def missing(self) -> list[str]:
+        return list(self._missing)
+
+
 def dedupe_key(template: str | None, headers: dict[str, str], body: bytes, data: Any) -> str:
-    context = {"request": {"headers": template_headers(headers), "body": body.decode("utf-8", "replace"),
-                           "json": data}}
+    """The delivery's dedupe key; empty (no dedupe) when it is, or reads, a header the request lacks."""
+    shown = RequestHeaders(headers)
     if template is None:
-        return template_headers(headers).get(DEFAULT_DEDUPE_HEADER, "")
-    return render(template, context).strip()
+        return str(shown.get(DEFAULT_DEDUPE_HEADER, ""))
+    context = {"request": {"headers": shown, "body": body.decode("utf-8", "replace"), "json": data}}
+    try:
+        return render(template, context).strip()
+    except TemplateProblem:
+        if shown.missing():
+            return ""
+        raise
 
 
 def handle_webhook(handles: EngineHandles, create_run: StartsRuns, token: str, headers: dict[str, str],
                    body: bytes, latest: LatestVersions | None = None) -> WebhookAnswer:
     """Answer one webhook delivery; `create_run` is the engine's, `latest` its version cache."""
+    target = _signed_target(handles, token, headers, body)
+    if isinstance(target, WebhookAnswer):
+        return target
+    flow_id, node_id = target
+    answer = _deliver(handles, create_run, flow_id, node_id, headers, body, latest)
+    if answer.status >= 400:
+        # Where the app's Triggers view and `lockgate webhooks list` find a signed delivery that started nothing.
+        kind = "disabled" if answer.body["error"]["code"] in DISABLED_CODES else "refused"
+        count(handles.client, handles.keys, f"{flow_id}/{node_id}:{kind}")
+    return answer
+
+
+def _signed_target(handles: EngineHandles, token: str, headers: dict[str, str],
+                   body: bytes) -> tuple[str, str] | WebhookAnswer:
+    """(flow id, node id) of a delivery signed with its webhook's token, or the 401 answer."""
     lower = {name.lower(): value for name, value in headers.items()}
     target = webhook_target(handles.client, handles.keys, token)
     if target is None:
@@ -87,19 +137,20 @@ def handle_webhook(handles: EngineHandles, create_run: StartsRuns, token: str, h
         count(handles.client, handles.keys, "webhook_bad_signature")
         return _error(401, "bad_signature", "X-Hub-Signature-256 does not match HMAC-SHA256 of the raw body "
                       "keyed by the webhook token; sign the exact bytes sent")
-    flow_id, node_id = target
+    return target
+
+
+def _deliver(handles: EngineHandles, create_run: StartsRuns, flow_id: str, node_id: str, headers: dict[str, str],
+             body: bytes, latest: LatestVersions | None) -> WebhookAnswer:
     try:
         published, flow = latest.resolve(handles.sql, flow_id) if latest else get_version(handles.sql, flow_id)
     except UnknownFlowVersion as exc:
         return _error(404, "unknown_flow", str(exc))
     setting = setting_of(handles.client, handles.keys, flow_id, node_id, "trigger.webhook")
     if not flow.enabled:
-        count(handles.client, handles.keys, f"{flow_id}/{node_id}:disabled")
         return _error(409, "flow_disabled", f'flow "{flow_id}" (version {published.version}) is disabled, so '
                       "this webhook starts nothing; enable the flow and publish it again")
     if not setting.enabled:
-        # Counted like a disabled flow's hit, so the app can say where a delivery went unanswered.
-        count(handles.client, handles.keys, f"{flow_id}/{node_id}:disabled")
         return _error(409, "webhook_disabled", f'the webhook "{node_id}" of flow "{flow_id}" is disabled; '
                       f"enable it with `lockgate webhooks enable {flow_id}`")
     node = next((n for n in flow.nodes if n.id == node_id and n.type == "trigger.webhook"), None)
@@ -116,8 +167,9 @@ def handle_webhook(handles: EngineHandles, create_run: StartsRuns, token: str, h
     try:
         dedupe = dedupe_key(node.config.get("dedupe_key"), headers, body, data)
     except TemplateProblem as exc:
-        return _error(422, "bad_dedupe_key", f'the dedupe_key template of "{node_id}" failed on this request: '
-                      f"{exc}")
+        return _error(422, "bad_dedupe_key", f'the dedupe_key template of "{node_id}" failed on this request '
+                      f"({exc}); make it render for every delivery, e.g. end a read the request may lack with "
+                      "`| default('')` (no key, no dedupe), and publish the flow again")
     inputs = {name: value for name, value in data.items() if name in flow.inputs}
     idempotency = trigger_idempotency_key("webhook", flow_id, node_id, dedupe) if dedupe else None
     try:
