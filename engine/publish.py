@@ -85,7 +85,7 @@ def _reading(target: Target) -> Iterator[Session]:
 def _lock_flow_row(session: Session, flow: Flow, now: datetime) -> FlowRecord:
     """The flow's row, created if missing, locked for this transaction (PostgreSQL: FOR UPDATE;
     SQLite: the IMMEDIATE transaction already holds the database's write lock)."""
-    values = {"id": flow.id, "name": flow.name, "latest_version": 0, "enabled": True, "created_at": now}
+    values = {"id": flow.id, "name": flow.name, "latest_version": 0, "enabled": flow.enabled, "created_at": now}
     if session.get_bind().dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
@@ -124,6 +124,7 @@ def publish(target: Target, flow: Flow, *, now: datetime | None = None) -> Publi
     stamp = now or datetime.now(UTC)
     with _writing(target) as session:
         record = _lock_flow_row(session, flow, stamp)
+        record.enabled = flow.enabled  # the listing's copy of the latest version's flag
         if record.latest_version:
             latest = session.scalars(
                 sa.select(FlowVersion).where(

@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from engine.settings import DEFAULT_HTTP_URL
+
 EXIT_OK = 0
 EXIT_USAGE = 2
-DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 
 
 def register(subparsers: Any) -> None:
@@ -29,8 +30,9 @@ def register(subparsers: Any) -> None:
         parser = hook_actions.add_parser(action, help=text)
         parser.add_argument("flow", metavar="FLOW", help="id of a published flow")
         parser.add_argument("--base-url", default=None,
-                            help="where `lockgate worker --http` serves (default: LOCKGATE_HTTP_URL or "
-                            f"{DEFAULT_BASE_URL})")
+                            help="where the webhooks are reached (default: LOCKGATE_PUBLIC_URL, else "
+                            "LOCKGATE_HTTP_URL, else where `lockgate serve` or `lockgate worker --http` last served "
+                            f"from this data folder, else {DEFAULT_HTTP_URL})")
         parser.add_argument("--json", action="store_true", help="print JSON")
         parser.set_defaults(handler=run_triggers_command, trigger_type="trigger.webhook", action=action)
 
@@ -44,7 +46,7 @@ def register(subparsers: Any) -> None:
         parser.add_argument("flow", metavar="FLOW", help="id of a published flow")
         parser.add_argument("--json", action="store_true", help="print JSON")
         parser.set_defaults(handler=run_triggers_command, trigger_type="trigger.schedule", action=action,
-                            base_url=DEFAULT_BASE_URL)
+                            base_url=DEFAULT_HTTP_URL)
 
 
 @contextmanager
@@ -81,8 +83,19 @@ def _row(setting: Any, node: Any, base_url: str, counted: dict[str, int]) -> dic
     return data
 
 
-def run_triggers_command(args: argparse.Namespace) -> int:
+def _base_url(given: str | None) -> str:
+    """Where webhooks are reached: `given` (`--base-url`), else the settings' public or HTTP URL, else where this
+    data folder's server last served, else the default."""
+    from engine.cli.served_url import served_url
     from engine.cli.settings import command_settings
+    from engine.config import default_data_dir
+
+    settings = command_settings()
+    configured = given or settings.public_url or settings.http_url
+    return configured or served_url(default_data_dir(settings)) or DEFAULT_HTTP_URL
+
+
+def run_triggers_command(args: argparse.Namespace) -> int:
     from engine.clock import SystemClock
     from engine.publish import UnknownFlowVersion, get_version
     from engine.triggers.settings import TriggerProblem, counters, set_enabled, settings_of
@@ -101,7 +114,7 @@ def run_triggers_command(args: argparse.Namespace) -> int:
                                        SystemClock().now())
             nodes = {node.id: node for node in flow.nodes}
             counted = counters(client, keys)
-            base_url = args.base_url or command_settings().http_url or DEFAULT_BASE_URL
+            base_url = _base_url(args.base_url)
             rows = [_row(s, nodes[s.node_id], base_url, counted) for s in settings]
     except (UnknownFlowVersion, TriggerProblem) as exc:
         print(f"lockgate: {exc}", file=sys.stderr)

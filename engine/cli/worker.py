@@ -137,6 +137,7 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
     # to a stub `main` when the import fails, as it does where they are not installed.
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     from engine.cli.http_children import CHILD_POLL_SECONDS, HttpChildren
+    from engine.cli.served_url import record_served_url
     from engine.cli.settings import command_config, command_settings
     from engine.gc_pauses import freeze_startup_objects
     from engine.host import EngineServices
@@ -210,9 +211,11 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
             logging.getLogger().addHandler(publisher)
         if api is not None:
             api.start()
+            record_served_url(config.data_dir, api.url)
             print(f"{label}: HTTP API and webhooks on {api.url}", file=sys.stderr)
         if children is not None:
             pids = children.start(services, config)
+            record_served_url(config.data_dir, children.url)
             print(f"{label}: HTTP API and webhooks on {children.url}, served by {http_processes} http process(es) "
                   f"(pids {', '.join(map(str, pids))})", file=sys.stderr)
         freeze_startup_objects()
