@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -52,7 +52,11 @@ class PublishRefused(ValueError):
 
 
 class UnknownFlowVersion(LookupError):
-    """No such flow, or no such version of it."""
+    """No such flow, or no such version of it (`kind` says which: the API's error code)."""
+
+    def __init__(self, message: str, kind: Literal["unknown_flow", "unknown_version"] = "unknown_flow") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def content_hash(document: str) -> str:
@@ -189,6 +193,12 @@ def get_version(target: Target, flow_id: str, version: int | None = None) -> tup
             query = query.where(FlowVersion.version == version)
         row = session.scalars(query).first()
         if row is None:
+            latest = None if version is None else session.scalar(
+                sa.select(sa.func.max(FlowVersion.version)).where(FlowVersion.flow_id == flow_id))
+            if latest is not None:
+                raise UnknownFlowVersion(f'flow "{flow_id}" has no version {version} (its versions are 1 to {latest}); '
+                                         "name one of them, or leave the version out for the latest",
+                                         "unknown_version")
             what = f'flow "{flow_id}"' if version is None else f'version {version} of flow "{flow_id}"'
             raise UnknownFlowVersion(f"{what} is not published; publish the flow first (lockgate run publishes it)")
         return _version_of(row), _flow_of(row)

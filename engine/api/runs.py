@@ -91,8 +91,9 @@ def begin_start(services: RunningEngine, body: dict[str, Any], watch: RunWatch, 
     if key is not None and (not isinstance(key, str) or not key or len(key) > 200):
         raise ApiError(422, "bad_request", '"idempotency_key" must be a non-empty string of at most 200 characters')
     if key is not None and key.startswith(RESERVED_KEY_PREFIXES):
-        raise ApiError(422, "bad_request", f'"idempotency_key" may not start with {", ".join(RESERVED_KEY_PREFIXES)}: '
-                       "the engine's triggers use those; pick another key")
+        reserved = ", ".join(f'"{prefix}"' for prefix in RESERVED_KEY_PREFIXES)
+        raise ApiError(422, "bad_request", f'"idempotency_key" may not start with {reserved} (the engine\'s '
+                       "triggers use those); pick another key")
     version = body.get("version")
     if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
         raise ApiError(422, "bad_request", '"version" must be a published version number')
@@ -107,7 +108,7 @@ def begin_start(services: RunningEngine, body: dict[str, Any], watch: RunWatch, 
         created = services.create_run(flow_id, inputs, version=version, idempotency_key=key,
                                       mode="async" if wait == 0 else "sync", started_by=started_by)
     except UnknownFlowVersion as exc:
-        raise ApiError(404, "unknown_flow", str(exc)) from None
+        raise ApiError(404, exc.kind, str(exc)) from None
     except InputError as exc:
         raise input_error(exc) from None
     except RunRefused as exc:

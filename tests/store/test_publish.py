@@ -57,11 +57,17 @@ def test_get_version_returns_the_frozen_flow(store: sa.Engine, hello_flow: Flow)
 
 
 def test_unknown_flow_or_version_is_a_clear_error(store: sa.Engine, hello_flow: Flow) -> None:
-    with pytest.raises(UnknownFlowVersion, match='flow "nope" is not published'):
+    with pytest.raises(UnknownFlowVersion, match='flow "nope" is not published') as no_flow:
         get_version(store, "nope")
+    assert no_flow.value.kind == "unknown_flow"
+    with pytest.raises(UnknownFlowVersion, match='version 7 of flow "nope" is not published') as no_flow:
+        get_version(store, "nope", 7)
+    assert no_flow.value.kind == "unknown_flow"
     publish(store, hello_flow)
-    with pytest.raises(UnknownFlowVersion, match='version 7 of flow "hello"'):
+    with pytest.raises(UnknownFlowVersion, match='flow "hello" has no version 7 \\(its versions are 1 to 1\\)') \
+            as no_version:
         get_version(store, "hello", 7)
+    assert no_version.value.kind == "unknown_version"
     assert list_versions(store, "nope") == []
 
 
