@@ -29,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from engine.api.allowed_methods import allowed_methods
 from engine.api.body_limit import BodyLimit
 from engine.api.errors import ApiError
 from engine.api.loop_event import LoopEvent
@@ -440,17 +441,28 @@ def _validation_answer(request: Request, exc: Exception) -> Response:
 def _http_answer(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     status = exc.status_code
+    if status == 405:
+        return _method_not_allowed(request, exc)
     code = STATUS_CODES.get(status, "bad_request" if status < 500 else "internal")
     if status == 404:
         message = f"no route {request.method} {request.url.path}; see /openapi.json for the routes"
-    elif status == 405:
-        message = f"{request.url.path} does not take {request.method}; it takes {exc.headers.get('allow', '')}" \
-            if exc.headers else f"{request.url.path} does not take {request.method}"
     elif status == 413:
         message = f"bodies are limited to {MAX_BODY_BYTES} bytes; send less"
     else:
         message = str(exc.detail)
     return error_response(status, code, message, dict(exc.headers) if exc.headers else None)
+
+
+def _method_not_allowed(request: Request, exc: StarletteHTTPException) -> Response:
+    """A 405 naming every method the path takes (Starlette's `Allow` names only the first matching route's)."""
+    headers = dict(exc.headers or {})
+    message = f"{request.url.path} does not take {request.method}"
+    methods = allowed_methods(request)
+    if methods:
+        headers = {name: value for name, value in headers.items() if name.lower() != "allow"}
+        headers["Allow"] = ", ".join(methods)
+        message += f"; it takes {headers['Allow']}"
+    return error_response(405, STATUS_CODES[405], message, headers or None)
 
 
 def _api_error(request: Request, exc: Exception) -> Response:
