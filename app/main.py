@@ -86,11 +86,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from app.gui import run_app
 
         return run_app(log_records=log_records, lockgate_settings=settings)
-    from engine.cli.settings import in_force
+    from engine.cli.settings import DataFolderError, in_force
 
     try:
         with in_force(settings):
             return int(args.handler(args) or 0)
+    except DataFolderError as exc:
+        parser.exit(2, f"lockgate: {exc}\n")
     except BrokenPipeError:
         # The reader went away (`lockgate runs list | head`): not an error of ours. Point stdout at devnull so
         # the interpreter's final flush does not raise again.

@@ -55,6 +55,7 @@ def supervise(processes: int | None, workers: int, address: tuple[str, int] | No
     from engine.logs import configured
     from engine.runtime.supervisor import default_executor_processes
 
+    config = command_config()
     listeners: list[socket.socket] = []
     if address is not None:
         try:
@@ -64,7 +65,6 @@ def supervise(processes: int | None, workers: int, address: tuple[str, int] | No
         except OSError as exc:
             print(http_refusal(label, address, exc, port_option), file=sys.stderr)
             return 2
-    config = command_config()
     logging_setup = configured()
     # The children check the schema (and upgrade the data folder's own SQLite file) themselves; one that refuses
     # it exits with code 3 and its message, and the supervisor stops with that code.

@@ -79,12 +79,12 @@ def store_call_warnings(flow: Any) -> list[Any]:
     import sqlalchemy as sa
 
     from engine.calls.graph import call_diagnostics
-    from engine.cli.settings import command_config
+    from engine.cli.settings import command_locations
     from engine.publish import UnknownFlowVersion, get_version
     from engine.store.db import make_engine
     from engine.validation import Diagnostic
 
-    config = command_config()
+    config = command_locations()
     if config.db_url is None and not (config.data_dir / "lockgate.db").is_file():
         return []
     store = make_engine(config.sql_url)
