@@ -25,6 +25,7 @@ EXIT_OK = 0
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
 KEY_ENV = "LOCKGATE_API_KEY"
+LIST_COLUMNS = ("ID", "FLOW", "NODE", "RUN", "EXPIRES", "MESSAGE", "PROGRESS")
 
 
 def register(subparsers: Any) -> None:
@@ -71,7 +72,7 @@ def _when(epoch: float) -> str:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    from engine.cli.output import print_json
+    from engine.cli.output import note, print_json, print_table
     from engine.cli.session import EngineUnavailable, engine_api, report_unavailable
 
     try:
@@ -83,13 +84,16 @@ def list_command(args: argparse.Namespace) -> int:
         print_json(pending)
         return EXIT_OK
     if not pending.approvals:
-        print("no pending approvals")
-    for item in pending.approvals:
-        print(f"{item.id}  {item.flow_id}/{item.node_id}  run {item.run_id}  expires {_when(item.expires_at)}")
-        if item.message:
-            print(f"    {item.message}")
-        for line in progress_lines(item):
-            print(f"    {line}")
+        note("no pending approvals")
+        return EXIT_OK
+    print_table(
+        LIST_COLUMNS,
+        [
+            (item.id, item.flow_id, item.node_id, item.run_id, _when(item.expires_at), item.message,
+             "; ".join(progress_lines(item)))
+            for item in pending.approvals
+        ],
+    )
     return EXIT_OK
 
 
@@ -100,7 +104,7 @@ def progress_lines(item: Approval) -> list[str]:
         lines.append(f"{item.approved_count} of {item.required} approved")
     for vote in item.decisions:
         comment = f": {vote.comment}" if vote.comment else ""
-        lines.append(f"  {vote.decision}d by {vote.by} at {_when(vote.at)}{comment}")
+        lines.append(f"{vote.decision}d by {vote.by} at {_when(vote.at)}{comment}")
     if item.escalated:
         lines.append("escalated: escalate_to may decide as well")
     if item.reminders_sent:

@@ -72,22 +72,23 @@ def _budget_dict(state: Any) -> dict[str, Any]:
     }
 
 
-def _print_table(rows: list[dict[str, Any]], columns: list[str]) -> None:
-    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in columns}
-    print("  ".join(c.upper().ljust(widths[c]) for c in columns).rstrip())
-    for row in rows:
-        print("  ".join(str(row[c]).ljust(widths[c]) for c in columns).rstrip())
+def _print_rows(rows: list[dict[str, Any]], columns: list[str]) -> None:
+    from engine.cli.output import print_table
+
+    print_table([c.upper() for c in columns], [[row[c] for c in columns] for row in rows])
 
 
 def run_budgets_list(args: argparse.Namespace) -> int:
+    from engine.cli.output import note
+
     with _services() as (_, ledger):
         rows = [_budget_dict(b) for b in ledger.budgets()]
     if args.json:
         print(json.dumps(rows, indent=2))
     elif not rows:
-        print("no budgets; create one with `lockgate budgets set NAME --limit USD --period month`")
+        note("no budgets; create one with `lockgate budgets set NAME --limit USD --period month`")
     else:
-        _print_table(rows, ["name", "period", "limit", "spent", "held", "remaining"])
+        _print_rows(rows, ["name", "period", "limit", "spent", "held", "remaining"])
     return EXIT_OK
 
 
@@ -109,6 +110,7 @@ def run_budgets_set(args: argparse.Namespace) -> int:
 
 
 def run_holds_list(args: argparse.Namespace) -> int:
+    from engine.cli.output import note
     from engine.money.amounts import format_usd
     from engine.money.sql_sync import hold_rows
 
@@ -117,10 +119,10 @@ def run_holds_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
     elif not rows:
-        print("no holds" + (f" in state {args.state}" if args.state else ""))
+        note("no holds" + (f" in state {args.state}" if args.state else ""))
     else:
         for row in rows:
             row["amount"] = format_usd(row["amount_micros"])
             row["charged"] = format_usd(row["charged_micros"]) if row["charged_micros"] is not None else "-"
-        _print_table(rows, ["id", "run_id", "node_id", "budget", "state", "amount", "charged", "expires_at"])
+        _print_rows(rows, ["id", "run_id", "node_id", "budget", "state", "amount", "charged", "expires_at"])
     return EXIT_OK

@@ -68,14 +68,17 @@ def revoke_command(args: argparse.Namespace) -> int:
 
 def list_command(args: argparse.Namespace) -> int:
     from engine.approvals.keys import list_keys
+    from engine.cli.output import note, print_table
 
     keys = list_keys(open_sql())
     if args.json:
         print(json.dumps([key.to_data() for key in keys], indent=2))
         return EXIT_OK
     if not keys:
-        print("no keys yet; create one with `lockgate keys create NAME`")
-    for key in keys:
-        state = f"revoked {key.revoked_at}" if key.revoked_at else "active"
-        print(f"{key.name:<24} {state:<36} {','.join(key.scopes)}")
+        note("no keys yet; create one with `lockgate keys create NAME`")
+        return EXIT_OK
+    print_table(
+        ("NAME", "STATE", "SCOPES"),
+        [(key.name, f"revoked {key.revoked_at}" if key.revoked_at else "active", ",".join(key.scopes)) for key in keys],
+    )
     return EXIT_OK

@@ -5,13 +5,14 @@ the engine of the data folder, shows progress on stderr and prints the run when 
 Exit codes: 0 succeeded (or accepted/parked with --detach), 1 the run did not succeed, the flow was
 refused, or inputs the engine cannot carry (too deep or large, NaN, lone surrogates: see
 `LOCKGATE_MAX_INPUT_DEPTH` / `LOCKGATE_MAX_INPUT_BYTES`), 2 usage errors (unreadable file, bad --input,
-inputs of the wrong type or missing), 130 interrupted.
+inputs of the wrong type or missing, a negative --timeout), 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 from datetime import UTC, datetime
@@ -145,6 +146,10 @@ def run_command(args: argparse.Namespace) -> int:
     from engine.runtime.transitions import TERMINAL
     from engine.validation import has_errors, validate_document
 
+    if args.timeout is not None and (math.isnan(args.timeout) or args.timeout < 0):
+        print(f"lockgate run: --timeout {args.timeout:g} is not a number of seconds to wait; give 0 or more, or leave "
+              "it out to wait until the run ends", file=sys.stderr)
+        return EXIT_USAGE
     try:
         content = Path(args.file).read_bytes()
     except OSError as exc:

@@ -1,8 +1,8 @@
 """`lockgate runs list|show|cancel|watch|rerun|save-test`: runs through the engine's facade (`EngineApi`).
 
 Each subcommand is a `register_*` function below (or in its own module) listed in `SUBCOMMANDS`.
-Exit codes: 0 done, 1 an unknown run (or, for `watch`, a run that did not succeed), 3 a store whose schema
-is not current.
+Exit codes: 0 done, 1 an unknown run (or, for `watch`, a run that did not succeed), 2 usage (for `list`, a
+bad cursor or a --limit outside 1 to MAX_LIST_LIMIT), 3 a store whose schema is not current.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from typing import Any, get_args
 
 from engine.cli import rerun, runs_watch
 from engine.cli.flowtest import add_save_test
-from engine.read_models import RunStatus
+from engine.read_models import MAX_LIST_LIMIT, RunStatus
 
 EXIT_OK = 0
 EXIT_UNKNOWN = 1
+EXIT_USAGE = 2
 LIST_COLUMNS = ("ID", "STATUS", "FLOW", "VERSION", "NODE", "WAITING ON", "CREATED")
 
 
@@ -25,7 +26,7 @@ def register_list(commands: Any) -> None:
     listing = commands.add_parser("list", help="runs, newest first")
     listing.add_argument("--flow", help="only runs of this flow id")
     listing.add_argument("--status", choices=get_args(RunStatus), help="only runs in this status")
-    listing.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    listing.add_argument("--limit", type=int, default=50, help=f"at most this many, 1 to {MAX_LIST_LIMIT} (default 50)")
     listing.add_argument("--cursor", help="continue after a page: the next_cursor of --json")
     listing.add_argument("--json", action="store_true", help="print the RunList as the HTTP API answers it")
     listing.set_defaults(handler=list_command)
@@ -72,14 +73,18 @@ def list_command(args: argparse.Namespace) -> int:
     from engine.cli.session import EngineUnavailable, engine_api, report_unavailable
     from engine.facade import BadCursor
 
+    if not 1 <= args.limit <= MAX_LIST_LIMIT:
+        print(f"lockgate runs list: --limit {args.limit} is out of range; give a number from 1 to {MAX_LIST_LIMIT} "
+              "(and page on with --cursor)", file=sys.stderr)
+        return EXIT_USAGE
     try:
         with engine_api("lockgate runs list") as api:
-            runs = api.list_runs(status=args.status, flow_id=args.flow, limit=max(1, args.limit), cursor=args.cursor)
+            runs = api.list_runs(status=args.status, flow_id=args.flow, limit=args.limit, cursor=args.cursor)
     except EngineUnavailable as exc:
         return report_unavailable(exc)
     except BadCursor as exc:
         print(f"lockgate runs list: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if args.json:
         print_json(runs)
         return EXIT_OK

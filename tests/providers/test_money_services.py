@@ -112,6 +112,6 @@ def test_budgets_cli_set_list_and_bad_input(cli_env: Path, capsys: pytest.Captur
     (row,) = json.loads(capsys.readouterr().out)
     assert (row["name"], row["period"], row["limit_micros"], row["remaining"]) == ("ops", "week", 12_500_000, "$12.50")
     assert main(["budgets", "list"]) == 0
-    assert "ops   week    $12.50" in capsys.readouterr().out
+    assert "ops\tweek\t$12.50\t$0.00\t$0.00\t$12.50\n" in capsys.readouterr().out
     assert main(["holds", "list", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == []
