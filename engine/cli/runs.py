@@ -98,6 +98,11 @@ def list_command(args: argparse.Namespace) -> int:
             for run in runs.runs
         ],
     )
+    if runs.next_cursor is not None:
+        note(f"more runs: lockgate runs list --cursor {runs.next_cursor}" + "".join(
+            f" --{name} {value}" for name, value in (("status", args.status), ("flow", args.flow),
+                                                       ("limit", args.limit if args.limit != 50 else None))
+            if value is not None))
     return EXIT_OK
 
 

@@ -87,6 +87,11 @@ def test_runs_list_refuses_a_limit_the_api_refuses(served: Served) -> None:
         assert f"--limit {limit}" in refused.stderr and f"from 1 to {MAX_LIST_LIMIT}" in refused.stderr
     one = served.lockgate("runs", "list", "--limit", "1")
     assert one.returncode == 0 and len(one.stdout.splitlines()) == 1, one.stderr
+    more = one.stderr.strip().splitlines()[-1]  # a page that is not the last says how to read on
+    assert more.startswith("more runs: lockgate runs list --cursor ") and more.endswith(" --limit 1"), one.stderr
+    following = served.lockgate(*more.removeprefix("more runs: lockgate ").split())
+    assert following.returncode == 0 and len(following.stdout.splitlines()) == 1, following.stderr
+    assert following.stdout.split("\t")[0] != one.stdout.split("\t")[0]
     most = served.lockgate("runs", "list", "--limit", str(MAX_LIST_LIMIT), "--json")
     assert most.returncode == 0 and len(json.loads(most.stdout)["runs"]) >= 2, most.stderr
 
