@@ -129,10 +129,10 @@ class StartRun(BaseModel):
     flow_id: str = Field(min_length=1, max_length=128, description="the id of a published flow")
     inputs: dict[str, object] = Field(default_factory=dict, description="input name -> value")
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=200)
-    version: int | None = Field(default=None, ge=1, le=MAX_VERSION, description="a published version; the "
-                                "newest when left out")
-    wait: float = Field(default=10.0, ge=0, description="seconds the request may stay open (at most 60); 0 "
-                        "starts the run asynchronously")
+    version: int | None = Field(default=None, ge=1, le=MAX_VERSION, strict=True, description="a published "
+                                "version; the newest when left out")
+    wait: float = Field(default=10.0, ge=0, strict=True, description="seconds the request may stay open (at most "
+                        "60); 0 starts the run asynchronously")
     callback_url: str | None = Field(default=None, pattern=r"^https?://", max_length=2048,
                                      description="where the engine POSTs the run's execution.finished webhook")
 

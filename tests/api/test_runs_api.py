@@ -156,6 +156,10 @@ def test_errors_name_the_problem_with_their_status(api: Api) -> None:
     unknown = api.http.post("/api/v1/runs", json={"flow_id": "ghost"}, headers=headers)
     assert (unknown.status_code, unknown.json()["error"]["code"]) == (404, "unknown_flow")
     assert "ghost" in unknown.json()["error"]["message"]
+    for loose in ({"wait": True}, {"wait": "5"}, {"version": "1"}, {"version": True}):  # no quiet coercion
+        answer = api.http.post("/api/v1/runs", json={"flow_id": "hello", "inputs": {"name": "x"}, **loose},
+                               headers=headers)
+        assert (answer.status_code, answer.json()["error"]["code"]) == (422, "bad_request"), (loose, answer.text)
     no_version = api.http.post("/api/v1/runs", json={"flow_id": "hello", "version": 9}, headers=headers)
     assert (no_version.status_code, no_version.json()["error"]["code"]) == (404, "unknown_version")
     assert "has no version 9" in no_version.json()["error"]["message"]
