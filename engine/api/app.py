@@ -430,12 +430,43 @@ def _validation_answer(request: Request, exc: Exception) -> Response:
             return error_response(400, "bad_json", f"the body was sent as {content_type[:100]!r}, which is not read "
                                   "as JSON; send a JSON object with Content-Type: application/json")
         return error_response(400, "bad_json", "the request body is not a JSON object; send one")
+    unknown = _unknown_by_id(errors)
+    if unknown is not None:
+        return unknown
     problems = []
     for error in errors[:10]:
         where = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
-        problems.append(f"{where or 'body'}: {error.get('msg', 'invalid')}")
+        meant = PATTERN_MEANS.get(str(error.get("loc", ("",))[-1]).lower()) \
+            if error.get("type") == "string_pattern_mismatch" else None
+        problems.append(f"{where or 'body'}: {f'must be {meant}' if meant else error.get('msg', 'invalid')}")
     code = "bad_decision" if any("decision" in error.get("loc", ()) for error in errors) else "bad_request"
     return error_response(422, code, "; ".join(problems))
+
+
+PATTERN_MEANS = {
+    "callback_url": "an http:// or https:// URL the engine can POST the run's execution.finished webhook to",
+    "last-event-id": "the id of an event of this stream, a sequence number",
+    "cursor": "the next_cursor of a page, as it was given",
+}
+"""What a value refused for its pattern must be, by the field's name, said instead of the pattern."""
+UNKNOWN_BY_ID = {
+    "run_id": ("unknown_run", "run", "list runs with GET /api/v1/runs"),
+    "flow_id": ("unknown_flow", "flow", "list flows with GET /api/v1/flows"),
+    "approval_id": ("unknown_approval", "approval", "list pending approvals with GET /api/v1/approvals"),
+}
+"""A path's id no such thing can have: the 404 its lookup would give, by the path parameter's name."""
+
+
+def _unknown_by_id(errors: Sequence[Any]) -> Response | None:
+    """The 404 for a path whose only fault is an id that cannot exist (wrong characters, too long)."""
+    if len(errors) != 1 or errors[0].get("type") not in ("string_pattern_mismatch", "string_too_long"):
+        return None
+    location = tuple(errors[0].get("loc", ()))
+    known = UNKNOWN_BY_ID.get(str(location[-1])) if len(location) == 2 and location[0] == "path" else None
+    if known is None:
+        return None
+    code, noun, hint = known
+    return error_response(404, code, f'{noun} "{str(errors[0].get("input"))[:100]}" does not exist; {hint}')
 
 
 def _http_answer(request: Request, exc: Exception) -> Response:

@@ -135,6 +135,9 @@ def test_refusals_have_the_api_error_shape(api: Api, sse: SseServer) -> None:
         run_id = api.services.create_run("hello", {"name": "Ada"}).run_id
         wrong = client.get(f"/api/v1/runs/{run_id}/events", headers={**api.headers(), "Last-Event-ID": "soon"})
         assert wrong.status_code == 422 and wrong.json()["error"]["code"] == "bad_request"
+        assert "must be the id of an event of this stream" in wrong.json()["error"]["message"]
+        impossible = client.get("/api/v1/runs/a.b/events", headers=api.headers())
+        assert (impossible.status_code, impossible.json()["error"]["code"]) == (404, "unknown_run")
     assert sse.feed.reader_count == 0  # a refused request leaves no reader behind
 
 

@@ -160,6 +160,13 @@ def test_errors_name_the_problem_with_their_status(api: Api) -> None:
         answer = api.http.post("/api/v1/runs", json={"flow_id": "hello", "inputs": {"name": "x"}, **loose},
                                headers=headers)
         assert (answer.status_code, answer.json()["error"]["code"]) == (422, "bad_request"), (loose, answer.text)
+    for path, code in (("/api/v1/runs/a.b", "unknown_run"), (f"/api/v1/runs/{'x' * 65}", "unknown_run"),
+                       ("/api/v1/flows/no!such/versions", "unknown_flow")):  # ids nothing can have: not found
+        answer = api.http.get(path, headers=headers)
+        assert (answer.status_code, answer.json()["error"]["code"]) == (404, code), (path, answer.text)
+    ftp = api.http.post("/api/v1/runs", json={"flow_id": "hello", "callback_url": "ftp://x"}, headers=headers)
+    assert (ftp.status_code, ftp.json()["error"]["code"]) == (422, "bad_request")
+    assert "callback_url: must be an http:// or https:// URL" in ftp.json()["error"]["message"]
     no_version = api.http.post("/api/v1/runs", json={"flow_id": "hello", "version": 9}, headers=headers)
     assert (no_version.status_code, no_version.json()["error"]["code"]) == (404, "unknown_version")
     assert "has no version 9" in no_version.json()["error"]["message"]
