@@ -429,6 +429,11 @@ def _validation_answer(request: Request, exc: Exception) -> Response:
         if content_type is not None and not _is_json(content_type):  # e.g. `curl -d` without `-H`: a form's type
             return error_response(400, "bad_json", f"the body was sent as {content_type[:100]!r}, which is not read "
                                   "as JSON; send a JSON object with Content-Type: application/json")
+        invalid = next((error for error in errors if error.get("type") == "json_invalid"), None)
+        if invalid is not None:
+            problem = str((invalid.get("ctx") or {}).get("error", "unreadable"))[:200]
+            return error_response(400, "bad_json", f"the request body is not valid JSON ({problem}); send a JSON "
+                                  "object")
         return error_response(400, "bad_json", "the request body is not a JSON object; send one")
     unknown = _unknown_by_id(errors)
     if unknown is not None:

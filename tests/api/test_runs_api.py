@@ -153,6 +153,10 @@ def test_errors_name_the_problem_with_their_status(api: Api) -> None:
     headers = api.headers()
     bad_json = api.http.post("/api/v1/runs", content=b"{nope", headers=headers)
     assert (bad_json.status_code, bad_json.json()["error"]["code"]) == (400, "bad_json")
+    too_large = api.http.post("/api/v1/runs", content=b'{"flow_id": "hello", "wait": 1e400}',
+                              headers={**headers, "Content-Type": "application/json"})
+    assert (too_large.status_code, too_large.json()["error"]["code"]) == (400, "bad_json")
+    assert "is not valid JSON (number is infinity" in too_large.json()["error"]["message"]
     unknown = api.http.post("/api/v1/runs", json={"flow_id": "ghost"}, headers=headers)
     assert (unknown.status_code, unknown.json()["error"]["code"]) == (404, "unknown_flow")
     assert "ghost" in unknown.json()["error"]["message"]
