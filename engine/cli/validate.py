@@ -1,6 +1,7 @@
 """`lockgate validate FILE... [--json]`: the Publish button's checks, from the command line.
 
-Exit codes: 0 no file has an error, 1 some file has one, 2 usage error or a path that cannot be read.
+Exit codes: 0 no file has an error, 1 some file has one, 2 usage error or a path that cannot be read (the files
+that can be read are still checked and reported).
 """
 
 from __future__ import annotations
@@ -107,15 +108,16 @@ def store_call_warnings(flow: Any) -> list[Any]:
 def run_validate(args: argparse.Namespace) -> int:
     """Handler of `lockgate validate`."""
     contents, problems = read_flow_files(list(args.files))
-    if problems:
-        for message in problems:
-            print(message, file=sys.stderr)
-        return EXIT_USAGE
+    for message in problems:
+        print(message, file=sys.stderr)
     reports = [check_file(path, content) for path, content in contents]
-    if args.json:
-        print_json(reports, several=len(args.files) > 1, out=sys.stdout)
-    else:
-        print_human(reports, out=sys.stdout)
+    if reports:  # the files that could be read are checked whatever became of the others
+        if args.json:
+            print_json(reports, several=len(args.files) > 1, out=sys.stdout)
+        else:
+            print_human(reports, out=sys.stdout)
+    if problems:
+        return EXIT_USAGE
     return EXIT_OK if all(report.ok for report in reports) else EXIT_INVALID
 
 
