@@ -31,14 +31,21 @@ class InputIssue(ReadModel):
     type: str | None = Field(default=None, description="the JSON type the flow declares for it")
 
 
+def _absent(value: object) -> bool:
+    """A field that only some errors carry is left out of the others' answers rather than written as null."""
+    return value is None
+
+
 class ErrorDetail(ReadModel):
     code: str = Field(description="what went wrong, as data (see docs/api.md, Errors)")
     message: str = Field(description="what went wrong and what to do, for a person")
-    nodes: list[str] | None = Field(default=None, description="`upstream_changed`: the differing nodes")
-    original_version: int | None = Field(default=None, description="`upstream_changed`: the version a rerun "
-                                         "may use instead")
-    inputs: list[InputIssue] | None = Field(default=None, description="`refused_inputs`: each input refused, as "
-                                           "data (absent when the inputs as a whole are too large or too deep)")
+    nodes: list[str] | None = Field(default=None, exclude_if=_absent, description="`upstream_changed`: the "
+                                    "differing nodes")
+    original_version: int | None = Field(default=None, exclude_if=_absent, description="`upstream_changed`: the "
+                                         "version a rerun may use instead")
+    inputs: list[InputIssue] | None = Field(default=None, exclude_if=_absent, description="`refused_inputs`: each "
+                                           "input refused, as data (absent when the inputs as a whole are too large "
+                                           "or too deep)")
 
 
 class Error(ReadModel):

@@ -21,6 +21,7 @@ def test_publishing_over_http_answers_the_new_version_or_the_diagnostics(api: Ap
     refused = api.http.post("/api/v1/flows", json=broken, headers=api.headers())
     assert refused.status_code == 422, refused.text
     assert refused.json()["error"]["code"] == "publish_refused"
+    assert set(refused.json()["error"]) == {"code", "message"}  # other errors' fields are left out, not null
     assert refused.json()["diagnostics"] and all(d["code"] for d in refused.json()["diagnostics"])
     not_a_flow = api.http.post("/api/v1/flows", content=b'{"format": "x"}', headers=api.headers())
     assert (not_a_flow.status_code, not_a_flow.json()["error"]["code"]) == (422, "bad_document")
