@@ -71,7 +71,15 @@ def _request(call: StepCall, approval_id: str) -> Park:
     message = call.ctx.redact(given["message"])
     call.emit(lambda stamper: stamper.approval_requested(call.node.id, approval_id, timers.timeout_at,
                                                          given["approvers"], message, **v2))
-    return Park("approval", due_at=timers.next_wake(), detail={"approval_id": approval_id})
+    return _park(call, approval_id, timers)
+
+
+def _park(call: StepCall, approval_id: str, timers: ApprovalTimers) -> Park:
+    """Parked until the next timer, or at once once decided: a decision claimed while the run seals this park
+    (after the body read no claim, before its checkpoint is written) finds the old checkpoint and resumes a park
+    that is gone, so the sealing write itself resumes the run when the decision exists by then."""
+    wake = call.services.keys.approval_decision(approval_id) if call.services is not None else None
+    return Park("approval", due_at=timers.next_wake(), detail={"approval_id": approval_id}, wake_on_key=wake)
 
 
 def _announce(call: StepCall, approval_id: str) -> Park | None:
@@ -91,7 +99,7 @@ def _announce(call: StepCall, approval_id: str) -> Park | None:
         escalate_to: Any = call.config.get("escalate_to") or "any"
         call.emit(lambda stamper: stamper.approval_escalated(call.node.id, approval_id, escalate_to))
     timers = record_announced(client, keys, approval_id, timers, reminder, escalate)
-    return Park("approval", due_at=timers.next_wake(), detail={"approval_id": approval_id})
+    return _park(call, approval_id, timers)
 
 
 @register_body("approval", prepare=_approval_given)

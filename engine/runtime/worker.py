@@ -464,7 +464,7 @@ class Worker:
                 if parked is not None:  # in the same fenced write: a parked run never lacks its wake-up
                     pipe.zadd(self.keys.due, job.run_id, parked["wake_at"])
                     pipe.publish(self.keys.due_nudge, repr(float(parked["wake_at"])))
-                    if parked.get("wake_on_key"):  # woken already (a child run that ended first): resume now
+                    if parked.get("wake_on_key"):  # woken already (a child run ended, an approval decided): resume now
                         pipe.xadd_if_exists(parked["wake_on_key"], self.keys.jobs,
                                             encode_job(resume_job(job.run_id, park_token(sealed))))
             else:

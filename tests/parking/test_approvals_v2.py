@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import pytest
 import sqlalchemy as sa
 
@@ -186,6 +187,27 @@ def test_reminders_come_at_each_interval_and_none_after_the_decision(parked: Par
     parked.services.waker.deliver_due()
     parked.idle.wait()
     assert _events(parked, run_id, "approval_reminded") == 3 and _row(parked, approval_id)["reminders_sent"] == 3
+
+
+def test_every_park_of_an_approval_is_woken_by_its_decision_key(parked: Parked) -> None:
+    """A decision claimed while the run seals a park (after its body read no claim, before its checkpoint is written)
+    resumes the old park's token, which is dropped; the sealing write resumes the run instead when the decision
+    key exists by then (`Park.wake_on_key`), for the first park and for each one after a reminder."""
+    run_id, approval_id = _park(parked, gate(remind_every="10m", timeout="1h"))
+    keys = parked.handles.keys
+
+    def wake_key() -> object:
+        raw = parked.handles.client.get(keys.run_checkpoint(run_id))
+        assert raw is not None
+        return orjson.loads(raw).get("wake_on_key")
+
+    assert wake_key() == keys.approval_decision(approval_id)
+    parked.advance(10 * MINUTE)
+    wait_until(lambda: _row(parked, approval_id)["reminders_sent"] == 1, what="the reminder")
+    parked.still_waiting(run_id, "ask")
+    assert wake_key() == keys.approval_decision(approval_id)
+    assert decide(parked.handles, approval_id, "approve", "user:ada").port == "approved"
+    assert parked.wait_status(run_id, "succeeded")["result"] == "shipped by user:ada"
 
 
 def test_reminders_stop_before_the_timeout(parked: Parked) -> None:
