@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -89,15 +89,13 @@ def _reading(target: Target) -> Iterator[Session]:
 def _lock_flow_row(session: Session, flow: Flow, now: datetime) -> FlowRecord:
     """The flow's row, created if missing, locked for this transaction (PostgreSQL: FOR UPDATE;
     SQLite: the IMMEDIATE transaction already holds the database's write lock)."""
-    values = {"id": flow.id, "name": flow.name, "latest_version": 0, "enabled": flow.enabled, "created_at": now}
+    insert: Callable[[type[FlowRecord]], Any] = sqlite_insert
     if session.get_bind().dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-        session.execute(pg_insert(FlowRecord).values(**values, updated_at=now)
-                        .on_conflict_do_nothing(index_elements=["id"]))
-    else:
-        session.execute(sqlite_insert(FlowRecord).values(**values, updated_at=now)
-                        .on_conflict_do_nothing(index_elements=["id"]))
+        insert = pg_insert
+    values = {"id": flow.id, "name": flow.name, "latest_version": 0, "enabled": flow.enabled, "created_at": now}
+    session.execute(insert(FlowRecord).values(**values, updated_at=now).on_conflict_do_nothing(index_elements=["id"]))
     locked = sa.select(FlowRecord).where(FlowRecord.id == flow.id).with_for_update()
     return session.scalars(locked.execution_options(populate_existing=True)).one()
 

@@ -17,7 +17,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-import anyio
 import anyio.to_thread
 import orjson
 from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request

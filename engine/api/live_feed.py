@@ -157,13 +157,7 @@ class LiveFeed:
 
     def _end_readers(self) -> None:
         for reader in self._readers.all():
-            self._readers.discard(reader)
-            if reader.dropped:
-                continue
-            reader.dropped = True
-            while not reader.queue.empty():
-                reader.queue.get_nowait()
-            reader.queue.put_nowait(CLOSING)
+            self._drop(reader, CLOSING)
 
     async def aclose(self) -> None:
         """Stop listening (the app's shutdown); readers still open receive nothing more."""
@@ -179,14 +173,18 @@ class LiveFeed:
         try:
             reader.queue.put_nowait(item)
         except asyncio.QueueFull:
-            reader.dropped = True
-            self._readers.discard(reader)
             self.overflows += 1
-            while not reader.queue.empty():
-                reader.queue.get_nowait()
-            reader.queue.put_nowait(OVERFLOW)
+            self._drop(reader, OVERFLOW)
             return
         reader.received += 1
+
+    def _drop(self, reader: LiveReader, last: Signal) -> None:
+        """Hold nothing more for `reader`: its queue emptied, `last` its last item."""
+        reader.dropped = True
+        self._readers.discard(reader)
+        while not reader.queue.empty():
+            reader.queue.get_nowait()
+        reader.queue.put_nowait(last)
 
     def _fan_out(self, change: LiveChange) -> None:
         for reader in self._readers.by_run.get(change.run_id, ()):

@@ -128,7 +128,7 @@ class RunWatch:
         with self._lock:
             self._waiters.setdefault(run_id, []).append(waiter)
             heard = self._recent.get(run_id)
-        if self.released or (heard is not None and (statuses is None or heard[1] in statuses)):
+        if heard is not None and (statuses is None or heard[1] in statuses):
             event.set()
         self._subscribed()
         return functools.partial(self._forget, run_id, waiter)
@@ -147,8 +147,9 @@ class RunWatch:
         self._wake([(change.run_id, change.seq, change.status) for change in result.changes])
 
     def release(self) -> None:
-        """The server is stopping: wake every waiter now and from now on, so that each answers at once with what it
-        has (a sync start: its run's status) instead of having its connection closed unanswered."""
+        """The server is stopping: wake every waiter now, so that each answers at once with what it has (a sync
+        start: its run's status) instead of having its connection closed unanswered; a start that looks at
+        `released` later answers without waiting (`StartWait`)."""
         self.released = True
         self._wake(None)
 

@@ -165,7 +165,7 @@ class StartWait:
     def timeout(self) -> float | None:
         """Seconds to wait for `woken` before the next read; None: read now."""
         if self._watch.released:
-            return None if not self._has_read else 0.0
+            return None
         left = max(0.0, self._deadline - time.monotonic())
         if not self._has_read:
             return left if self._unread else None

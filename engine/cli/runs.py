@@ -19,6 +19,7 @@ from engine.read_models import MAX_LIST_LIMIT, RunStatus
 EXIT_OK = 0
 EXIT_UNKNOWN = 1
 EXIT_USAGE = 2
+DEFAULT_LIST_LIMIT = 50
 LIST_COLUMNS = ("ID", "STATUS", "FLOW", "VERSION", "NODE", "WAITING ON", "CREATED")
 
 
@@ -26,7 +27,8 @@ def register_list(commands: Any) -> None:
     listing = commands.add_parser("list", help="runs, newest first")
     listing.add_argument("--flow", help="only runs of this flow id")
     listing.add_argument("--status", choices=get_args(RunStatus), help="only runs in this status")
-    listing.add_argument("--limit", type=int, default=50, help=f"at most this many, 1 to {MAX_LIST_LIMIT} (default 50)")
+    listing.add_argument("--limit", type=int, default=DEFAULT_LIST_LIMIT,
+                         help=f"at most this many, 1 to {MAX_LIST_LIMIT} (default {DEFAULT_LIST_LIMIT})")
     listing.add_argument("--cursor", help="continue after a page: the next_cursor of --json")
     listing.add_argument("--json", action="store_true", help="print the RunList as the HTTP API answers it")
     listing.set_defaults(handler=list_command)
@@ -99,10 +101,10 @@ def list_command(args: argparse.Namespace) -> int:
         ],
     )
     if runs.next_cursor is not None:
-        note(f"more runs: lockgate runs list --cursor {runs.next_cursor}" + "".join(
-            f" --{name} {value}" for name, value in (("status", args.status), ("flow", args.flow),
-                                                       ("limit", args.limit if args.limit != 50 else None))
-            if value is not None))
+        options = {"status": args.status, "flow": args.flow,
+                   "limit": args.limit if args.limit != DEFAULT_LIST_LIMIT else None}
+        note(f"more runs: lockgate runs list --cursor {runs.next_cursor}"
+             + "".join(f" --{name} {value}" for name, value in options.items() if value is not None))
     return EXIT_OK
 
 
