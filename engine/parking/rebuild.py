@@ -1,7 +1,7 @@
 """Rebuild the due set from the store at engine start.
 
-The SQL run row is the source of truth for who waits; a due member popped by a process that died
-before enqueuing its resume is gone from the sorted set. At start every `waiting` run is scheduled
+The SQL run row is the source of truth for who waits; a due set lost with Redis' data (a server restored from
+an older snapshot, or none) is rebuilt from it. At start every `waiting` run is scheduled
 again at its checkpoint's wake time (or its `waiting_on.due_at`), unless a job for it is still live: the
 jobs stream holds exactly the jobs not yet acknowledged (workers delete a message when they ack it), so a
 run named there is already being resumed (or is about to be) and gets no second job. Duplicates that arise

@@ -1,20 +1,26 @@
 """Parked runs by due time: a Redis sorted set, and a waker that sleeps exactly until the next one.
 
-`DueSet` keeps member -> due time (epoch seconds) in `Keyspace.due`. `pop_due` is one Lua script,
-so each due member is handed to exactly one caller however many processes pop at once.
+`DueSet` keeps member -> due time (epoch seconds) in `Keyspace.due`. `claim_due` is one Lua script, so each
+due member is handed to exactly one caller however many processes claim at once.
+
+A claim is a lease, not a pop: the script moves each member it hands out to `Keyspace.due_claims`, scored
+with the time its claim lapses. The claimer settles the claim once its callback has enqueued what the
+member needs; a claim that is never settled (its process was killed, or its host was cut off and the
+script ran on the server while the answer never came back) lapses, and the next claim hands the member out
+again. A member is therefore delivered at least once; the resume claim downstream (`engine.parking.resume`)
+makes a second delivery harmless.
 
 `DueWaker` is a thread (the engine's services are threads; the app's engine thread and
 `lockgate worker` both host it). It never polls on a fixed period: it sleeps on the
-`Keyspace.due_nudge` pub/sub channel with the time left until the earliest due member as its
-timeout, so it wakes at that due time, or earlier when `schedule` publishes a nudge because a new
-member became the earliest. The sleep is capped at `max_sleep` only as a safety net (a nudge lost
+`Keyspace.due_nudge` pub/sub channel with the time left until the earliest due member (or lapsing
+claim) as its timeout, so it wakes at that time, or earlier when `schedule` publishes a nudge because a
+new member became the earliest. The sleep is capped at `max_sleep` only as a safety net (a nudge lost
 while the server restarted, a wall clock that jumped). Time comes from an injected `Clock`: with
 `ManualClock`, tests `advance` the clock and `nudge()`, and nothing waits for real.
 
-Durability: the SQL run row (`waiting_on.due_at`) is the source of truth; a member popped by a
-process that dies before its callback ran is lost from the set, so the parking service rebuilds
-the set from SQL at start-up. A callback that raises gets its members rescheduled `retry_delay`
-seconds later.
+Durability: the SQL run row (`waiting_on.due_at`) is the source of truth; the parking service rebuilds
+the set from SQL at start-up (for a Redis that lost its data). A callback that raises gets its members
+rescheduled `retry_delay` seconds later.
 """
 
 from __future__ import annotations
@@ -48,19 +54,65 @@ end
 return 0
 """
 
-# KEYS[1] due set; ARGV[1] now, ARGV[2] limit. Returns member, score, member, score, ...
-_POP_DUE = """
-local items = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[2]), 'WITHSCORES')
-for i = 1, #items, 2 do
-  redis.call('ZREM', KEYS[1], items[i])
+# KEYS[1] due set, KEYS[2] claims; ARGV[1] now, ARGV[2] limit, ARGV[3] when the new claims lapse.
+# Hands out lapsed claims first (their score is when they lapsed), then due members; each one handed out is
+# (re)claimed until ARGV[3]. Returns member, score, member, score, ...
+_CLAIM_DUE = """
+local limit = tonumber(ARGV[2])
+local out = {}
+local seen = {}
+local lapsed = redis.call('ZRANGE', KEYS[2], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, limit, 'WITHSCORES')
+for i = 1, #lapsed, 2 do
+  redis.call('ZADD', KEYS[2], ARGV[3], lapsed[i])
+  seen[lapsed[i]] = true
+  out[#out + 1] = lapsed[i]
+  out[#out + 1] = lapsed[i + 1]
 end
-return items
+local room = limit - #lapsed / 2
+if room > 0 then
+  local items = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, room, 'WITHSCORES')
+  for i = 1, #items, 2 do
+    redis.call('ZREM', KEYS[1], items[i])
+    if not seen[items[i]] then
+      redis.call('ZADD', KEYS[2], ARGV[3], items[i])
+      out[#out + 1] = items[i]
+      out[#out + 1] = items[i + 1]
+    end
+  end
+end
+return out
 """
+
+# KEYS[1] claims; ARGV[1] when the claims lapse, ARGV[2..] members. Removes only claims still the caller's:
+# one that lapsed and was handed to another caller has another lapse time.
+_SETTLE = """
+local settled = 0
+for i = 2, #ARGV do
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if score and tonumber(score) == tonumber(ARGV[1]) then
+    redis.call('ZREM', KEYS[1], ARGV[i])
+    settled = settled + 1
+  end
+end
+return settled
+"""
+
+CLAIM_SECONDS = 10.0
+"""How long a waker's claim on due members holds before another waker may deliver them: far longer than a
+callback's one pipelined write, short enough that a run whose waker died resumes within seconds."""
 
 
 class DueItem(NamedTuple):
     member: str
     due_at: float
+    """When it became due: its schedule, or when an earlier claim on it lapsed."""
+
+
+class DueClaim(NamedTuple):
+    """Members handed to one caller, held for it until `until`; `DueSet.settle` ends the hold."""
+
+    items: list[DueItem]
+    until: float
 
 
 class DueSet:
@@ -70,7 +122,8 @@ class DueSet:
         self.client = client
         self.keyspace = keyspace
         self._schedule = client.register_script(_SCHEDULE)
-        self._pop_due = client.register_script(_POP_DUE)
+        self._claim_due = client.register_script(_CLAIM_DUE)
+        self._settle = client.register_script(_SETTLE)
 
     def schedule(self, member: str, due_at: float) -> bool:
         """Set `member` due at `due_at` (replacing an earlier schedule). True when it became the
@@ -95,16 +148,37 @@ class DueSet:
         score = self.client.zscore(self.keyspace.due, member)
         return None if score is None else float(score)
 
-    def pop_due(self, now: float, limit: int = 500) -> list[DueItem]:
-        """Remove and return up to `limit` members due at or before `now`, earliest first.
-        Atomic: concurrent callers never receive the same member."""
-        flat = self._pop_due(keys=[self.keyspace.due], args=[repr(float(now)), int(limit)])
-        return [DueItem(flat[i].decode(), float(flat[i + 1])) for i in range(0, len(flat), 2)]
+    def claim_due(self, now: float, limit: int = 500, hold: float = CLAIM_SECONDS) -> DueClaim:
+        """Claim up to `limit` members due at or before `now` (or whose earlier claim lapsed), earliest first,
+        for `hold` seconds. Atomic: concurrent callers never receive the same member while its claim holds."""
+        until = now + hold
+        flat = self._claim_due(keys=[self.keyspace.due, self.keyspace.due_claims],
+                               args=[repr(float(now)), int(limit), repr(until)])
+        return DueClaim([DueItem(flat[i].decode(), float(flat[i + 1])) for i in range(0, len(flat), 2)], until)
+
+    def settle(self, claim: DueClaim) -> int:
+        """End the claim on its members (their delivery is done); returns how many were still this claim's."""
+        if not claim.items:
+            return 0
+        return int(self._settle(keys=[self.keyspace.due_claims],
+                                args=[repr(claim.until), *(item.member for item in claim.items)]))
 
     def next_due(self) -> float | None:
         """The earliest due time, or None when nothing is scheduled."""
         first = self.client.zrange(self.keyspace.due, 0, 0, withscores=True)
         return float(first[0][1]) if first else None
+
+    def next_wake(self) -> float | None:
+        """When a waker next has something to hand out: the earliest due time or lapse of a claim."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zrange(self.keyspace.due, 0, 0, withscores=True)
+        pipe.zrange(self.keyspace.due_claims, 0, 0, withscores=True)
+        times = [float(first[0][1]) for first in pipe.execute() if first]
+        return min(times) if times else None
+
+    def claimed(self) -> int:
+        """How many members are claimed and not settled."""
+        return int(self.client.zcard(self.keyspace.due_claims))
 
     def count(self) -> int:
         return int(self.client.zcard(self.keyspace.due))
@@ -129,6 +203,7 @@ class DueWaker:
         batch: int = 500,
         max_sleep: float = 30.0,
         retry_delay: float = 1.0,
+        hold: float = CLAIM_SECONDS,
         name: str = "lockgate-due-waker",
     ) -> None:
         self.due = due
@@ -137,6 +212,7 @@ class DueWaker:
         self.batch = batch
         self.max_sleep = max_sleep
         self.retry_delay = retry_delay
+        self.hold = hold
         self.wakes = 0
         """How many times the loop woke (for benchmarks)."""
         self.delivered = 0
@@ -166,31 +242,36 @@ class DueWaker:
         return self._thread.is_alive()
 
     def deliver_due(self) -> int:
-        """Pop everything due now and hand it to the callback; returns how many were delivered."""
+        """Claim everything due now, hand it to the callback, settle; returns how many were delivered.
+
+        Should the process die (or lose Redis) before it settles, the claim lapses and another waker delivers
+        the members again."""
         total = 0
         while not self._stopping.is_set():
-            items = self.due.pop_due(self.clock.now(), self.batch)
-            if not items:
+            claim = self.due.claim_due(self.clock.now(), self.batch, self.hold)
+            if not claim.items:
                 break
             try:
-                self.callback(items)
+                self.callback(claim.items)
             except Exception:
                 log.exception(
-                    "due waker: callback failed for %d member(s); retrying in %ss", len(items), self.retry_delay
+                    "due waker: callback failed for %d member(s); retrying in %ss", len(claim.items),
+                    self.retry_delay
                 )
                 retry_at = self.clock.now() + self.retry_delay
-                self.due.schedule_many({item.member: retry_at for item in items})
-            total += len(items)
-            if len(items) < self.batch:
+                self.due.schedule_many({item.member: retry_at for item in claim.items})
+            self.due.settle(claim)
+            total += len(claim.items)
+            if len(claim.items) < self.batch:
                 break
         self.delivered += total
         return total
 
     def _seconds_to_next(self) -> float:
-        next_due = self.due.next_due()
-        if next_due is None:
+        next_wake = self.due.next_wake()
+        if next_wake is None:
             return self.max_sleep
-        return min(max(next_due - self.clock.now(), 0.0), self.max_sleep)
+        return min(max(next_wake - self.clock.now(), 0.0), self.max_sleep)
 
     def _run(self) -> None:
         while not self._stopping.is_set():

@@ -169,8 +169,14 @@ class Keyspace:
     @property
     def due(self) -> str:
         """Sorted set member -> due time (epoch seconds) of parked runs. Written by the projector /
-        parking code (`DueSet.schedule`); popped atomically by due wakers."""
+        parking code (`DueSet.schedule`); claimed atomically by due wakers."""
         return self._key("due")
+
+    @property
+    def due_claims(self) -> str:
+        """Sorted set member -> when its claim lapses: due members a waker took (`DueSet.claim_due`) and has
+        not settled yet. A lapsed claim is handed out again."""
+        return self._key("due", "claims")
 
     @property
     def due_nudge(self) -> str:

@@ -85,7 +85,7 @@ def test_a_lost_due_member_is_rebuilt_from_the_store_at_start(tmp_path: Path, re
 
     client: Any = redis_lib.Redis.from_url(redis_url)
     assert client.zscore(keys.due, run_id) == START + 3 * HOUR
-    client.zrem(keys.due, run_id)  # popped by a process that died before it enqueued the resume
+    client.zrem(keys.due, run_id)  # lost with Redis' data
     clock.advance(5 * HOUR)  # the engine was down past the due time
     services, _ = start_engine(tmp_path, redis_url, sqlite_url, key_prefix, clock=clock)
     try:

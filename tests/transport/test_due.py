@@ -11,7 +11,7 @@ import time
 import redis
 
 from engine.clock import ManualClock
-from engine.transport.due import DueItem, DueSet, DueWaker
+from engine.transport.due import CLAIM_SECONDS, DueClaim, DueItem, DueSet, DueWaker
 from engine.transport.keys import Keyspace
 
 
@@ -36,35 +36,66 @@ def test_schedule_cancel_and_next_due(client: redis.Redis, keyspace: Keyspace) -
     assert due.due_at("b") is None
 
 
-def test_pop_due_returns_only_due_members_earliest_first(client: redis.Redis, keyspace: Keyspace) -> None:
+def test_claim_due_hands_out_only_due_members_earliest_first(client: redis.Redis, keyspace: Keyspace) -> None:
     due = DueSet(client, keyspace)
     due.schedule_many({"late": 30.0, "first": 10.0, "second": 20.5, "future": 99.0})
-    assert due.pop_due(now=5.0) == []
-    assert due.pop_due(now=30.0, limit=2) == [DueItem("first", 10.0), DueItem("second", 20.5)]
-    assert due.pop_due(now=30.0) == [DueItem("late", 30.0)]
-    assert due.pop_due(now=30.0) == []
-    assert due.next_due() == 99.0
+    assert due.claim_due(now=5.0).items == []
+    first = due.claim_due(now=30.0, limit=2)
+    assert first == DueClaim([DueItem("first", 10.0), DueItem("second", 20.5)], 30.0 + CLAIM_SECONDS)
+    second = due.claim_due(now=30.0)
+    assert second.items == [DueItem("late", 30.0)]
+    assert due.claim_due(now=30.0).items == []
+    assert (due.next_due(), due.claimed()) == (99.0, 3)
+    assert due.next_wake() == 30.0 + CLAIM_SECONDS  # the claims lapse before "future" is due
+    assert due.settle(first) == 2 and due.settle(second) == 1
+    assert (due.claimed(), due.next_wake()) == (0, 99.0)
 
 
-def test_concurrent_pops_hand_each_member_to_exactly_one_thread(
+def test_a_claim_never_settled_lapses_and_is_handed_out_again(client: redis.Redis, keyspace: Keyspace) -> None:
+    due = DueSet(client, keyspace)
+    due.schedule_many({"a": 10.0, "b": 11.0})
+    lost = due.claim_due(now=12.0, hold=5.0)  # its claimer died before it delivered them
+    assert [item.member for item in lost.items] == ["a", "b"]
+    assert due.claim_due(now=16.9).items == []  # still held
+    again = due.claim_due(now=17.0, limit=1, hold=5.0)
+    assert again.items == [DueItem("a", 17.0)]  # due again from when the claim lapsed
+    retaken = due.claim_due(now=17.0, hold=5.0)
+    assert retaken.items == [DueItem("b", 17.0)]
+    # The first claimer, only slow, settles late: the members now held by the others stay theirs.
+    assert due.settle(lost) == 0 and due.claimed() == 2
+    assert due.settle(again) == 1 and due.settle(retaken) == 1 and due.claimed() == 0
+
+
+def test_a_member_scheduled_again_while_claimed_is_handed_out_once_per_claim(client: redis.Redis,
+                                                                             keyspace: Keyspace) -> None:
+    due = DueSet(client, keyspace)
+    due.schedule("run", 10.0)
+    held = due.claim_due(now=10.0, hold=5.0)
+    due.schedule("run", 12.0)  # parked again before the first claim was settled
+    renewed = due.claim_due(now=20.0, hold=5.0)  # the lapsed claim and the new due time, in one member
+    assert renewed.items == [DueItem("run", 15.0)] and due.count() == 0
+    assert due.settle(held) == 0 and due.settle(renewed) == 1 and due.claimed() == 0
+
+
+def test_concurrent_claims_hand_each_member_to_exactly_one_thread(
     client: redis.Redis, keyspace: Keyspace, redis_url: str
 ) -> None:
     members = {f"run-{i}": float(i % 97) for i in range(4_000)}
     DueSet(client, keyspace).schedule_many(members)
-    popped: list[list[str]] = [[] for _ in range(4)]
-    # Every thread pops once before any pops again: on a loaded machine the first thread started
+    claimed: list[list[str]] = [[] for _ in range(4)]
+    # Every thread claims once before any claims again: on a loaded machine the first thread started
     # could otherwise drain all 4,000 before the others connect, and nothing would compete.
-    first_pops_done = threading.Barrier(4, timeout=30)
+    first_claims_done = threading.Barrier(4, timeout=30)
 
     def drain(slot: int) -> None:
         connection = redis.Redis.from_url(redis_url)
         own = DueSet(connection, keyspace)
         try:
-            items = own.pop_due(now=1_000.0, limit=25)
-            first_pops_done.wait()
+            items = own.claim_due(now=1_000.0, limit=25).items
+            first_claims_done.wait()
             while items:
-                popped[slot].extend(item.member for item in items)
-                items = own.pop_due(now=1_000.0, limit=25)
+                claimed[slot].extend(item.member for item in items)
+                items = own.claim_due(now=1_000.0, limit=25).items
         finally:
             connection.close()
 
@@ -73,9 +104,9 @@ def test_concurrent_pops_hand_each_member_to_exactly_one_thread(
         thread.start()
     for thread in threads:
         thread.join(timeout=60)
-    everything = [member for part in popped for member in part]
+    everything = [member for part in claimed for member in part]
     assert len(everything) == len(members) and set(everything) == set(members)
-    assert all(popped)  # all four really competed
+    assert all(claimed)  # all four really competed
 
 
 def test_waker_with_manual_clock_delivers_after_advance_and_nudge(client: redis.Redis, keyspace: Keyspace) -> None:
@@ -141,7 +172,7 @@ def test_failing_callback_reschedules_its_members(client: redis.Redis, keyspace:
     assert calls == [["r"]] and due.due_at("r") == clock.now() + 5.0
     clock.advance(5.0)
     waker.deliver_due()
-    assert calls == [["r"], ["r"]] and due.count() == 0
+    assert calls == [["r"], ["r"]] and due.count() == 0 and due.claimed() == 0
 
 
 _WAKER_PROCESS = """
@@ -193,3 +224,40 @@ def test_wakers_in_several_processes_never_deliver_a_member_twice(
     everything = [member for part in results for member in part]
     assert len(everything) == len(members) and set(everything) == set(members)
     assert sum(1 for part in results if part) >= 2
+
+
+_DYING_WAKER = """
+import os, sys
+from engine.transport.connection import redis_client
+from engine.transport.due import DueSet, DueWaker
+from engine.transport.keys import Keyspace
+url, prefix = sys.argv[1], sys.argv[2]
+DueWaker(DueSet(redis_client(url), Keyspace(prefix)), lambda items: os._exit(9), hold=1.0).start()
+print("ready", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_members_claimed_by_a_waker_that_died_are_delivered_by_another(
+    client: redis.Redis, keyspace: Keyspace, redis_url: str
+) -> None:
+    """A waker process dies between its claim and its delivery (as a host killed or cut off mid-claim); a waker
+    that was running all along, and never restarts, delivers the members once the claim lapses."""
+    dying = subprocess.Popen([sys.executable, "-c", _DYING_WAKER, redis_url, keyspace.prefix],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert dying.stdout is not None and dying.stdout.readline().strip() == "ready"
+        due = DueSet(client, keyspace)
+        due.schedule_many({"parked-1": time.time(), "parked-2": time.time()})
+        assert dying.wait(timeout=10) == 9  # it claimed both, then died before it delivered them
+    finally:
+        dying.kill()
+        dying.wait()
+    assert due.count() == 0 and due.claimed() == 2
+    delivered: list[str] = []
+    waker = DueWaker(due, lambda items: delivered.extend(item.member for item in items)).start()
+    try:
+        assert _wait_for(lambda: sorted(delivered) == ["parked-1", "parked-2"], within=10.0), delivered
+        assert due.claimed() == 0
+    finally:
+        waker.stop()

@@ -30,7 +30,7 @@ def test_names_are_prefixed_distinct_and_documented() -> None:
     keyspace = Keyspace("lg")
     names = _all_key_names(keyspace)
     required = {
-        "jobs", "events", "live", "due", "due_nudge", "projector_lease", "heartbeats", "run_cancel",
+        "jobs", "events", "live", "due", "due_claims", "due_nudge", "projector_lease", "heartbeats", "run_cancel",
         "idempotency", "concurrency_cap", "provider_telemetry", "call_slots", "budget", "approval_decision",
     }  # fmt: skip
     assert required <= set(names)
@@ -54,7 +54,7 @@ def test_two_keyspaces_on_one_server_are_isolated(client: redis.Redis, key_prefi
     try:
         mine.schedule("run-1", 100.0)
         assert other.next_due() is None
-        assert other.pop_due(now=1_000.0) == []
-        assert mine.pop_due(now=1_000.0)[0].member == "run-1"
+        assert other.claim_due(now=1_000.0).items == []
+        assert mine.claim_due(now=1_000.0).items[0].member == "run-1"
     finally:
-        client.delete(other.keyspace.due)
+        client.delete(other.keyspace.due, other.keyspace.due_claims, mine.keyspace.due_claims)
