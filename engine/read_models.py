@@ -131,7 +131,7 @@ class CallbackSecret(ReadModel):
 class StartRun(BaseModel):
     """The body of `POST /api/v1/runs`."""
 
-    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     flow_id: str = Field(min_length=1, max_length=128, description="the id of a published flow")
     inputs: dict[str, object] = Field(default_factory=dict, description="input name -> value")
@@ -179,7 +179,7 @@ class StartedRun(ReadModel):
 class RerunRequest(BaseModel):
     """The body of `POST /api/v1/runs/{id}/rerun`."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
     from_node: str = Field(min_length=1, max_length=128, description="the node to execute again, and what follows")
     version: Annotated[int, Field(ge=1, le=MAX_VERSION)] | Literal["original", "current"] = Field(
@@ -240,7 +240,7 @@ class ApprovalList(ReadModel):
 class DecisionRequest(BaseModel):
     """The body of `POST /api/v1/approvals/{id}/decision`."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
     decision: Literal["approve", "reject"]
     comment: str | None = Field(default=None, max_length=4000)

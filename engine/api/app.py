@@ -10,6 +10,7 @@ event loop, holding no thread, and a trip for each read of the run (`start_answe
 from __future__ import annotations
 
 import asyncio
+import difflib
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
@@ -440,11 +441,27 @@ def _validation_answer(request: Request, exc: Exception) -> Response:
     problems = []
     for error in errors[:10]:
         where = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
+        if error.get("type") == "extra_forbidden":
+            problems.append(f"{where}: {_not_a_field(request, str(error.get('loc', ('',))[-1]))}")
+            continue
         meant = PATTERN_MEANS.get(str(error.get("loc", ("",))[-1]).lower()) \
             if error.get("type") == "string_pattern_mismatch" else None
         problems.append(f"{where or 'body'}: {f'must be {meant}' if meant else error.get('msg', 'invalid')}")
     code = "bad_decision" if any("decision" in error.get("loc", ()) for error in errors) else "bad_request"
     return error_response(422, code, "; ".join(problems))
+
+
+def _not_a_field(request: Request, name: str) -> str:
+    """Why a body field was refused: the fields the route's body takes, and the one a typo most likely meant."""
+    route = request.scope.get("route")
+    body = getattr(getattr(route, "body_field", None), "field_info", None)
+    model = getattr(body, "annotation", None)
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return "not a field of this request"
+    fields = list(model.model_fields)
+    close = difflib.get_close_matches(name, fields, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"not a field of this request; {hint}it takes {', '.join(fields)}"
 
 
 PATTERN_MEANS = {

@@ -164,6 +164,15 @@ def test_errors_name_the_problem_with_their_status(api: Api) -> None:
         answer = api.http.post("/api/v1/runs", json={"flow_id": "hello", "inputs": {"name": "x"}, **loose},
                                headers=headers)
         assert (answer.status_code, answer.json()["error"]["code"]) == (422, "bad_request"), (loose, answer.text)
+    # A misspelt field is refused, not dropped: "idempotencyKey" ignored would start a second run on a retry.
+    typo = api.http.post("/api/v1/runs", json={"flow_id": "hello", "input": {"name": "x"}, "idempotencyKey": "k"},
+                         headers=headers)
+    assert (typo.status_code, typo.json()["error"]["code"]) == (422, "bad_request"), typo.text
+    assert ("input: not a field of this request; did you mean 'inputs'? it takes flow_id, inputs, idempotency_key, "
+            "version, wait, callback_url") in typo.json()["error"]["message"]
+    assert "idempotencyKey: not a field of this request; did you mean 'idempotency_key'?" in typo.json()["error"][
+        "message"]
+    assert api.http.get("/api/v1/runs", headers=headers).json()["runs"] == []  # neither started a run
     for path, code in (("/api/v1/runs/a.b", "unknown_run"), (f"/api/v1/runs/{'x' * 65}", "unknown_run"),
                        ("/api/v1/flows/no!such/versions", "unknown_flow")):  # ids nothing can have: not found
         answer = api.http.get(path, headers=headers)
