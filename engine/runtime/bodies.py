@@ -87,6 +87,9 @@ class StepCall:
     """foreach only: the items its `prepare` evaluated."""
     attempt: int = 1
     """The attempt of this step running now (1, then 2, ... under a `retry` policy)."""
+    cancelled: Callable[[], bool] = lambda: False
+    """True once the run's cancel was asked: a body that may run long (a script) stops and raises
+    `StepCancelled` instead of running on until its timeout."""
 
     @property
     def config(self) -> dict[str, Any]:
@@ -94,6 +97,11 @@ class StepCall:
 
     def names(self) -> dict[str, Any]:
         return self.ctx.template_context(self.extra_names)
+
+
+class StepCancelled(Exception):
+    """A body stopped because its run was cancelled while it ran (`StepCall.cancelled`); the message says what
+    it stopped. The step fails with `cancelled` and the run ends cancelled at it."""
 
 
 class StepError(Exception):

@@ -23,7 +23,16 @@ from engine.events import EventBase, EventStamper, RerunSeed
 from engine.logs import run_context
 from engine.retry_plan import retry_delay
 from engine.runtime import crashpoints
-from engine.runtime.bodies import BodySpec, Park, StepCall, StepError, StepResult, StepServices, body_for
+from engine.runtime.bodies import (
+    BodySpec,
+    Park,
+    StepCall,
+    StepCancelled,
+    StepError,
+    StepResult,
+    StepServices,
+    body_for,
+)
 from engine.runtime.context import RunContext
 from engine.runtime.fencing import JobFenced
 from engine.runtime.given import shown_given
@@ -48,6 +57,10 @@ class RunOutcome:
     park: Park | None = None
     parked_node: str | None = None
     result: Any = None
+
+
+CANCELLED = "cancelled"
+"""Error type of a step stopped while it ran because its run was cancelled."""
 
 
 class _Cancelled(Exception):
@@ -271,7 +284,8 @@ class RunExecutor:
         names = dict(scope.names)
         names["state"] = scope.state
         call = StepCall(node=node, ctx=self.ctx, clock=self.clock, extra_names=names, resumed=resumed,
-                        services=self.services, emit=lambda make: self.emitter.emit(make(self.stamper)))
+                        services=self.services, emit=lambda make: self.emitter.emit(make(self.stamper)),
+                        cancelled=self.cancel_requested)
         if self.plan.kinds[node_id] == "join":
             call.branch_writes = self._branch_writes(scope, node_id)
         for attempt in range(first_attempt, max_attempts + 1):
@@ -302,6 +316,11 @@ class RunExecutor:
                 writes = self._iterate(scope, node_id, outcome) if outcome.items is not None else outcome.writes
             except (_Parked, _Cancelled, JobFenced, redis.RedisError):
                 raise
+            except StepCancelled as stopped:
+                self.emitter.emit(self.stamper.step_failed(
+                    node_id, step, self.ctx.redact(str(stopped)), error_type=CANCELLED, step_attempt=attempt,
+                    duration_ms=(time.perf_counter() - began) * 1000))
+                raise _Cancelled(step) from None
             except Exception as exc:
                 if unavailable(exc):  # no fault of the step: the job is handed back and the step runs again
                     raise

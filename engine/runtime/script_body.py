@@ -12,7 +12,7 @@ from typing import Any
 from engine.config import DEFAULT_MAX_INPUT_DEPTH
 from engine.durations import parse_duration
 from engine.json_bounds import json_problems, loads
-from engine.runtime.bodies import StepCall, StepError, StepResult, register_body
+from engine.runtime.bodies import StepCall, StepCancelled, StepError, StepResult, register_body
 from engine.runtime.script_runner import (
     MAX_OUTPUT_BYTES,
     STDERR_TAIL_BYTES,
@@ -106,9 +106,12 @@ def script_body(call: StepCall) -> StepResult:
     request = ScriptRequest(language=given["language"], code=given["code"], stdin=_stdin(call),
                             env=dict(given["env"]), timeout=timeout, memory_mb=given["memory_mb"])
     try:
-        outcome = run_script(request)
+        outcome = run_script(request, should_stop=call.cancelled)
     except (OSError, ValueError) as exc:  # ValueError: an env value with a NUL character
         raise StepError(f"{_where(call)}: the script could not start: {exc}", SCRIPT_FAILED) from None
+    if outcome.stopped:
+        raise StepCancelled(f"{_where(call)}: the run was cancelled while its script ran, so the script was stopped "
+                            f"with every process it started{_stderr_part(outcome)}")
     failure = _failure(call, outcome, given["language"], timeout)
     if failure is not None:
         raise failure

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -33,6 +34,8 @@ STDERR_TAIL_BYTES = 2048
 """How much of the end of stderr a failed step's error carries."""
 MARKER_ENV = "LOCKGATE_SCRIPT_ID"
 """Set in every script's environment to a value unique to that run of it (finds processes that left the group)."""
+STOP_CHECK_SECONDS = 0.5
+"""How often a running script asks whether it should stop (its run was cancelled)."""
 EXIT_GRACE_SECONDS = 0.5
 """After the script ends, how long its output pipes may stay open (held by a process it started) before
 every process carrying its marker is killed."""
@@ -118,6 +121,8 @@ class ScriptOutcome:
     stderr_tail: str
     timed_out: bool = False
     output_too_large: bool = False
+    stopped: bool = False
+    """Killed, with every process it started, because `run_script`'s `should_stop` said so."""
 
     @property
     def signal_name(self) -> str | None:
@@ -144,8 +149,9 @@ def _environment(folder: Path, extra: dict[str, str], marker: str) -> dict[str, 
     return env
 
 
-def run_script(request: ScriptRequest) -> ScriptOutcome:
-    """Run `request` to its end (or its timeout) and return what it did; no process of it is left running."""
+def run_script(request: ScriptRequest, should_stop: Callable[[], bool] = lambda: False) -> ScriptOutcome:
+    """Run `request` to its end (or its timeout, or until `should_stop()`, asked every `STOP_CHECK_SECONDS`) and
+    return what it did; no process of it is left running."""
     base = Path(tempfile.mkdtemp(prefix="lockgate-script-"))
     try:
         work = base / "work"
@@ -160,7 +166,7 @@ def run_script(request: ScriptRequest) -> ScriptOutcome:
                                 cwd=work, env=_environment(work, request.env, marker), start_new_session=True,
                                 close_fds=True)
         try:
-            return _supervise(proc, request, marker)
+            return _supervise(proc, request, marker, should_stop)
         finally:
             _kill_all(proc.pid, marker)
             proc.wait()
@@ -168,12 +174,14 @@ def run_script(request: ScriptRequest) -> ScriptOutcome:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _supervise(proc: subprocess.Popen[bytes], request: ScriptRequest, marker: str) -> ScriptOutcome:
+def _supervise(proc: subprocess.Popen[bytes], request: ScriptRequest, marker: str,
+               should_stop: Callable[[], bool]) -> ScriptOutcome:
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     deadline = time.monotonic() + request.timeout
+    next_stop_check = time.monotonic() + STOP_CHECK_SECONDS
     stdout = bytearray()
     stderr = b""
-    timed_out = too_large = False
+    timed_out = too_large = stopped = False
     exited_at: float | None = None
     pending = memoryview(request.stdin)
     selector = selectors.DefaultSelector()
@@ -191,6 +199,11 @@ def _supervise(proc: subprocess.Popen[bytes], request: ScriptRequest, marker: st
             if now >= deadline:
                 timed_out = True
                 break
+            if now >= next_stop_check:
+                next_stop_check = now + STOP_CHECK_SECONDS
+                if exited_at is None and should_stop():
+                    stopped = True
+                    break
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
                 _kill_group(proc.pid)
@@ -222,12 +235,17 @@ def _supervise(proc: subprocess.Popen[bytes], request: ScriptRequest, marker: st
                     stderr = (stderr + chunk)[-STDERR_TAIL_BYTES:]
             if too_large:
                 break
-        if not (timed_out or too_large) and exited_at is None:
+        while not (timed_out or too_large or stopped) and exited_at is None:
             # Both pipes closed while the script goes on: it still has until its timeout to end.
             try:
-                proc.wait(timeout=max(deadline - time.monotonic(), 0))
+                proc.wait(timeout=max(min(deadline, next_stop_check) - time.monotonic(), 0))
+                break
             except subprocess.TimeoutExpired:
-                timed_out = True
+                if time.monotonic() >= deadline:
+                    timed_out = True
+                elif should_stop():
+                    stopped = True
+                next_stop_check = time.monotonic() + STOP_CHECK_SECONDS
     finally:
         selector.close()
         _kill_all(proc.pid, marker)
@@ -238,7 +256,7 @@ def _supervise(proc: subprocess.Popen[bytes], request: ScriptRequest, marker: st
                 pass
     returncode = proc.wait()
     return ScriptOutcome(returncode, bytes(stdout[:MAX_OUTPUT_BYTES]),
-                         stderr.decode("utf-8", errors="replace"), timed_out, too_large)
+                         stderr.decode("utf-8", errors="replace"), timed_out, too_large, stopped)
 
 
 def _kill_group(pgid: int) -> None:

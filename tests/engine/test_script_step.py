@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from engine.flow import flow_from_data
 from engine.runtime.idempotency import step_is_idempotent
 from engine.runtime.plan import FlowPlan
 from engine.validation import validate
-from tests.engine.conftest import Engine, make_flow
+from tests.engine.conftest import Engine, make_flow, wait_until
 
 T = {"id": "start", "type": "trigger.manual"}
 SEED = {"id": "seed", "type": "set", "config": {"values": {"count": "{{ 2 }}"}}}
@@ -204,3 +205,29 @@ def test_a_script_in_a_foreach_reads_its_item_and_index(engine: Engine) -> None:
     run = engine.run(doc, timeout=30)
     assert run["status"] == "succeeded", run.get("error")
     assert run["result"] == [[0, 10], [1, 20], [2, 30]]
+
+
+@pytest.mark.parametrize("pipes", ["held", "closed"])
+def test_cancelling_a_run_stops_its_running_script_and_every_process_it_started(engine: Engine, tmp_path: Path,
+                                                                               pipes: str) -> None:
+    """A script that would run for ten minutes ends within moments of its run's cancel, with its children,
+    whether it still holds its output pipes or closed them (the runner then waits on the process alone)."""
+    pidfile = tmp_path / "pids"
+    close = "exec >/dev/null 2>&1\n" if pipes == "closed" else ""
+    code = _pid_writer("shell") + close + 'sleep 600 &\necho $! >> "$PIDFILE"\nwait\n'
+    doc = _flow(f"endless_{pipes}", "shell", code, env={"PIDFILE": "{{ inputs.pidfile }}"}, extra={"timeout": "15m"})
+    services = engine.services
+    services.publish_flow(flow_from_data(doc))
+    created = services.create_run(doc["id"], {"pidfile": str(pidfile)})
+    wait_until(lambda: len(_pids(pidfile)) == 2, what="the script and its child to run")
+    asked = time.monotonic()
+    assert services.cancel_run(created.run_id) == "cancelling"
+    run = services.wait_for_run(created.run_id, timeout=20)
+    stopped_within = time.monotonic() - asked
+    assert (run["status"], run["error_type"]) == ("cancelled", "cancelled"), run
+    step = engine.step(run, "run")
+    assert (step["status"], step["error_type"]) == ("failed", "cancelled"), step
+    assert "the run was cancelled while its script ran, so the script was stopped" in step["error"]
+    assert "done" not in {s["step"] for s in run["steps"]}
+    assert stopped_within < 10, f"the script ran on {stopped_within:.1f}s after the cancel"  # not its 15m timeout
+    _no_script_processes_left(pidfile)
