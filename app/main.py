@@ -93,6 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args.handler(args) or 0)
     except DataFolderError as exc:
         parser.exit(2, f"lockgate: {exc}\n")
+    except Exception as exc:
+        from engine.cli.session import EXIT_UNAVAILABLE
+        from engine.outages import outage, unreachable
+
+        if not outage(exc):
+            raise
+        parser.exit(EXIT_UNAVAILABLE, f"lockgate: {unreachable(exc, settings.redis_url, settings.db_url)}\n")
     except BrokenPipeError:
         # The reader went away (`lockgate runs list | head`): not an error of ours. Point stdout at devnull so
         # the interpreter's final flush does not raise again.

@@ -160,7 +160,7 @@ class EngineServices:
         if self.migrate:
             init_db(self.sql)
         else:
-            require_current_schema(self.sql, self.config.sql_url.split("://", 1)[0] + " database")
+            require_current_schema(self.sql, self.sql.url.render_as_string(hide_password=True))
         client = self.redis.client()
         self.handles = EngineHandles(client, self.keys, self.sql, self.clock, self.box, self.input_limits)
         ensure_group(client, self.keys.jobs, self.keys.jobs_group)

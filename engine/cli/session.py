@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from engine.facade import EngineApi
 
-EXIT_SCHEMA = 3
+EXIT_UNAVAILABLE = 3
+"""The engine's store or Redis cannot be used now: the schema is not current, or one of them does not answer."""
 CLIENT_ROLE = "client"
 
 
@@ -56,4 +57,4 @@ def engine_api(command: str) -> Iterator[EngineApi]:
 
 def report_unavailable(exc: EngineUnavailable) -> int:
     print(str(exc), file=sys.stderr)
-    return EXIT_SCHEMA
+    return EXIT_UNAVAILABLE

@@ -11,6 +11,7 @@ from typing import Literal
 
 from engine.config import EngineConfig
 from engine.settings import LockgateSettings, load_settings
+from engine.store.db import sqlite_database
 
 DataFolderProblem = Literal["not_a_folder", "cannot_create", "not_a_database"]
 _NAME_ANOTHER = "pass --data-dir (or LOCKGATE_DATA_DIR) naming a folder"
@@ -54,7 +55,13 @@ def command_config() -> EngineConfig:
     config = command_locations()
     make_data_folder(config.data_dir)
     if config.db_url is None:
-        check_sqlite_file(config.data_dir, "lockgate.db")
+        check_sqlite_file(config.data_dir / "lockgate.db", f"the data folder {config.data_dir} holds lockgate.db",
+                          "move it away or point --data-dir elsewhere")
+    else:
+        database = sqlite_database(config.db_url)
+        if database is not None:
+            check_sqlite_file(database, f"LOCKGATE_DB_URL names {database}", "move it away or point LOCKGATE_DB_URL "
+                              "at another file")
     return config
 
 
@@ -70,9 +77,9 @@ def make_data_folder(folder: Path) -> None:
                                                f"({exc.strerror or exc}); {_NAME_ANOTHER} you can write to") from None
 
 
-def check_sqlite_file(folder: Path, name: str) -> None:
-    """DataFolderError when `folder/name` exists and SQLite refuses it as not a database (`SQLITE_NOTADB`)."""
-    path = folder / name
+def check_sqlite_file(path: Path, named: str, fix: str) -> None:
+    """DataFolderError when `path` exists and SQLite refuses it as not a database (`SQLITE_NOTADB`); the message is
+    `named` (who names the file), what is wrong, then `fix`."""
     if not path.is_file():
         return
     try:
@@ -81,6 +88,5 @@ def check_sqlite_file(folder: Path, name: str) -> None:
             connection.execute("PRAGMA schema_version")
     except sqlite3.DatabaseError as exc:  # other refusals (busy, unreadable) are the store's to report
         if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_NOTADB:
-            raise DataFolderError("not_a_database", f"the data folder {folder} holds {name}, which is not a SQLite "
-                                  "database (damaged, or another program's file); move it away or point --data-dir "
-                                  "elsewhere") from None
+            raise DataFolderError("not_a_database", f"{named}, which is not a SQLite database (damaged, or another "
+                                  f"program's file); {fix}") from None

@@ -144,7 +144,7 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
     from engine.log_channel import LogPublisher
     from engine.logs import configured
     from engine.malloc_arenas import one_malloc_arena
-    from engine.outages import described, outage, outage_subject
+    from engine.outages import outage, unreachable
     from engine.store.schema_check import SchemaMismatch
 
     one_malloc_arena()
@@ -204,7 +204,7 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
             if not outage(exc):
                 raise
             # Not a refusal: the same command works once the service answers (a supervisor starts it again).
-            print(f"{label}: cannot start: {outage_subject(exc)} did not answer ({described(exc)})", file=sys.stderr)
+            print(f"{label}: cannot start: {unreachable(exc, config.redis_url, config.db_url)}", file=sys.stderr)
             return 1
         if services.redis is not None:
             publisher = LogPublisher(services.redis.client(), services.keys.logs).start()

@@ -46,6 +46,19 @@ def normalize_url(url: str) -> str:
     return url
 
 
+def sqlite_database(db_url: str) -> Path | None:
+    """The file a SQLite URL names; None for another database, an in-memory one, or a URL that does not parse
+    (the store reports that one)."""
+    try:
+        url = sa.make_url(db_url)
+    except sa.exc.ArgumentError:
+        return None
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:" \
+            or url.database.startswith("file:"):
+        return None
+    return Path(url.database)
+
+
 def json_text(value: Any) -> str:
     """JSON columns' text: orjson (5-10x the standard library's speed); values it refuses (integers beyond 64
     bits) fall back to the standard library."""

@@ -22,5 +22,5 @@ def test_a_redis_that_does_not_answer_is_one_line_not_a_traceback(tmp_path: Path
     assert "Traceback" not in done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, lines
-    assert lines[0].startswith("lockgate worker: cannot start: Redis did not answer (ConnectionError: ")
-    assert f"127.0.0.1:{port}" in lines[0]
+    assert lines[0].startswith(f"lockgate worker: cannot start: Redis at redis://127.0.0.1:{port}/0 does not answer (")
+    assert lines[0].endswith("; check that it runs and that LOCKGATE_REDIS_URL names it")
