@@ -23,7 +23,7 @@ from engine.clock import Clock, SystemClock
 from engine.config import EngineConfig, InputLimits
 from engine.flow import Flow
 from engine.money.engine_loop import MoneyRuntime
-from engine.outages import outage
+from engine.outages import OutageReport, outage
 from engine.parking.callback_links import CallbackLinks
 from engine.parking.rebuild import rebuild_due_set
 from engine.parts import AckFiller, BatchListener, PartContext
@@ -253,6 +253,7 @@ class EngineServices:
 
     def _heartbeat_loop(self, stop: threading.Event) -> None:
         client = self.redis.client() if self.redis else None
+        report = OutageReport(log, "heartbeat")
         while client is not None and not stop.wait(self.heartbeat_seconds):
             active = {origin for worker in self.workers for origin in list(worker.active)}
             try:
@@ -270,8 +271,9 @@ class EngineServices:
                         # Claiming its own messages again resets their idle time, so the reaper leaves them.
                         pipe.xclaim(self.keys.jobs, self.keys.jobs_group, worker.name, 0, list(held), justid=True)
                 pipe.execute()
+                report.worked()
             except Exception:
-                log.warning("heartbeat: Redis write failed; retrying next beat")
+                report.failed("heartbeat: Redis write failed; retrying every beat until it works")
 
     @staticmethod
     def _redeliver(reclaimer: Reclaimer, consumer: str) -> None:

@@ -4,6 +4,7 @@ Background loops log an outage as a one-line warning and try again; anything els
 
 from __future__ import annotations
 
+import logging
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
@@ -48,3 +49,24 @@ def _shown(url: str | None) -> str:
         return url or ""
     netloc = parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)
     return urlunsplit(parsed._replace(netloc=netloc))
+
+
+class OutageReport:
+    """The log of one loop's outage: a warning when it starts, the retries at debug level, and one line when the
+    loop works again, so an outage of an hour is two lines, not one a retry."""
+
+    def __init__(self, log: logging.Logger, what: str) -> None:
+        self.log = log
+        self.what = what
+        self.failing = False
+
+    def failed(self, message: str, *args: object) -> None:
+        """The loop failed (`message` says how and what it does meanwhile)."""
+        self.log.log(logging.DEBUG if self.failing else logging.WARNING, message, *args)
+        self.failing = True
+
+    def worked(self) -> None:
+        """The loop worked; after a failure, says so once."""
+        if self.failing:
+            self.failing = False
+            self.log.info("%s works again", self.what)

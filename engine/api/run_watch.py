@@ -27,6 +27,7 @@ from typing import Any, NamedTuple, Protocol
 import orjson
 import redis
 
+from engine.outages import OutageReport
 from engine.runtime.projection import BatchResult
 
 log = logging.getLogger("lockgate.api.watch")
@@ -198,6 +199,7 @@ class RunWatch:
 
     def _listen(self) -> None:
         assert self._client is not None and self._channel is not None
+        report = OutageReport(log, "run watch: live channel")
         while not self._stop.is_set():
             pubsub = self._client.pubsub()
             try:
@@ -209,6 +211,7 @@ class RunWatch:
                     self._generation += 1
                     self._recent.clear()  # what was missed while not subscribed is not known
                 self._live.set()
+                report.worked()
                 self._wake(None)  # changes published while not subscribed are gone: everyone reads again
                 while not self._stop.is_set():
                     message: Any = pubsub.get_message(ignore_subscribe_messages=True, timeout=0.5)
@@ -220,7 +223,7 @@ class RunWatch:
             except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
                 if self._stop.is_set():
                     return
-                log.warning("run watch: live channel lost (%s); polling the store until it is back", exc)
+                report.failed("run watch: live channel lost (%s); polling the store until it is back", exc)
                 self._live.clear()
                 self._wake(None)
                 self._stop.wait(RECONNECT_SECONDS)

@@ -1,5 +1,6 @@
 """The engine a CLI command talks to: `EngineApi` over client `EngineServices` of this environment's data folder,
-Redis and database (no workers, projector, due waker, scheduler or reaper: the running engine does that work)."""
+Redis and database (no workers, projector, due waker, scheduler, reaper or concurrency control: the running engine
+does that work)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def engine_api(command: str) -> Iterator[EngineApi]:
         due_waker=False,
         scheduler=False,
         reaper=False,
+        concurrency_control=False,
         migrate=auto_migrate(config),
         role=CLIENT_ROLE,
         settings=command_settings(),

@@ -24,7 +24,7 @@ from engine.money.ledger import Settled, UnknownBudget, UnknownHold
 from engine.money.preflight import BudgetExhausted, ledger_preflight
 from engine.money.sql_sync import restore_ledger
 from engine.money.wiring import MoneyServices, build_money_services, install, uninstall
-from engine.outages import described, outage
+from engine.outages import OutageReport, described, outage
 from engine.parts import PartContext
 from engine.publish import UnknownFlowVersion, get_version
 from engine.runtime.create import RunRefused
@@ -179,14 +179,16 @@ class MoneyRuntime:
         client, key = self.services.client, f"{self.services.keys.concurrency_control}:lease"
         owner = uuid.uuid4().hex
         lease_ms = int(self.control.settings.tick_seconds * 3000)
+        report = OutageReport(log, "concurrency control")
         while not stop.is_set():
             try:
                 held = client.set(key, owner, nx=True, px=lease_ms) or (
                     client.get(key) == owner.encode() and client.pexpire(key, lease_ms))
                 if held:
                     self.control.tick()
+                report.worked()
             except redis.RedisError as exc:
-                log.warning("concurrency control tick failed (%s); workers use the static cap if this lasts", exc)
+                report.failed("concurrency control tick failed (%s); workers use the static cap if this lasts", exc)
             stop.wait(self.control.settings.tick_seconds)
 
     def _sweep_loop(self, stop: threading.Event) -> None:
