@@ -145,6 +145,10 @@ class PendingStart:
         self._wait.close()
 
 
+CANCELLABLE_HELD = frozenset({"queued", "running"})
+"""Statuses in which a cancel can wait for the worker that holds the run (a waiting run is cancelled at once)."""
+
+
 class EngineApi:
     """Typed calls on one process's started engine."""
 
@@ -187,7 +191,12 @@ class EngineApi:
 
     def get_run(self, run_id: str) -> Run | None:
         found = queries.get_run(self._sql, run_id)
-        return Run.model_validate(found) if found is not None else None
+        if found is None:
+            return None
+        run = Run.model_validate(found)
+        if run.status in CANCELLABLE_HELD and self._handles.client.exists(self._handles.keys.run_cancel(run_id)):
+            return run.model_copy(update={"cancel_requested": True})
+        return run
 
     def list_runs(self, *, status: RunStatus | None = None, flow_id: str | None = None,
                   limit: int = DEFAULT_LIST_LIMIT, cursor: str | None = None) -> RunList:

@@ -111,6 +111,8 @@ class Run(RunSummary):
     state: StoredJson = None
     steps: list[Step] = Field(default_factory=list)
     step_counts: dict[str, int] = Field(default_factory=dict)
+    cancel_requested: bool = Field(default=False, description="a cancel was asked while a worker held the run: it "
+                                   "stops at its next step boundary (a running script within about a second)")
 
 
 class RunList(ReadModel):

@@ -26,7 +26,8 @@ def header_lines(run: RunSummary) -> list[str]:
     """What `runs show` prints above the steps."""
     from engine.money.amounts import format_usd
 
-    lines = [f"run {run.id} {run.status} (flow {run.flow_id} v{run.version})"]
+    asked = " (cancel requested)" if isinstance(run, Run) and run.cancel_requested else ""
+    lines = [f"run {run.id} {run.status}{asked} (flow {run.flow_id} v{run.version})"]
     if run.current_node:
         lines.append(f"current node: {run.current_node}")
     waiting = waiting_label(run)

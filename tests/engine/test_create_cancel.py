@@ -11,6 +11,7 @@ import orjson
 import pytest
 import sqlalchemy as sa
 
+from engine.facade import EngineApi
 from engine.flow import Flow, flow_from_data
 from engine.runtime.create import IdempotencyKeyReused
 from engine.runtime.inputs import InputError
@@ -154,11 +155,16 @@ def test_a_running_run_stops_at_the_next_step_boundary(engine: Engine, site: Sit
     services.publish_flow(flow_from_data(doc))
     created = services.create_run("long")
     wait_until(lambda: site.hits.get("/hold"), what="the http step to be in flight")
+    api = EngineApi(services)
+    assert api.get_run(created.run_id).cancel_requested is False  # type: ignore[union-attr]
     assert services.cancel_run(created.run_id) == "cancelling"
+    shown = api.get_run(created.run_id)
+    assert shown is not None and (shown.status, shown.cancel_requested) == ("running", True)
     site.release.set()
     run = services.wait_for_run(created.run_id)
     assert run["status"] == "cancelled"
     assert run["error_type"] == "cancelled"
+    assert api.get_run(created.run_id).cancel_requested is False  # type: ignore[union-attr]
     steps = {s["step"]: s["status"] for s in run["steps"]}
     assert steps == {"start": "succeeded", "call": "succeeded"}  # `next` never started
 
