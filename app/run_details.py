@@ -159,8 +159,9 @@ class RunDetails(QDialog):
             f"tokens {tokens_text(row.tokens_in, row.tokens_out)}",
         ) if part)
         finished = f" &nbsp; finished {local_time(row.finished_at)}" if row.finished_at else ""
+        asked = " (cancel requested)" if run.cancel_requested else ""
         self.header.setText(
-            f"<b>{row.flow_id}</b> v{row.version} &nbsp; <span style='color:{colour}'>● {row.status}</span>"
+            f"<b>{row.flow_id}</b> v{row.version} &nbsp; <span style='color:{colour}'>● {row.status}{asked}</span>"
             f" &nbsp; started {local_time(row.started_at)}{finished} &nbsp; took {row.duration(_now())}"
             + (f" &nbsp; at <b>{where}</b>" if where else "")
             + f"<br>{spent}"
@@ -196,8 +197,10 @@ class RunDetails(QDialog):
         errors = [f"run: {run.error_type or 'error'}: {run.error}"] if run.error else []
         errors += [f"{s.node}: {s.error_type or 'error'}: {s.error}" for s in steps if s.error]
         self.errors_text.setPlainText("\n".join(errors) if errors else "No errors.")
-        self.cancel_button.setEnabled(row.status not in TERMINAL_STATUSES)
-        self.cancel_button.setToolTip("" if self.cancel_button.isEnabled() else f"The run has {row.status}.")
+        self.cancel_button.setEnabled(row.status not in TERMINAL_STATUSES and not run.cancel_requested)
+        self.cancel_button.setToolTip("" if self.cancel_button.isEnabled() else (
+            "Cancel requested: the run stops at its next step boundary (a running script within about a second)."
+            if run.cancel_requested else f"The run has {row.status}."))
         self.save_test_button.setEnabled(row.status in TERMINAL_STATUSES)
         self.save_test_button.setToolTip(
             "Save this run as a flow test: its inputs, the answers of its model, HTTP, script and approval steps, "
