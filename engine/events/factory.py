@@ -94,10 +94,10 @@ class EventStamper:
 
     def step_completed(self, node: str, step: str, ports: list[str], writes: dict[str, Any],
                        duration_ms: float, step_attempt: int = 1, *, tokens_in: int | None = None,
-                       tokens_out: int | None = None) -> StepCompleted:
+                       tokens_out: int | None = None, cost_micros: int | None = None) -> StepCompleted:
         return StepCompleted(**self.stamp(), node=node, step=step, ports=ports, writes=writes,
                              duration_ms=duration_ms, step_attempt=step_attempt, tokens_in=tokens_in,
-                             tokens_out=tokens_out)
+                             tokens_out=tokens_out, cost_micros=cost_micros)
 
     def step_failed(self, node: str, step: str, error: str, *, error_type: str = "error", step_attempt: int = 1,
                     will_retry: bool = False, retry_in: float | None = None, continued: bool = False,

@@ -77,6 +77,8 @@ class StepCompleted(EventBase):
     tokens_in: int | None = Field(default=None, ge=0, description="ai.model: the answered call's prompt tokens")
     tokens_out: int | None = Field(default=None, ge=0, description="ai.model: the answered call's completion "
                                    "tokens")
+    cost_micros: int | None = Field(default=None, ge=0, description="ai.model without a budget hold: the answered "
+                                    "call's cost in micro-dollars (a held call's cost comes with its hold_charged)")
 
 
 class StepFailed(EventBase):

@@ -209,7 +209,8 @@ def model_body(call: StepCall) -> StepResult | Park:
         services.state.clear_progress(run_id, node_id)
         answer = outcome.result
         return StepResult(ports=("out",), writes={config.output_key: answer.text},
-                          tokens=TokenUsage(answer.prompt_tokens, answer.completion_tokens))
+                          tokens=TokenUsage(answer.prompt_tokens, answer.completion_tokens),
+                          cost_micros=answer.cost_micros if plan is None else None)
     if isinstance(outcome, Failed):
         services.state.clear_progress(run_id, node_id)
         raise StepError(outcome.message, outcome.error_type)

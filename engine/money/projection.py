@@ -14,7 +14,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 
 from engine.events import Event
-from engine.events.models import HoldCharged, HoldPlaced, HoldReleased
+from engine.events.models import HoldCharged, HoldPlaced, HoldReleased, StepCompleted
 from engine.money.amounts import usd_to_micros
 from engine.money.periods import period_starts
 from engine.store.models import Budget, Hold, Run
@@ -78,14 +78,17 @@ def _load_holds(conn: sa.Connection, events: list[Event]) -> dict[str, dict[str,
 
 
 def apply_money_events(conn: sa.Connection, events: list[Event]) -> None:
-    """Apply first-seen hold and approval events, in order, in the caller's transaction."""
+    """Apply first-seen hold and approval events, and the cost of model calls no hold charged (`step_completed`
+    with `cost_micros`), in order, in the caller's transaction."""
     touched: set[str] = set()
     holds = _load_holds(conn, events)
     """Hold rows as this batch leaves them, so a later event of the batch sees what an earlier one wrote."""
     budgets: dict[str, dict[str, Any]] = {}
     for event in events:
         at = utc_from_epoch(event.ts)
-        if event.type == "hold_placed":
+        if isinstance(event, StepCompleted):  # a model call no hold charged: its cost is the run's all the same
+            _add_run_cost(conn, event.run_id, event.cost_micros or 0)
+        elif event.type == "hold_placed":
             if event.hold_id not in holds:
                 _ensure_budget(conn, budgets, event.budget, at)
                 values = {"id": event.hold_id, "run_id": event.run_id, "node_id": event.node,

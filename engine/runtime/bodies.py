@@ -47,6 +47,9 @@ class StepResult:
     """foreach only: the items to iterate."""
     tokens: TokenUsage | None = None
     """ai.model only: what the answered call used (recorded on `step_completed`)."""
+    cost_micros: int | None = None
+    """ai.model only: the answered call's cost when no budget hold charged it (recorded on `step_completed`, added
+    to the run's cost)."""
 
 
 @dataclass(frozen=True)

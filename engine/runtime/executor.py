@@ -373,7 +373,7 @@ class RunExecutor:
         self.emitter.emit(self.stamper.step_completed(
             node_id, step, list(ports), self.ctx.redact(writes), elapsed_ms, attempt,
             tokens_in=tokens.tokens_in if tokens is not None else None,
-            tokens_out=tokens.tokens_out if tokens is not None else None))
+            tokens_out=tokens.tokens_out if tokens is not None else None, cost_micros=outcome.cost_micros))
         scope.scheduler.complete(node_id, ports)
         scope.order.append(node_id)
         scope.writes[node_id] = writes

@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from engine.approvals.projection import APPROVAL_EVENT_TYPES, apply_approval_events
 from engine.events import Event, PoisonEvent, decode_event, encode_event
 from engine.events.built import BUILT
+from engine.events.models import StepCompleted
 from engine.money.projection import MONEY_EVENT_TYPES, apply_money_events
 from engine.runtime import crashpoints
 from engine.runtime.live_change import LiveChange
@@ -153,7 +154,7 @@ def apply_batch(engine: sa.Engine, messages: list[tuple[str, bytes]], source: st
                                   "created_at": now})
                 continue
             result.applied += 1
-            if event.type in MONEY_EVENT_TYPES:
+            if event.type in MONEY_EVENT_TYPES or (isinstance(event, StepCompleted) and event.cost_micros):
                 money_events.append(event)
             if event.type in APPROVAL_EVENT_TYPES:
                 approval_events.append(event)
