@@ -56,7 +56,15 @@ def _template(value: str) -> str:
 
 
 Duration = Annotated[str | int | float, AfterValidator(_duration)]
+def _filled(value: str) -> str:
+    if not value.strip():
+        raise PydanticCustomError("blank", "is empty")
+    return value
+
+
 Template = Annotated[str, AfterValidator(_template)]
+FilledTemplate = Annotated[str, AfterValidator(_filled), AfterValidator(_template)]
+"""A template a node cannot do without (a URL, a prompt, a condition): empty or only spaces is refused."""
 Money = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
@@ -116,7 +124,7 @@ class BudgetReserveConfig(NodeConfig):
 class ModelConfig(NodeConfig):
     provider: str = Field(min_length=1)
     model: str = Field(min_length=1)
-    prompt: Template
+    prompt: FilledTemplate
     output_key: str = Field(min_length=1)
     system: Template | None = None
     max_tokens: int | None = Field(default=None, ge=1)
@@ -129,7 +137,7 @@ class ModelConfig(NodeConfig):
 
 class RouterBranch(NodeConfig):
     port: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$")
-    when: Template
+    when: FilledTemplate
 
 
 class RouterConfig(NodeConfig):
@@ -142,7 +150,7 @@ class JoinConfig(NodeConfig):
 
 
 class ForeachConfig(NodeConfig):
-    items: Template
+    items: FilledTemplate
     concurrency: int = Field(default=4, ge=1, le=1000)
     output_key: str | None = None
 
@@ -153,7 +161,7 @@ class SetConfig(NodeConfig):
 
 class HttpRequestConfig(NodeConfig):
     method: Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-    url: Template
+    url: FilledTemplate
     headers: dict[str, Template] = Field(default_factory=dict)
     body: Template | None = None
     output_key: str | None = None

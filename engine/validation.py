@@ -217,6 +217,8 @@ class _Checker:
                     self.add("bad_template", node.id, f"{where}: {path}: {error['msg']}; {fix}")
                 elif kind == "missing":
                     self.add("invalid_config", node.id, f"{where}: config.{path} is required; set it")
+                elif kind == "blank":
+                    self.add("invalid_config", node.id, f"{where}: config.{path} is empty; it is required, set it")
                 else:
                     self.add("invalid_config", node.id, f"{where}: config.{path}: {error['msg']}; correct the value")
 

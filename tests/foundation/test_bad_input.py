@@ -310,3 +310,21 @@ def test_an_approval_with_non_string_approvers_says_invalid_config(approvers: li
     approval["config"]["required"] = 2
     found = assert_only_diagnostics(document)
     assert "invalid_config" in {d.code for d in found if d.node == "approve"}
+
+
+@pytest.mark.parametrize(("node_type", "config", "key"), [
+    ("http.request", {"method": "GET", "url": ""}, "url"),
+    ("http.request", {"method": "GET", "url": "   "}, "url"),
+    ("ai.model", {"provider": "local", "model": "sim-small", "prompt": "", "output_key": "answer"}, "prompt"),
+    ("router", {"branches": [{"port": "yes", "when": " "}]}, "branches.0.when"),
+])
+def test_a_required_template_left_empty_is_an_error(node_type: str, config: dict[str, Any], key: str) -> None:
+    """Empty is not set: a node cannot call an empty URL or ask an empty prompt, and the app's form says so too."""
+    flow = flow_from_data({"format": "lockgate.flow/1", "id": "blank", "name": "Blank",
+                           "nodes": [{"id": "start", "type": "trigger.manual"},
+                                     {"id": "n", "type": node_type, "config": config},
+                                     {"id": "done", "type": "terminal"}],
+                           "edges": [{"from": "start", "to": "n"}, {"from": "n", "to": "done"}]})
+    errors = [d for d in validate(flow) if d.code == "invalid_config"]
+    assert [(d.code, d.message) for d in errors] == [
+        ("invalid_config", f'node "n" ({node_type}): config.{key} is empty; it is required, set it')], errors
