@@ -11,7 +11,6 @@ from typing import Literal
 
 from engine.config import EngineConfig
 from engine.settings import LockgateSettings, load_settings
-from engine.store.db import sqlite_database
 
 DataFolderProblem = Literal["not_a_folder", "cannot_create", "not_a_database"]
 _NAME_ANOTHER = "pass --data-dir (or LOCKGATE_DATA_DIR) naming a folder"
@@ -58,6 +57,8 @@ def command_config() -> EngineConfig:
         check_sqlite_file(config.data_dir / "lockgate.db", f"the data folder {config.data_dir} holds lockgate.db",
                           "move it away or point --data-dir elsewhere")
     else:
+        from engine.store.db import sqlite_database  # here: commands that need no store (validate) load no SQL
+
         database = sqlite_database(config.db_url)
         if database is not None:
             check_sqlite_file(database, f"LOCKGATE_DB_URL names {database}", "move it away or point LOCKGATE_DB_URL "
