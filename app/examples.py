@@ -12,6 +12,9 @@ if TYPE_CHECKING:
 
 EXAMPLES_PACKAGE = "resources.examples"
 FIRST_START_EXAMPLE = "ticket-triage.flow.json"
+STARTER_BUDGET = ("default", 5.0)
+"""The budget a fresh install starts with (name, USD a month): the first-start example reserves its model call on
+"default", so without one its runs are refused. Settings ▸ Budgets changes or removes it."""
 FIRST_START_HINT = (
     "Try it: click “Classify” to edit its prompt on the right, press F7 to validate, "
     "then Publish (Ctrl+Shift+P) and Run (F5)."

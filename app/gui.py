@@ -12,7 +12,8 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
 from app.bridge import EngineBridge
-from app.settings import APPLICATION, ORGANIZATION, AppSettings
+from app.examples import STARTER_BUDGET
+from app.settings import APPLICATION, ORGANIZATION, AppSettings, BudgetSetting
 from app.window import MainWindow
 from engine.config import EngineConfig
 from engine.gc_pauses import freeze_startup_objects
@@ -33,6 +34,17 @@ def engine_config(settings: AppSettings, lockgate: LockgateSettings) -> EngineCo
     if lockgate.db_url:
         overrides["db_url"] = lockgate.db_url
     return dataclasses.replace(config, **overrides) if overrides else config  # type: ignore[arg-type]
+
+
+def give_starter_budget(settings: AppSettings, config: EngineConfig) -> bool:
+    """On a fresh install (no budgets set, a data folder with no store yet), the starter budget the first-start
+    example spends from; a data folder already in use keeps the budgets it has. True when it was given."""
+    fresh = config.db_url is None and not (config.data_dir / "lockgate.db").exists()
+    if settings.budgets() or not fresh:
+        return False
+    name, limit = STARTER_BUDGET
+    settings.set_budgets([BudgetSetting(name, limit, "month")])
+    return True
 
 
 def create_application(argv: Sequence[str] | None = None) -> QApplication:
@@ -59,8 +71,10 @@ def create_main_window(app: QApplication, settings: AppSettings, start_engine: b
 
     lockgate = lockgate_settings if lockgate_settings is not None else load_settings()
     apply_app_theme(app, settings.theme)
-    bridge = EngineBridge(engine_config(settings, lockgate), settings.budgets(), log_records=log_records,
-                          settings=lockgate)
+    config = engine_config(settings, lockgate)
+    if not settings.first_start_done:
+        give_starter_budget(settings, config)
+    bridge = EngineBridge(config, settings.budgets(), log_records=log_records, settings=lockgate)
     window = MainWindow(settings, bridge, log_records=log_records)
     if not settings.first_start_done:
         window.first_start()
