@@ -72,3 +72,16 @@ def test_the_preview_runs_in_the_engines_sandbox() -> None:
         "= 'Hi Bo / Bo' with run 01234567", False)
     other = run.model_copy(update={"flow_id": "another-flow"})
     assert context_for(flow, other).source == "input defaults"  # a run of another flow is not this one's
+
+
+def test_an_input_without_a_default_is_no_error_and_a_missing_name_is_said_plainly() -> None:
+    flow = flow_from_data({**FLOW, "inputs": {**FLOW["inputs"], "ticket": {"type": "object", "required": True}}})
+    defaults = context_for(flow, None)
+    for source in ("Refund {{ inputs.ticket.body }}?", "Refund {{ inputs.ticket }}?"):
+        assert preview_text(source, defaults) == (
+            "no preview: inputs.ticket has no default; select a run of this flow to see it with that run's values",
+            False)  # a neutral note, not red: nothing is wrong with the template
+    assert preview_text("{{ inputs.tickt.body }}", defaults) == (
+        'cannot be worked out with input defaults: nothing named "tickt" there', True)
+    run = Run(id="0123456789", flow_id="greets", version=1, status="succeeded", inputs={"ticket": None}, state={})
+    assert preview_text("{{ inputs.ticket }}", context_for(flow, run)) == ("= null with run 01234567", False)
