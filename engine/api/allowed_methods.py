@@ -15,7 +15,7 @@ from fastapi import Request
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
-_route_contexts: Callable[[Sequence[BaseRoute]], Iterable[Any]] = getattr(fastapi.routing, "iter_route_contexts",
+route_contexts: Callable[[Sequence[BaseRoute]], Iterable[Any]] = getattr(fastapi.routing, "iter_route_contexts",
                                                                           iter)
 """`app.routes` with the routes of the routers it includes (before FastAPI 0.137.2 it lists them all itself)."""
 
@@ -30,7 +30,7 @@ def allowed_methods(request: Request) -> list[str]:
 
 def _taken(routes: Sequence[BaseRoute], scope: Scope) -> set[str]:
     methods: set[str] = set()
-    for route in _route_contexts(routes):
+    for route in route_contexts(routes):
         match, child_scope = route.matches(scope)
         if match is Match.NONE:
             continue

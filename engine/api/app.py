@@ -4,7 +4,8 @@
 Every answer that is not a success is `{"error": {"code", "message"}}` (`Error`). Handlers that touch the
 engine are plain `def`s, so FastAPI runs them on its thread pool, off the event loop; `POST /api/v1/runs` is
 `async`: one trip there for its key check and the start together (`LaterKey`), then the wait for its run on the
-event loop, holding no thread, and a trip for each read of the run (`start_answer`).
+event loop, holding no thread, and a trip for each read of the run (`start_answer`). A query parameter its route
+does not declare is refused before the route runs (`engine.api.known_query`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from engine.api.allowed_methods import allowed_methods
 from engine.api.body_limit import BodyLimit
 from engine.api.errors import ApiError
+from engine.api.known_query import KnownQuery
 from engine.api.loop_event import LoopEvent
 from engine.api.rerun import rerun_answer
 from engine.api.start_threads import StartThreads
@@ -552,6 +554,7 @@ def build_app(engine: EngineApi | None, routers: Sequence[APIRouter] = (),
     app.include_router(webhook_routes())
     for router in routers:
         app.include_router(router)
+    app.add_middleware(KnownQuery, routes=lambda: app.routes)  # inside BodyLimit: an oversized body is a 413 first
     app.add_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_answer)

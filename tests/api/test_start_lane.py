@@ -17,9 +17,14 @@ from tests.api.raw_http import Answer, chunked, connect, exchange, read_answer, 
 START = b'{"flow_id": "hello", "inputs": {"name": "Ada"}}'
 
 
-def _start(api: Api, body: bytes, *, path: str = "/api/v1/runs", extra: dict[str, str] | None = None) -> Answer:
+def _start(api: Api, body: bytes, *, path: str = "/api/v1/runs", extra: dict[str, str] | None = None,
+           routed: bool = False) -> Answer:
+    """A start; `routed`: with a length of more digits than the lane reads, so the application's route answers it
+    (a start with a query does not reach the route either: no route takes a query parameter it does not declare)."""
     headers = {"Authorization": f"Bearer {api.key}", "Content-Type": "application/json", **(extra or {})}
-    return exchange(api.server.url, request("POST", path, headers=headers, body=body))
+    if routed:
+        headers["Content-Length"] = str(len(body)).zfill(12)
+    return exchange(api.server.url, request("POST", path, headers=headers, body=body, length=not routed))
 
 
 def _lane(api: Api) -> StartLane:
@@ -43,20 +48,19 @@ def test_a_start_is_answered_alike_by_the_lane_and_by_the_application(api: Api) 
     before = _counts(api)
     laned = _start(api, START)
     assert _counts(api) == (before[0] + 1, before[1])
-    routed = _start(api, START, path="/api/v1/runs?note=x")  # a query: the application's route answers
+    routed = _start(api, START, routed=True)
     assert _counts(api) == (before[0] + 1, before[1] + 1)
     assert _shape(laned) == _shape(routed) == (201, "application/json", _shape(laned)[2], "Hello, Ada!")
     assert int(laned.headers["content-length"]) == len(laned.body)
-    parked = [_start(api, b'{"flow_id": "later", "inputs": {}, "wait": 0.2}', path=path)
-              for path in ("/api/v1/runs", "/api/v1/runs?note=x")]
+    parked = [_start(api, b'{"flow_id": "later", "inputs": {}, "wait": 0.2}', routed=routed)
+              for routed in (False, True)]
     for answer in parked:
         data = answer.json()
         assert isinstance(data, dict)
         assert answer.status == 202 and data["status"] == "waiting"
         assert answer.headers["retry-after"] == str(data["retry_after_seconds"])
     assert _shape(parked[0])[:3] == _shape(parked[1])[:3]
-    refused = [_start(api, b'{"flow_id": "hello", "inputs": {}}', path=path)
-               for path in ("/api/v1/runs", "/api/v1/runs?note=x")]
+    refused = [_start(api, b'{"flow_id": "hello", "inputs": {}}', routed=routed) for routed in (False, True)]
     assert [answer.status for answer in refused] == [422, 422]
     assert refused[0].json() == refused[1].json()
 
