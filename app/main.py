@@ -12,6 +12,10 @@ from collections.abc import Sequence
 from engine import __version__
 from engine.cli.worker import add_log_level
 
+EXIT_BROKEN_PIPE = 141
+"""stdout's reader went away (128 + SIGPIPE, what a shell shows for a command a pipe's end stopped)."""
+EXIT_INTERRUPTED = 130
+
 # Each module defines `register(subparsers)`; it adds its parser and sets `handler=fn(args) -> int`.
 # Keep imports inside handlers so `lockgate --help` stays fast.
 COMMAND_MODULES: list[str] = [
@@ -90,7 +94,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         with in_force(settings):
-            return int(args.handler(args) or 0)
+            code = int(args.handler(args) or 0)
+            # Piped, stdout is block-buffered: write what is left now, so that a reader that went away makes it
+            # raise here rather than at the interpreter's exit.
+            sys.stdout.flush()
+            return code
+    except BrokenPipeError:
+        # The reader went away (`lockgate runs list | head`): not an error of ours. Point stdout at devnull so
+        # the interpreter's final flush does not raise again. Before `except Exception`: it is one.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        # A command that waits says itself what goes on; any other interrupted one ends without a traceback.
+        print(f"lockgate {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except DataFolderError as exc:
         parser.exit(2, f"lockgate: {exc}\n")
     except Exception as exc:
@@ -100,12 +118,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not outage(exc):
             raise
         parser.exit(EXIT_UNAVAILABLE, f"lockgate: {unreachable(exc, settings.redis_url, settings.db_url)}\n")
-    except BrokenPipeError:
-        # The reader went away (`lockgate runs list | head`): not an error of ours. Point stdout at devnull so
-        # the interpreter's final flush does not raise again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 141
 
 
 if __name__ == "__main__":

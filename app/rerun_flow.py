@@ -111,7 +111,10 @@ class RerunFlow(QObject):
             self.controller.refresh_runs()
             self.controller.open_run(started.run_id)
 
-        request = RerunRequest.model_validate({"from_node": node, "version": option.choice})
+        # The dialog named the nodes whose effect the rerun repeats (its dry run): confirming it agrees to them.
+        confirmed = option.preview is not None and bool(option.preview.repeated_effects)
+        request = RerunRequest.model_validate({"from_node": node, "version": option.choice,
+                                               "repeat_effects": confirmed})
         self.controller.bridge.request(lambda api: api.rerun(run_id, request), done)
 
     def _canvas_node(self) -> str | None:

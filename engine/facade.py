@@ -194,9 +194,13 @@ class EngineApi:
         if found is None:
             return None
         run = Run.model_validate(found)
-        if run.status in CANCELLABLE_HELD and self._handles.client.exists(self._handles.keys.run_cancel(run_id)):
+        if self.cancel_requested(run_id, run.status):
             return run.model_copy(update={"cancel_requested": True})
         return run
+
+    def cancel_requested(self, run_id: str, status: str) -> bool:
+        """Whether a cancel of the run, in `status`, waits for the worker holding it (`Run.cancel_requested`)."""
+        return status in CANCELLABLE_HELD and bool(self._handles.client.exists(self._handles.keys.run_cancel(run_id)))
 
     def list_runs(self, *, status: RunStatus | None = None, flow_id: str | None = None,
                   limit: int = DEFAULT_LIST_LIMIT, cursor: str | None = None) -> RunList:
@@ -266,10 +270,13 @@ class EngineApi:
 
     def rerun(self, run_id: str, body: RerunRequest) -> RerunStarted:
         """Rerun a finished run from `body.from_node` (`engine.runtime.rerun`); raises its RerunRefused, or the
-        refusals of any run start (budget, inputs). `dry_run`: what it would reuse and repeat, started nothing."""
+        refusals of any run start (budget, inputs). `dry_run`: what it would reuse and repeat, started nothing.
+        Unless `repeat_effects`, a rerun that would repeat a non-idempotent node's effect is refused
+        (`repeats_effects`, naming the nodes)."""
         if body.dry_run:
             return rerun_answer_of(self.services.plan_rerun(run_id, body.from_node, body.version))
-        created, plan = self.services.rerun_run(run_id, body.from_node, body.version)
+        created, plan = self.services.rerun_run(run_id, body.from_node, body.version,
+                                                repeat_effects=body.repeat_effects)
         return rerun_answer_of(plan, created)
 
     # --- flows ------------------------------------------------------------------------------------
@@ -349,8 +356,9 @@ class EngineApi:
         """Every budget of the ledger as of now."""
         return self._ledger().budgets()
 
-    def set_budget(self, name: str, limit_usd: float, period: str) -> BudgetState:
-        """Create or change a budget's limit and period (what is spent and held is kept)."""
+    def set_budget(self, name: str, limit_usd: float, period: str | None = None) -> BudgetState:
+        """Create or change a budget's limit and period (what is spent and held is kept); `period` None keeps an
+        existing budget's (a new one's is a month)."""
         return self._ledger().set_budget(name, limit_usd, period)
 
     def _ledger(self) -> BudgetLedger:

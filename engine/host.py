@@ -362,11 +362,11 @@ class EngineServices:
         """See `engine.runtime.rerun.plan_rerun`."""
         return rerun_module.plan_rerun(self.require_handles().sql, run_id, from_node, version)
 
-    def rerun_run(self, run_id: str, from_node: str, version: rerun_module.RerunVersion = "original",
-                  ) -> tuple[CreatedRun, rerun_module.RerunPlan]:
+    def rerun_run(self, run_id: str, from_node: str, version: rerun_module.RerunVersion = "original", *,
+                  repeat_effects: bool = True) -> tuple[CreatedRun, rerun_module.RerunPlan]:
         """See `engine.runtime.rerun.rerun_run` (with this engine's budget preflight)."""
         return rerun_module.rerun_run(self.require_handles(), run_id, from_node, version,
-                                      budget_preflight=self.budget_preflight)
+                                      repeat_effects=repeat_effects, budget_preflight=self.budget_preflight)
 
     def cancel_run(self, run_id: str, reason: str = "cancelled by request") -> str:
         return cancel_module.cancel_run(self.require_handles(), run_id, reason)

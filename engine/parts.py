@@ -97,5 +97,5 @@ class RunningEngine(Protocol):
     def plan_rerun(self, run_id: str, from_node: str, version: RerunVersion = "original") -> RerunPlan: ...
 
     def rerun_run(
-        self, run_id: str, from_node: str, version: RerunVersion = "original"
+        self, run_id: str, from_node: str, version: RerunVersion = "original", *, repeat_effects: bool = True
     ) -> tuple[CreatedRun, RerunPlan]: ...

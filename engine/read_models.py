@@ -187,6 +187,9 @@ class RerunRequest(BaseModel):
     version: Annotated[int, Field(ge=1, le=MAX_VERSION)] | Literal["original", "current"] = Field(
         default="original", description="the original run's version, the current published one, or a number")
     dry_run: bool = Field(default=False, description="answer what the rerun would reuse and repeat, start nothing")
+    repeat_effects: bool = Field(default=False, description="start it even though non-idempotent nodes that "
+                                 "already had their effect in the original run execute again (`repeated_effects`); "
+                                 "else such a rerun is refused with `repeats_effects`")
 
 
 class RerunStarted(ReadModel):

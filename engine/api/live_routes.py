@@ -208,8 +208,10 @@ async def _open(feed: LiveFeed, **which: str | None) -> LiveReader:
         raise ApiError(503, "live_unavailable", str(exc)) from None
 
 
-def live_router(sql: sa.Engine, feed: LiveFeed, settings: LiveSettings | None = None) -> APIRouter:
-    """The SSE routes over `sql` (snapshots, catching up) and `feed` (the live channel)."""
+def live_router(sql: sa.Engine, feed: LiveFeed, settings: LiveSettings | None = None,
+                cancel_requested: Callable[[str, str], bool] = lambda _run_id, _status: False) -> APIRouter:
+    """The SSE routes over `sql` (snapshots, catching up) and `feed` (the live channel); `cancel_requested(run_id,
+    status)` fills a snapshot's `cancel_requested` (`EngineApi.cancel_requested`)."""
     settings = settings or LiveSettings()
     router = APIRouter(dependencies=[Depends(key_checker(sql))])
 
@@ -230,6 +232,8 @@ def live_router(sql: sa.Engine, feed: LiveFeed, settings: LiveSettings | None = 
         if start is None:
             feed.close_reader(reader)
             raise ApiError(404, "unknown_run", f'run "{run_id}" does not exist; list runs with GET /api/v1/runs')
+        # The snapshot is the run as GET gives it, the flag a cancel waiting for the run's worker sets included.
+        start.run["cancel_requested"] = await run_in_threadpool(cancel_requested, run_id, str(start.run["status"]))
         stream = _RunStream(sql, reader, feed, settings, run_id, start, after)
         return StreamingResponse(stream.events(), media_type="text/event-stream", headers=SSE_HEADERS,
                                  background=BackgroundTask(feed.close_reader, reader))

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from engine.facade import EngineApi
 
 REFUSAL_STATUS = {"unknown_run": 404, "unknown_version": 404, "unknown_node": 422, "node_in_foreach": 422,
-                  "run_not_finished": 409, "node_not_run": 409, "upstream_changed": 409, "secret_inputs_gone": 409}
+                  "run_not_finished": 409, "node_not_run": 409, "upstream_changed": 409, "secret_inputs_gone": 409,
+                  "callback_url_reused": 409, "repeats_effects": 409}
 
 
 def rerun_answer(engine: EngineApi, run_id: str, body: RerunRequest) -> tuple[int, RerunStarted]:

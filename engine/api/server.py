@@ -87,7 +87,8 @@ class ApiServer:
         self.watch = RunWatch(handles.client, self.services.keys.live_batches)
         self.engine = EngineApi(self.services, self.watch)
         feed = self.feed = live_feed_for(self.services)
-        app = build_app(self.engine, [live_router(handles.sql, feed), *self.routers], closers=[feed.aclose])
+        app = build_app(self.engine, [live_router(handles.sql, feed, cancel_requested=self.engine.cancel_requested),
+                                      *self.routers], closers=[feed.aclose])
         self.lane = StartLane(app, self.engine, MAX_BODY_BYTES)
         config = uvicorn.Config(self.lane, http=_protocol(self.limits), ws="none", lifespan="on",
                                 backlog=self.limits.backlog, timeout_keep_alive=self.limits.keep_alive_timeout,

@@ -26,7 +26,8 @@ def register(subparsers: Any) -> None:
     setting = actions.add_parser("set", help="create a budget or change its limit/period")
     setting.add_argument("name", help="budget name (what budget.reserve nodes name; 'default' when they name none)")
     setting.add_argument("--limit", required=True, metavar="USD", help="limit per period in USD, e.g. 25 or 2.50")
-    setting.add_argument("--period", default="month", choices=("day", "week", "month"), help="default: month")
+    setting.add_argument("--period", default=None, choices=("day", "week", "month"),
+                         help="default: the budget's current period (month for a new budget)")
     setting.set_defaults(handler=run_budgets_set)
 
     holds = subparsers.add_parser("holds", help="list money holds (placed, charged, released)")

@@ -34,7 +34,9 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Cell]], *, title
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(*columns, title=title, title_justify="left")
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column, overflow="fold")  # a narrow terminal wraps an id or URL, never cuts it
     for row in rows:
         table.add_row(*(cell(value) for value in row))
     Console().print(table)

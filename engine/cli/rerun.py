@@ -3,16 +3,21 @@
 Starts the rerun on this data folder's engine (the same input check and budget preflight as any run) and
 waits for it like `lockgate run`. A non-idempotent node at or after NODE that already had its effect in the
 original run is named first; without `--yes` nothing starts. Exit codes: 0 the rerun succeeded (or, with
-`--detach`, started), 1 refused or the rerun did not succeed, 2 usage.
+`--detach`, started), 1 refused or the rerun did not succeed, 2 usage, 130 interrupted (Ctrl-C or SIGTERM: the
+rerun goes on with the next engine on this data folder). The wait wakes on the projector's live channel.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.cli.run import EXIT_FAILED, EXIT_OK, EXIT_USAGE, print_run
+from engine.cli.run import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, live_api, print_run, stop_on_signals
+
+if TYPE_CHECKING:
+    from engine.facade import EngineApi
 
 
 def register_rerun(commands: Any) -> None:
@@ -41,7 +46,6 @@ def parse_version(text: str) -> int | str:
 def rerun_command(args: argparse.Namespace) -> int:
     from engine.cli.output import print_json
     from engine.cli.settings import command_config, command_settings
-    from engine.facade import EngineApi
     from engine.host import EngineServices
     from engine.read_models import RerunRequest
     from engine.runtime.create import RunRefused
@@ -54,11 +58,13 @@ def rerun_command(args: argparse.Namespace) -> int:
         print(f"lockgate runs rerun: {exc}", file=sys.stderr)
         return EXIT_USAGE
     services = EngineServices(command_config(), settings=command_settings())
-    api = EngineApi(services)
+    api: EngineApi | None = None
     request = {"from_node": args.from_node, "version": version}
+    previous = stop_on_signals()
+    run_id: str | None = None
     try:
         services.start()
-        services.add_batch_listener(api.watch.on_batch)
+        api = live_api(services)
         try:
             plan = api.rerun(args.run_id, RerunRequest.model_validate({**request, "dry_run": True}))
             if plan.repeated_effects and not args.yes:
@@ -66,16 +72,17 @@ def rerun_command(args: argparse.Namespace) -> int:
                       f"{plan.rerun_of}; the rerun executes them again: {', '.join(plan.repeated_effects)}. "
                       "Pass --yes to start it anyway", file=sys.stderr)
                 return EXIT_FAILED
-            started = api.rerun(args.run_id, RerunRequest.model_validate(request))
+            started = api.rerun(args.run_id, RerunRequest.model_validate({**request, "repeat_effects": args.yes}))
         except RerunRefused as exc:
             print(f"lockgate runs rerun: {exc.kind}: {exc}", file=sys.stderr)
-            if exc.nodes:
+            if exc.nodes and exc.kind == "upstream_changed":  # the other kinds' messages name their nodes
                 print(f"differing nodes: {', '.join(exc.nodes)}", file=sys.stderr)
             return EXIT_FAILED
         except (RunRefused, InputError) as exc:
             print(f"lockgate runs rerun: {exc}", file=sys.stderr)
             return EXIT_FAILED
         assert started.run_id is not None  # not a dry run: it started one
+        run_id = started.run_id
         reused = ", ".join(started.reused_steps) or "none"
         print(f"run {started.run_id} queued: rerun of {started.rerun_of} from {started.from_node} (flow "
               f"{started.flow_id} v{started.version}); reused: {reused}", file=sys.stderr)
@@ -86,5 +93,19 @@ def rerun_command(args: argparse.Namespace) -> int:
         run = api.wait_for_run(started.run_id)
         print_run(run, args.json)
         return EXIT_OK if run.status == "succeeded" else EXIT_FAILED
+    except KeyboardInterrupt:
+        if run_id is None:
+            print("lockgate runs rerun: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        print(f"lockgate runs rerun: interrupted; rerun {run_id} goes on with the next engine on this data folder",
+              file=sys.stderr)
+        current = api.get_run(run_id) if api is not None else None
+        if current is not None:
+            print_run(current, args.json)
+        return EXIT_INTERRUPTED
     finally:
+        if api is not None:
+            api.close()
         services.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

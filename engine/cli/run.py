@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from engine.facade import EngineApi
+    from engine.host import EngineServices
     from engine.read_models import Run
 
 EXIT_OK = 0
@@ -139,7 +141,6 @@ def run_command(args: argparse.Namespace) -> int:
     from engine.cli.settings import command_config, command_settings
     from engine.cli.validate import FileReport, print_human
     from engine.config import InputLimits
-    from engine.facade import EngineApi
     from engine.host import EngineServices
     from engine.runtime.create import RunRefused
     from engine.runtime.inputs import InputBoundsError, InputError, check_input_bounds, check_inputs, cli_hint, hinted
@@ -177,12 +178,12 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"lockgate run: {hinted(exc, cli_hint)}", file=sys.stderr)
         return EXIT_USAGE
     services = EngineServices(command_config(), settings=settings)
-    api = EngineApi(services)
-    previous = _stop_on_signals()
+    api: EngineApi | None = None
+    previous = stop_on_signals()
     run_id: str | None = None
     try:
         services.start()
-        services.add_batch_listener(api.watch.on_batch)
+        api = live_api(services)
         published = api.publish(flow)
         try:
             created = api.create_run(flow.id, inputs)
@@ -211,20 +212,33 @@ def run_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("lockgate run: interrupted; a parked or queued run continues with the next engine on this data folder",
               file=sys.stderr)
-        current = api.get_run(run_id) if run_id is not None and services.handles is not None else None
+        current = api.get_run(run_id) if api is not None and run_id is not None else None
         if current is not None:
             print_run(current, args.json)
         return EXIT_INTERRUPTED
     finally:
+        if api is not None:
+            api.close()
         services.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def live_api(services: EngineServices) -> EngineApi:
+    """The facade of a command's started engine for waiting on a run: woken by the projector's live channel
+    (whichever process projects) and by this process's projector, it reads the store on a change of the run
+    instead of every few milliseconds. `close()` it before stopping the services."""
+    from engine.facade import EngineApi
+
+    api = EngineApi.on_live_channel(services)
+    services.add_batch_listener(api.watch.on_batch)
+    return api
 
 
 def _interrupt(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _stop_on_signals() -> dict[int, Any]:
+def stop_on_signals() -> dict[int, Any]:
     """SIGINT and SIGTERM end the wait cleanly (the engine stops; a parked run continues later)."""
     return {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}

@@ -122,14 +122,29 @@ def run_triggers_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return EXIT_OK
-    for row in rows:
-        state = "enabled" if row["enabled"] else "disabled"
-        detail = row.get("schedule") or (f"{row['url']}  token {row['token']}" if row.get("url")
-                                         else "no token yet: enable it to make one")
-        nothing = row["started_nothing"]
-        print(f"{row['flow_id']}/{row['trigger']}  {state}  {detail}  started nothing: "
-              f"{nothing['disabled'] + nothing['refused']} ({nothing['disabled']} while disabled, "
-              f"{nothing['refused']} refused)")
-    if args.trigger_type == "trigger.webhook" and args.action != "disable" and any(r["enabled"] for r in rows):
-        print("Sign each request: X-Hub-Signature-256: sha256=HMAC-SHA256(raw body, token) in hex.")
+    _print_rows(args, rows)
     return EXIT_OK
+
+
+def _print_rows(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+    """Like every list command: a table at a terminal, one tab-separated line a trigger piped; hints on stderr."""
+    from engine.cli.output import note, print_table
+
+    webhook = args.trigger_type == "trigger.webhook"
+    columns = ("TRIGGER", "STATE", "URL", "TOKEN") if webhook else ("TRIGGER", "STATE", "SCHEDULE")
+    table = []
+    for row in rows:
+        nothing = row["started_nothing"]
+        started_nothing = (f"{nothing['disabled'] + nothing['refused']} ({nothing['disabled']} while disabled, "
+                           f"{nothing['refused']} refused)")
+        state = "enabled" if row["enabled"] else "disabled"
+        detail = (row["url"], row["token"]) if webhook else (row["schedule"],)
+        table.append((f"{row['flow_id']}/{row['trigger']}", state, *detail, started_nothing))
+    print_table((*columns, "STARTED NOTHING"), table)
+    if webhook:
+        for row in rows:
+            if not row["token"]:
+                note(f"{row['flow_id']}/{row['trigger']} has no token yet: `lockgate webhooks enable "
+                     f"{row['flow_id']}` makes one")
+        if args.action != "disable" and any(r["enabled"] for r in rows):
+            note("Sign each request: X-Hub-Signature-256: sha256=HMAC-SHA256(raw body, token) in hex.")

@@ -21,6 +21,8 @@ from engine.transport.keys import Keyspace
 BUDGET_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 HOLD_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,63}$")
 """64 characters at most: the `holds.id` column's width."""
+DEFAULT_PERIOD = "month"
+"""A new budget's period when `set_budget` is given none."""
 MAX_LIMIT_MICROS = 1_000_000_000 * MICROS_PER_USD
 """$1e9: keeps every sum exact in Lua's doubles (below 2^53)."""
 
@@ -147,15 +149,18 @@ end
 """
 
 _SET_BUDGET = _ROLL + """
--- KEYS: budget, budget index. ARGV: name, limit, period, day, week, month
+-- KEYS: budget, budget index. ARGV: name, limit, period ('': keep the budget's), day, week, month,
+-- the period of a new budget when ARGV[3] is ''
 local starts = {day = ARGV[4], week = ARGV[5], month = ARGV[6]}
+local period = ARGV[3]
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('HSET', KEYS[1], 'limit', ARGV[2], 'period', ARGV[3], 'period_start', starts[ARGV[3]],
+  if period == '' then period = ARGV[7] end
+  redis.call('HSET', KEYS[1], 'limit', ARGV[2], 'period', period, 'period_start', starts[period],
              'spent', 0, 'held', 0)
 else
   roll(KEYS[1], starts)
-  if redis.call('HGET', KEYS[1], 'period') ~= ARGV[3] then
-    redis.call('HSET', KEYS[1], 'period', ARGV[3], 'period_start', starts[ARGV[3]])
+  if period ~= '' and redis.call('HGET', KEYS[1], 'period') ~= period then
+    redis.call('HSET', KEYS[1], 'period', period, 'period_start', starts[period])
   end
   redis.call('HSET', KEYS[1], 'limit', ARGV[2])
 end
@@ -251,8 +256,9 @@ class BudgetLedger:
 
     # -- budgets ---------------------------------------------------------------------------------
 
-    def set_budget(self, name: str, limit_usd: Any, period: str = "month") -> BudgetState:
-        """Create a budget or change its limit/period (spent and held are kept)."""
+    def set_budget(self, name: str, limit_usd: Any, period: str | None = None) -> BudgetState:
+        """Create a budget or change its limit/period (spent and held are kept). `period` None keeps an existing
+        budget's period; a new budget's is then `DEFAULT_PERIOD`."""
         _check_name(name, "budget")
         try:
             limit = usd_to_micros(limit_usd, f"budget {name!r} limit")
@@ -260,11 +266,12 @@ class BudgetLedger:
             raise BudgetError(str(exc)) from None
         if limit > MAX_LIMIT_MICROS:
             raise BudgetError(f"budget {name!r} limit {format_usd(limit)} is above $1,000,000,000; give a smaller one")
-        if period not in PERIODS:
+        if period is not None and period not in PERIODS:
             raise BudgetError(f"budget {name!r} period {period!r} is not one of {', '.join(PERIODS)}")
         starts = period_starts(self._clock.now())
         row = self._set_budget(keys=[self._keys.budget(name), self._keys.budget_names],
-                               args=[name, limit, period, starts["day"], starts["week"], starts["month"]])
+                               args=[name, limit, period or "", starts["day"], starts["week"], starts["month"],
+                                     DEFAULT_PERIOD])
         return _state_from_row(name, row)
 
     def budget(self, name: str) -> BudgetState:

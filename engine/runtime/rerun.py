@@ -18,17 +18,20 @@ from typing import Any, Literal, cast
 import orjson
 import sqlalchemy as sa
 
+from engine.catalog import template_fields
 from engine.flow import Flow
 from engine.flow_diff import diff_flows
-from engine.publish import UnknownFlowVersion, get_version
+from engine.publish import UnknownFlowVersion, get_version, list_versions
 from engine.runtime.create import BudgetPreflight, CreatedRun, RerunStart, RunRefused, create_run
 from engine.runtime.handles import EngineHandles
 from engine.runtime.idempotency import step_is_idempotent
 from engine.runtime.inputs import secret_names
 from engine.runtime.plan import FlowPlan
+from engine.runtime.scheduler import Scheduler
 from engine.runtime.transitions import TERMINAL
 from engine.store.db import reading
 from engine.store.models import AppliedEvent, Run, Step
+from engine.templates import TemplateProblem, template_callback_refs
 
 RUNS = cast(sa.Table, Run.__table__)
 STEPS = cast(sa.Table, Step.__table__)
@@ -38,7 +41,8 @@ _BEGINS = ("step_started", "step_reused")
 """Where a top-level step begins in a run's record; a rerun's reused steps begin with their `step_reused`."""
 RerunVersion = int | Literal["original", "current"]
 RefusalKind = Literal["unknown_run", "run_not_finished", "unknown_node", "node_not_run", "node_in_foreach",
-                      "upstream_changed", "secret_inputs_gone", "unknown_version"]
+                      "upstream_changed", "secret_inputs_gone", "unknown_version", "callback_url_reused",
+                      "repeats_effects"]
 
 
 class RerunRefused(RunRefused):
@@ -50,8 +54,10 @@ class RerunRefused(RunRefused):
         self.reason = kind
         self.kind: RefusalKind = kind
         self.nodes = nodes
+        """`upstream_changed`: the differing nodes; `callback_url_reused`: the reused nodes that call
+        `callback_url()`; `repeats_effects`: the nodes whose effect would be repeated."""
         self.original_version = original_version
-        """Set for `upstream_changed`: the version a rerun may use instead."""
+        """Set for `upstream_changed` and a numbered `unknown_version`: the version a rerun may use instead."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,13 @@ def _version(sql: sa.Engine, flow_id: str, version: RerunVersion, original: int)
         else:
             published, flow = get_version(sql, flow_id, int(version))
     except UnknownFlowVersion as exc:
+        if exc.kind == "unknown_version" and version not in ("original", "current"):
+            versions = list_versions(sql, flow_id)
+            newest = versions[-1].version if versions else original
+            raise RerunRefused("unknown_version", f'flow "{flow_id}" has no version {version} (its versions are 1 '
+                               f"to {newest}); name one of them, leave the version out to rerun on the original "
+                               f'run\'s version ({original}), or ask for "current" (the newest published, '
+                               f"{newest})", original_version=original) from None
         raise RerunRefused("unknown_version", str(exc)) from None
     return published.version, flow
 
@@ -132,6 +145,60 @@ def _upstream_changes(before: Flow, after: Flow, from_node: str, reused: set[str
         if edge.to == from_node and edge.from_ not in differing:
             differing.append(edge.from_)
     return tuple(differing)
+
+
+def _may_run(plan: FlowPlan, trigger: str, reused: tuple[ReusedStep, ...]) -> frozenset[str]:
+    """The nodes a rerun that reuses `reused` may execute: every other node but those on a path the reused
+    steps already ruled out (the scheduler's dead-path elimination), foreach bodies included. A reused step
+    that failed past `continue_on_fail` counts as taking all its ports: it rules out nothing."""
+    done = {step.node for step in reused}
+    if trigger not in plan.nodes:
+        return frozenset(plan.nodes) - done
+    scope = plan.trigger_scope(trigger)
+    scheduler = Scheduler(plan, scope, trigger)
+    for step in reused:
+        if step.node in scope:
+            scheduler.start(step.node)
+            scheduler.complete(step.node, step.ports if step.ports is not None else plan.ports[step.node])
+    _ready, skipped = scheduler.advance()
+    may_run = set(scope) - done - set(skipped)
+    for node in list(may_run):
+        if plan.kinds[node] == "forEach":
+            may_run |= plan.foreach_body(node)
+    return frozenset(may_run)
+
+
+def _reused_callback_urls(before: FlowPlan, after: FlowPlan, trigger: str,
+                          reused: tuple[ReusedStep, ...]) -> dict[str, list[str]]:
+    """Reused nodes (as `before`, the version they ran on, configures them) whose templates call
+    `callback_url()` for a `wait.callback` node that the rerun (on `after`) may execute again: their recorded
+    writes and effects carry the original run's URL, the rerun's own would reach no one. A call whose node is
+    not a constant may name any such node."""
+    calls: dict[str, tuple[set[str], bool]] = {}
+    for step in reused:
+        node = before.nodes.get(step.node)
+        if node is None:
+            continue
+        named: set[str] = set()
+        dynamic = False
+        for _path, source in template_fields(node.type, node.config):
+            try:
+                refs = template_callback_refs(source)
+            except TemplateProblem:
+                continue
+            named |= refs.nodes
+            dynamic = dynamic or refs.dynamic
+        if named or dynamic:
+            calls[step.node] = (named, dynamic)
+    if not calls:
+        return {}  # the common case: no reused step calls callback_url(), no scheduling to work out
+    waits = {node for node in _may_run(after, trigger, reused) if after.nodes[node].type == "wait.callback"}
+    found: dict[str, list[str]] = {}
+    for reused_node, (named, dynamic) in calls.items():
+        hit = waits if dynamic else named & waits
+        if hit:
+            found[reused_node] = sorted(hit)
+    return found
 
 
 def plan_rerun(sql: sa.Engine, run_id: str, from_node: str, version: RerunVersion = "original") -> RerunPlan:
@@ -181,12 +248,21 @@ def plan_rerun(sql: sa.Engine, run_id: str, from_node: str, version: RerunVersio
                                f'"{from_node}" at {", ".join(differing)}; the recorded steps would not match it. '
                                f"Rerun on the original version ({original}) instead",
                                nodes=differing, original_version=original)
+    new = old if flow is original_flow else FlowPlan(flow)
+    stale = _reused_callback_urls(old, new, str(run["trigger"] or ""), tuple(reused))
+    if stale:
+        calls = "; ".join(f'"{node}" calls ' + ", ".join(f'callback_url("{wait}")' for wait in waits)
+                          for node, waits in stale.items())
+        earliest = next(iter(stale))
+        raise RerunRefused("callback_url_reused", f"the rerun would reuse steps that rendered the original run's "
+                           f"callback URL for a wait.callback node that runs again, so the rerun's own URL would "
+                           f"reach no one and it could only time out: {calls}. Rerun from \"{earliest}\" or "
+                           "earlier", nodes=tuple(stale))
     state: dict[str, Any] = {}
     for step in reused:
         state.update(step.writes)
     failed = {step.node for step in reused if step.ports is None}
     errors = {key: value for key, value in (run["errors"] or {}).items() if key in failed}
-    new = old if flow is original_flow else FlowPlan(flow)
     effects: list[str] = []
     for row in sorted(steps.values(), key=lambda r: (r["started_at"] is None, r["started_at"], r["id"])):
         node = str(row["node_id"])
@@ -199,9 +275,18 @@ def plan_rerun(sql: sa.Engine, run_id: str, from_node: str, version: RerunVersio
 
 
 def rerun_run(handles: EngineHandles, run_id: str, from_node: str, version: RerunVersion = "original", *,
+              repeat_effects: bool = True,
               budget_preflight: BudgetPreflight | None = None) -> tuple[CreatedRun, RerunPlan]:
-    """Start the rerun through `create_run` (the same input check and budget preflight as any run)."""
+    """Start the rerun through `create_run` (the same input check and budget preflight as any run).
+    `repeat_effects=False` refuses (`repeats_effects`) a rerun that would execute again a non-idempotent node
+    that already had its effect (`RerunPlan.repeated_effects`); the facade's `RerunRequest` asks so by default."""
     plan = plan_rerun(handles.sql, run_id, from_node, version)
+    if plan.repeated_effects and not repeat_effects:
+        names = ", ".join(plan.repeated_effects)
+        raise RerunRefused("repeats_effects", f'the rerun of run "{run_id}" from "{from_node}" would execute again '
+                           f"nodes that are not idempotent and already had their effect in that run: {names}; "
+                           'send "repeat_effects": true to start it anyway (a "dry_run": true shows what it '
+                           "reuses and repeats)", nodes=plan.repeated_effects)
     options: dict[str, Any] = {} if budget_preflight is None else {"budget_preflight": budget_preflight}
     created = create_run(handles, plan.flow_id, plan.inputs, version=plan.version, trigger=plan.trigger or None,
                          rerun=plan.start(), **options)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
+import httpx
+
 from tests.api.conftest import Api, flow_doc
-from tests.engine.conftest import Site
+from tests.engine.conftest import Site, wait_until
 
 
 def _counting(site: Site, greeting: str = "Hello") -> dict[str, object]:
@@ -55,7 +59,9 @@ def test_rerun_refusals_are_error_kinds(api: Api, site: Site) -> None:
                                                                                    ["greet"], 1)
     assert refused(run_id, {"from_node": "ghost"})[1]["code"] == "unknown_node"
     assert refused("nope", {"from_node": "greet"})[:1] == (404,)
-    assert refused(run_id, {"from_node": "greet", "version": 9})[1]["code"] == "unknown_version"
+    status, error = refused(run_id, {"from_node": "greet", "version": 9})
+    assert (status, error["code"], error["original_version"]) == (404, "unknown_version", 1)
+    assert "original run's version (1)" in error["message"] and "latest" not in error["message"]
     assert refused(run_id, {"from_node": "greet", "version": "newest"})[0] == 422
     assert len(api.services.list_runs()) == 1
     assert site.hits == {"/charge": 1}
@@ -77,3 +83,73 @@ def test_a_rerun_has_the_budget_preflight_of_any_run(api: Api) -> None:
     answer = api.http.post(f"/api/v1/runs/{run_id}/rerun", json={"from_node": "reserve"}, headers=api.headers())
     assert (answer.status_code, answer.json()["error"]["code"]) == (402, "budget_exhausted")
     assert len(api.services.list_runs()) == 1
+
+
+def test_a_rerun_that_repeats_an_effect_needs_repeat_effects(api: Api, site: Site) -> None:
+    api.publish(_counting(site))
+    run_id = api.http.post("/api/v1/runs", json={"flow_id": "counted"}, headers=api.headers()).json()["run_id"]
+
+    def rerun(body: dict[str, object]) -> httpx.Response:
+        return api.http.post(f"/api/v1/runs/{run_id}/rerun", json=body, headers=api.headers())
+
+    refused = rerun({"from_node": "charge"})
+    assert refused.status_code == 409, refused.text
+    error = refused.json()["error"]
+    assert (error["code"], error["nodes"]) == ("repeats_effects", ["charge"])
+    assert '"repeat_effects": true' in error["message"] and "dry_run" in error["message"]
+    assert rerun({"from_node": "charge", "repeat_effects": False}).status_code == 409
+    assert len(api.services.list_runs()) == 1 and site.hits == {"/charge": 1}  # nothing started
+
+    dry = rerun({"from_node": "charge", "dry_run": True})
+    assert (dry.status_code, dry.json()["repeated_effects"]) == (200, ["charge"])
+    started = rerun({"from_node": "charge", "repeat_effects": True})
+    assert started.status_code == 201, started.text
+    run = api.services.wait_for_run(started.json()["run_id"])
+    assert (run["status"], run["result"]) == ("succeeded", "Hello #2")
+    assert site.hits == {"/charge": 2}
+
+
+def _callback_flow() -> dict[str, object]:
+    """start -> tell (renders wait's URL) -> wait (wait.callback) -> done."""
+    return flow_doc("told", [
+        {"id": "start", "type": "trigger.manual"},
+        {"id": "tell", "type": "set", "config": {"values": {"url": "{{ callback_url('wait') }}"}}},
+        {"id": "wait", "type": "wait.callback", "config": {"timeout": "25s", "output_key": "reply"}},
+        {"id": "done", "type": "terminal", "config": {"output": "{{ state.reply.status }}"}},
+    ], [("start", "tell"), ("tell", "wait"), ("wait", "received", "done")])
+
+
+def _answer_callback(api: Api, run_id: str) -> str:
+    """Wait until `run_id` parks at `wait`, POST its URL (as `tell` rendered it), wait for the end; the URL."""
+    run = wait_until(lambda: (lambda r: r if r and r["status"] == "waiting" else None)(
+        api.services.get_run(run_id, with_steps=False)), timeout=10, what=f"run {run_id} to park")
+    url = str(run["state"]["url"])
+    posted = api.http.post(urlsplit(url).path, json={"status": "ok"})
+    assert posted.status_code == 200, posted.text
+    assert api.services.wait_for_run(run_id)["status"] == "succeeded"
+    return url
+
+
+def test_a_rerun_that_would_reuse_a_rendered_callback_url_is_refused(any_db_api: Api) -> None:
+    api = any_db_api
+    api.publish(_callback_flow())
+    run_id = api.services.create_run("told").run_id
+    original_url = _answer_callback(api, run_id)
+
+    for body in ({"from_node": "wait"}, {"from_node": "wait", "dry_run": True},
+                 {"from_node": "wait", "repeat_effects": True}):
+        refused = api.http.post(f"/api/v1/runs/{run_id}/rerun", json=body, headers=api.headers())
+        assert refused.status_code == 409, refused.text
+        error = refused.json()["error"]
+        assert (error["code"], error["nodes"]) == ("callback_url_reused", ["tell"]), error
+        assert 'callback_url("wait")' in error["message"] and 'Rerun from "tell" or earlier' in error["message"]
+    assert len(api.services.list_runs()) == 1  # nothing started
+    after_wait = api.http.post(f"/api/v1/runs/{run_id}/rerun", json={"from_node": "done", "dry_run": True},
+                               headers=api.headers())  # wait is reused too: no URL is needed again
+    assert (after_wait.status_code, after_wait.json()["reused_steps"]) == (200, ["start", "tell", "wait"])
+
+    started = api.http.post(f"/api/v1/runs/{run_id}/rerun", json={"from_node": "tell"}, headers=api.headers())
+    assert started.status_code == 201, started.text
+    assert started.json()["reused_steps"] == ["start"]
+    rerun_url = _answer_callback(api, str(started.json()["run_id"]))
+    assert rerun_url != original_url  # the rerun's own URL, rendered again, resumes it

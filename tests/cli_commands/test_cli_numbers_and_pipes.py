@@ -1,17 +1,21 @@
-"""The list commands piped (one tab-separated line per row, no header, hints on stderr) and the numbers the CLI
-refuses before it asks the engine anything: `runs list --limit` outside the API's range, `run --timeout` below 0."""
+"""The list commands piped (one tab-separated line per row, no header, hints on stderr), a pipe whose reader went
+away (`| head`: exit 141, nothing on stderr), `budgets set` keeping the period it is not given, and the numbers the
+CLI refuses before it asks the engine anything: `runs list --limit` outside the API's range, `run --timeout` below
+0."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from engine.read_models import MAX_LIST_LIMIT
-from tests.cli import cli_env, lockgate
+from tests.cli import LOCKGATE, cli_env, lockgate
 from tests.cli_commands.conftest import GATE, TRIGGER, Served, serve, write_flow
 from tests.engine.conftest import make_flow
 
@@ -25,6 +29,9 @@ QUORUM = make_flow(
     ],
     [("start", "ask"), ("ask", "approved", "go"), ("ask", "rejected", "stop")],
 )
+HOOKED, UNHOOKED = (make_flow(flow_id, [{"id": "hook", "type": "trigger.webhook"}, {"id": "done", "type": "terminal"}],
+                              [("hook", "done")]) for flow_id in ("hooked", "unhooked"))
+EXIT_BROKEN_PIPE = 141
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +39,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, redis_url: str, module_pref
     engine = serve(tmp_path_factory.mktemp("serve"), redis_url, module_prefix)
     try:
         with engine.http() as http:
-            for doc in (GATE, QUORUM):
+            for doc in (GATE, QUORUM, HOOKED, UNHOOKED):
                 assert http.post("/api/v1/flows", json=doc).status_code == 201
         yield engine
     finally:
@@ -104,3 +111,54 @@ def test_run_refuses_a_negative_timeout_before_starting_anything(served: Served,
         assert f"--timeout {timeout}" in refused.stderr
     assert "late" not in [f["flow_id"] for f in json.loads(served.lockgate("flows", "list", "--json").stdout)["flows"]]
     assert json.loads(served.lockgate("runs", "list", "--flow", "late", "--json").stdout)["runs"] == []
+
+
+def _reader_gone(served: Served, *args: str) -> subprocess.CompletedProcess[str]:
+    """`lockgate *args | head -0`: stdout a pipe whose reader closed before the command started."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run([*LOCKGATE, *args], env=served.env, stdout=write_end, stderr=subprocess.PIPE, text=True,
+                              timeout=60)
+    finally:
+        os.close(write_end)
+
+
+def test_a_reader_that_goes_away_ends_each_command_quietly(served: Served) -> None:
+    run_id = served.start_run("gate", {"tag": "v8"})["run_id"]
+    served.wait_status(run_id, "waiting")  # a pending approval to list, and a run `runs watch` would wait on
+    assert served.lockgate("webhooks", "enable", "hooked").returncode == 0
+    for args in (("runs", "list"), ("runs", "list", "--json"), ("runs", "show", run_id), ("runs", "watch", run_id),
+                 ("approvals", "list"), ("webhooks", "list", "hooked"), ("keys", "list")):
+        gone = _reader_gone(served, *args)
+        assert (gone.returncode, gone.stderr) == (EXIT_BROKEN_PIPE, ""), args
+
+
+def test_webhooks_list_piped_is_one_tab_separated_line_per_trigger_and_hints_on_stderr(served: Served) -> None:
+    enabled = served.lockgate("webhooks", "enable", "hooked")
+    assert enabled.returncode == 0, enabled.stderr
+    [row] = json.loads(served.lockgate("webhooks", "list", "hooked", "--json").stdout)
+    token = row["token"]
+    line = f"hooked/hook\tenabled\t{served.url}/webhooks/{token}\t{token}\t0 (0 while disabled, 0 refused)\n"
+    listed = served.lockgate("webhooks", "list", "hooked")
+    for done in (enabled, listed):
+        assert (done.returncode, done.stdout) == (0, line), done.stderr
+        assert "Sign each request: X-Hub-Signature-256" in done.stderr
+    never = served.lockgate("webhooks", "list", "unhooked")  # never enabled: no URL or token yet
+    assert (never.returncode, never.stdout) == (0, "unhooked/hook\tdisabled\t\t\t0 (0 while disabled, 0 refused)\n")
+    assert "unhooked/hook has no token yet: `lockgate webhooks enable unhooked` makes one" in never.stderr
+    assert "Sign each request" not in never.stderr
+
+
+def test_budgets_set_without_a_period_keeps_the_budgets_period(served: Served) -> None:
+    daily = served.lockgate("budgets", "set", "small", "--limit", "1", "--period", "day")
+    assert (daily.returncode, daily.stdout) == (0, "budget small: $1.00 per day ($1.00 left)\n"), daily.stderr
+    lowered = served.lockgate("budgets", "set", "small", "--limit", "0.01")  # what the 402 budget_exhausted says to run
+    assert (lowered.returncode, lowered.stdout) == (0, "budget small: $0.01 per day ($0.01 left)\n"), lowered.stderr
+    weekly = served.lockgate("budgets", "set", "small", "--limit", "2", "--period", "week")
+    assert weekly.stdout == "budget small: $2.00 per week ($2.00 left)\n", weekly.stderr
+    fresh = served.lockgate("budgets", "set", "fresh", "--limit", "3")  # a new budget without one: a month
+    assert fresh.stdout == "budget fresh: $3.00 per month ($3.00 left)\n", fresh.stderr
+    budgets = {row["name"]: row for row in json.loads(served.lockgate("budgets", "list", "--json").stdout)}
+    assert (budgets["small"]["period"], budgets["small"]["limit"]) == ("week", "$2.00")
+    assert budgets["fresh"]["period"] == "month"

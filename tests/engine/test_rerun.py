@@ -188,3 +188,70 @@ def test_a_rerun_can_be_rerun_from_a_step_it_ran_or_one_it_reused(any_db_engine:
         ("start", second["id"]), ("charge", second["id"]), ("greet", None), ("notify", None), ("done", None)]
     assert third["state"]["charged"] == first["state"]["charged"]
     assert site.hits == {"/charge": 1, "/notify": 3}
+
+
+def _told(tail: list[dict[str, Any]] | None = None, edges: list[Any] | None = None) -> dict[str, Any]:
+    """start -> tell (renders wait's URL, by name) -> also (by a name known only at run time) -> wait
+    (wait.callback, ends through timed_out at once) -> late; or `tell` and `also` followed by `tail`."""
+    return make_flow("told", [
+        TRIGGER,
+        {"id": "tell", "type": "set", "config": {"values": {"url": "{{ callback_url('wait') }}"}}},
+        {"id": "also", "type": "set",
+         "config": {"values": {"again": "{% set which = 'wait' %}{{ callback_url(which) }}"}}},
+        *(tail or [{"id": "wait", "type": "wait.callback", "config": {"timeout": "0s", "output_key": "reply"}},
+                   {"id": "late", "type": "terminal", "config": {"output": "{{ 'late' }}"}}]),
+    ], [("start", "tell"), ("tell", "also"),
+        *(edges or [("also", "wait"), ("wait", "timed_out", "late")])])
+
+
+def test_a_rerun_reusing_a_rendered_callback_url_of_a_node_that_runs_again_is_refused(engine: Engine) -> None:
+    first = engine.run(_told())
+    assert (first["status"], first["result"]) == ("succeeded", "late"), first
+    assert first["state"]["url"] == first["state"]["again"]
+    for node in ("wait", "late"):
+        if node == "late":  # wait is reused too: nothing needs its URL again
+            assert [step.node for step in engine.services.plan_rerun(first["id"], node).reused] == [
+                "start", "tell", "also", "wait"]
+            continue
+        with pytest.raises(RerunRefused) as refused:
+            engine.services.plan_rerun(first["id"], node)
+        assert refused.value.kind == "callback_url_reused"
+        assert refused.value.nodes == ("tell", "also")
+        message = str(refused.value)
+        assert '"tell" calls callback_url("wait")' in message and '"also" calls callback_url("wait")' in message
+        assert 'Rerun from "tell" or earlier' in message
+    with pytest.raises(RerunRefused) as started:
+        engine.services.rerun_run(first["id"], "also")  # also runs again; tell still holds the old URL
+    assert (started.value.kind, started.value.nodes) == ("callback_url_reused", ("tell",))
+    assert len(engine.services.list_runs()) == 1  # nothing started
+    rerun = _rerun(engine, first["id"], "tell")
+    assert (rerun["status"], rerun["result"]) == ("succeeded", "late")
+    assert rerun["state"]["url"] != first["state"]["url"]  # the rerun's own URL
+
+
+def test_a_callback_url_for_a_node_the_reused_steps_ruled_out_refuses_nothing(engine: Engine) -> None:
+    doc = _told([
+        {"id": "route", "type": "router", "config": {"branches": [{"port": "never", "when": "{{ false }}"}]}},
+        {"id": "wait", "type": "wait.callback", "config": {"timeout": "1h"}},
+        {"id": "done", "type": "terminal"},
+    ], [("also", "route"), ("route", "never", "wait"), ("route", "default", "done"), ("wait", "received", "done")])
+    first = engine.run(doc)
+    assert first["status"] == "succeeded", first
+    assert engine.step(first, "wait")["status"] == "skipped"
+    rerun = _rerun(engine, first["id"], "done")  # route is reused: wait stays on a dead path
+    assert rerun["status"] == "succeeded"
+    with pytest.raises(RerunRefused) as refused:  # route runs again and might take the wait
+        engine.services.plan_rerun(first["id"], "route")
+    assert refused.value.kind == "callback_url_reused"
+
+
+def test_an_unknown_version_names_the_original_as_the_default(engine: Engine, site: Site) -> None:
+    first = engine.run(_flow(site), {"name": "Ada"})
+    engine.services.publish_flow(flow_from_data(_flow(site, greeting="Hi")))
+    with pytest.raises(RerunRefused) as refused:
+        engine.services.plan_rerun(first["id"], "notify", 9)
+    message = str(refused.value)
+    assert refused.value.kind == "unknown_version"
+    assert "has no version 9 (its versions are 1 to 2)" in message
+    assert "the original run's version (1)" in message and '"current"' in message
+    assert "latest" not in message

@@ -54,3 +54,28 @@ def test_lockgate_runs_rerun_reuses_the_upstream_steps(tmp_path: Path, redis_url
     assert unknown.returncode == 1 and "unknown_node" in unknown.stderr
     bad = lockgate(env, "runs", "rerun", run_id, "--from", "notify", "--version", "newest")
     assert bad.returncode == 2 and "--version" in bad.stderr
+
+
+def test_lockgate_runs_rerun_refuses_a_reused_callback_url_and_names_the_original_version(
+        tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    env = cli_env(tmp_path, redis_url, key_prefix)  # the data folder's SQLite
+    flow = tmp_path / "told.flow.json"
+    flow.write_text(json.dumps(make_flow("told", [
+        {"id": "start", "type": "trigger.manual"},
+        {"id": "tell", "type": "set", "config": {"values": {"url": "{{ callback_url('wait') }}"}}},
+        {"id": "wait", "type": "wait.callback", "config": {"timeout": "0s"}},
+        {"id": "late", "type": "terminal"},
+    ], [("start", "tell"), ("tell", "wait"), ("wait", "timed_out", "late")])))
+    first = lockgate(env, "run", str(flow), "--json")
+    assert first.returncode == 0, first.stderr
+    run_id = json.loads(first.stdout)["id"]
+
+    refused = lockgate(env, "runs", "rerun", run_id, "--from", "wait", "--detach")
+    assert refused.returncode == 1
+    assert "callback_url_reused" in refused.stderr and 'Rerun from "tell" or earlier' in refused.stderr
+    assert "differing nodes" not in refused.stderr
+    unknown = lockgate(env, "runs", "rerun", run_id, "--from", "tell", "--version", "9")
+    assert unknown.returncode == 1 and "unknown_version" in unknown.stderr
+    assert "the original run's version (1)" in unknown.stderr and "latest" not in unknown.stderr
+    listed = lockgate(env, "runs", "list", "--json")
+    assert len(json.loads(listed.stdout)["runs"]) == 1, listed.stdout  # nothing started

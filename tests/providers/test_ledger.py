@@ -46,6 +46,16 @@ def test_bad_period_and_name_are_refused(ledger: BudgetLedger) -> None:
         ledger.set_budget("has space", 10)
 
 
+def test_a_limit_given_without_a_period_keeps_the_budgets_period(ledger: BudgetLedger) -> None:
+    ledger.set_budget("ops", 1, "day")
+    reserve(ledger, "h1", "0.25")
+    lowered = ledger.set_budget("ops", "0.5")  # `lockgate budgets set ops --limit 0.5`: what a 402 tells people
+    assert (lowered.period, lowered.limit_micros, lowered.held_micros) == ("day", 500_000, 250_000)
+    assert ledger.set_budget("ops", 2, "week").period == "week"
+    assert ledger.set_budget("ops", 3).period == "week"
+    assert ledger.set_budget("new", 3).period == "month"  # a new budget given no period
+
+
 def test_unknown_budget_names_the_fix(ledger: BudgetLedger) -> None:
     ledger.set_budget("ops", 10)
     with pytest.raises(UnknownBudget, match=r"no budget 'nope' \(budgets: ops\).*lockgate budgets set nope"):
