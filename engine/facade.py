@@ -253,8 +253,9 @@ class EngineApi:
                 changed.wait(wait)
 
     def record_test(self, run_id: str, name: str) -> FlowTest:
-        """The flow test of a finished run (`engine.flowtest.record.RecordRefused`: unknown, unfinished, bad name)."""
-        return record_test(self._sql, run_id, name)
+        """The flow test of a finished run (`engine.flowtest.record.RecordRefused`: unknown, unfinished, bad name);
+        its `wait.callback` resume URLs written as the fixed URLs replay's `callback_url()` gives."""
+        return record_test(self._sql, run_id, name, box=self._handles.box)
 
     def create_run(self, flow_id: str, inputs: dict[str, object], *, started_by: str | None = None) -> StartedRun:
         """Queue a run of the flow's latest published version and return at once (`RunRefused`, `InputError`,

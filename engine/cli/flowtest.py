@@ -1,4 +1,4 @@
-"""`lockgate test FILE|DIR... [--flow F] [--json]` and `lockgate runs save-test ID --name N [--dir D]`.
+"""`lockgate test FILE|DIR... [--flow F] [--json]` and `lockgate runs save-test ID --name N [--dir D] [--force]`.
 
 `test` replays each `*.flowtest.json` in-process (no network, no money, no waiting) against the flow beside
 it, or against `--flow`. Exit codes: 0 every test passed, 1 one failed or could not run, 2 usage errors.
@@ -35,6 +35,7 @@ def add_save_test(commands: Any) -> None:
     save.add_argument("run_id", metavar="ID")
     save.add_argument("--name", required=True, help="the test's name: <flow>.<name>.flowtest.json")
     save.add_argument("--dir", default=".", help="folder to write it in (default: the current one)")
+    save.add_argument("--force", action="store_true", help="replace a test file of that name already in the folder")
     save.set_defaults(handler=save_test_command)
 
 
@@ -80,7 +81,7 @@ def test_command(args: argparse.Namespace) -> int:
 
 def save_test_command(args: argparse.Namespace) -> int:
     from engine.cli.session import EngineUnavailable, engine_api, report_unavailable
-    from engine.flowtest.model import save_test
+    from engine.flowtest.model import file_name, save_test
     from engine.flowtest.record import RecordRefused
 
     try:
@@ -95,6 +96,19 @@ def save_test_command(args: argparse.Namespace) -> int:
     if not directory.is_dir():
         print(f"lockgate runs save-test: --dir {args.dir} is not a folder", file=sys.stderr)
         return EXIT_USAGE
-    path = save_test(test, directory)
-    print(f"saved {path} ({len(test.answers)} recorded answers, path {' → '.join(test.expected.path)})")
+    replacing = args.force and (directory / file_name(test.flow_id, test.name)).exists()
+    try:
+        path = save_test(test, directory, replace=args.force)
+    except FileExistsError as exc:
+        print(
+            f"lockgate runs save-test: {exc.filename} exists already; it is left as it was. Pass --force to "
+            "replace it, or choose another --name",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    except OSError as exc:
+        print(f"lockgate runs save-test: cannot write the test in {args.dir}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILED
+    done = "replaced" if replacing else "saved"
+    print(f"{done} {path} ({len(test.answers)} recorded answers, path {' → '.join(test.expected.path)})")
     return EXIT_OK

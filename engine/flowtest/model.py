@@ -7,7 +7,9 @@ equal run, on SQLite or PostgreSQL, is the same text and reviews as a small diff
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -155,10 +157,24 @@ def load_test(path: str | Path) -> FlowTest:
     return load_test_text(Path(path).read_bytes(), str(path))
 
 
-def save_test(test: FlowTest, directory: str | Path) -> Path:
-    """Write the test as `<dir>/<flow>.<name>.flowtest.json` atomically; returns its path."""
+def save_test(test: FlowTest, directory: str | Path, *, replace: bool = False) -> Path:
+    """Write the test as `<dir>/<flow>.<name>.flowtest.json` atomically; returns its path. A file already
+    there is replaced only with `replace`; otherwise FileExistsError, and it is left as it was."""
     target = Path(directory) / file_name(test.flow_id, test.name)
+    if not replace and target.exists():
+        raise FileExistsError(errno.EEXIST, "a flow test file is there already", str(target))
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(dump_test(test), encoding="utf-8")
-    tmp.replace(target)
+    if replace:
+        tmp.replace(target)
+        return target
+    try:
+        os.link(tmp, target)  # fails, leaving the file there as it was, if one appeared meanwhile
+    except FileExistsError:
+        tmp.unlink(missing_ok=True)
+        raise
+    except OSError:  # a file system without hard links: the check above stands
+        tmp.replace(target)
+    else:
+        tmp.unlink(missing_ok=True)
     return target

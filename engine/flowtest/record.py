@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 import sqlalchemy as sa
 
+from engine.flowtest.callbacks import CallbackUrls, run_tokens
 from engine.flowtest.model import (
     PURE_TYPES,
     WAITING_TYPES,
@@ -16,13 +17,17 @@ from engine.flowtest.model import (
     RecordedFrom,
     valid_name,
 )
+from engine.publish import UnknownFlowVersion, get_version
 from engine.runtime.queries import changes_after, get_run
 from engine.runtime.transitions import TERMINAL
+from engine.secret_box import SecretBox
 
 RefusalReason = Literal["unknown_run", "run_not_finished", "run_not_replayable", "bad_name"]
 REPLAYABLE = frozenset({"succeeded", "failed"})
 """Ends a replay can reach; a cancel or an interruption came from outside the flow."""
 MAX_CHANGES = 1_000_000
+MAX_RERUN_CHAIN = 1_000
+"""How far back a rerun's `rerun_of` chain is followed for the resume URLs its reused steps hold."""
 _BEGINS = frozenset({"step_started", "step_reused"})
 
 
@@ -70,8 +75,35 @@ def recorded_path(sql: sa.Engine, run_id: str) -> list[str]:
     return path
 
 
-def record_test(sql: sa.Engine, run_id: str, name: str) -> FlowTest:
-    """The flow test of finished run `run_id` (RecordRefused: unknown, still going, or a bad name)."""
+def _callback_urls(sql: sa.Engine, run: dict[str, Any], box: SecretBox | None) -> CallbackUrls:
+    """The resume URLs the recording may hold: those of the run's `wait.callback` nodes, and (a rerun's reused
+    steps carry them) of the runs it reran, as far back as the chain goes."""
+    run_ids: list[str] = []
+    nodes: set[str] = set()
+    versions: set[tuple[str, int]] = set()
+    current: dict[str, Any] | None = run
+    while current is not None and current["id"] not in run_ids and len(run_ids) < MAX_RERUN_CHAIN:
+        run_ids.append(current["id"])
+        version = (current["flow_id"], current["version"])
+        if version not in versions:
+            versions.add(version)
+            try:
+                _published, flow = get_version(sql, *version)
+            except UnknownFlowVersion:
+                pass
+            else:
+                nodes.update(node.id for node in flow.nodes if node.type == "wait.callback")
+        source = current.get("rerun_of")
+        current = get_run(sql, source, with_steps=False) if source else None
+    return CallbackUrls(run_tokens(box, run_ids, nodes) if nodes else {})
+
+
+def record_test(sql: sa.Engine, run_id: str, name: str, box: SecretBox | None = None) -> FlowTest:
+    """The flow test of finished run `run_id` (RecordRefused: unknown, still going, or a bad name).
+
+    With the deployment's `box` (its data key), the run's `wait.callback` resume URLs are written as the fixed
+    URLs replay's `callback_url()` gives (`engine.flowtest.callbacks`); without it they stay as the run had them.
+    """
     if not valid_name(name):
         raise RecordRefused(
             "bad_name",
@@ -105,12 +137,13 @@ def record_test(sql: sa.Engine, run_id: str, name: str) -> FlowTest:
         result=run["result"],
     )
     started = _epoch(run["started_at"]) or _epoch(run["created_at"]) or 0.0
+    urls = _callback_urls(sql, run, box)
     return FlowTest(
         name=name,
         flow_id=run["flow_id"],
         recorded_from=RecordedFrom(run_id=run["id"], version=run["version"], started_at=started),
         trigger=run["trigger"] or "",
-        inputs=dict(run["inputs"] or {}),
-        answers=answers,
-        expected=expected,
+        inputs=urls.data(dict(run["inputs"] or {})),
+        answers=[RecordedAnswer.model_validate(urls.data(answer.model_dump())) for answer in answers],
+        expected=ExpectedOutcome.model_validate(urls.data(expected.model_dump())),
     )

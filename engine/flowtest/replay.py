@@ -16,6 +16,7 @@ from engine.clock import ManualClock
 from engine.events import EventBase, EventStamper
 from engine.flow import Flow
 from engine.flowtest.answers import RecordedAnswers, replay_bodies
+from engine.flowtest.callbacks import placeholder_url
 from engine.flowtest.model import FlowTest
 from engine.runtime.context import RunContext
 from engine.runtime.executor import RunExecutor, RunOutcome
@@ -92,6 +93,7 @@ def replay(flow: Flow, test: FlowTest) -> ReplayResult:
             copy.deepcopy(test.inputs),
             secrets,
             tuple(flow.inputs),
+            callback_url=placeholder_url,
         )
         stamper = EventStamper(ctx.run_id, clock, last_seq=last_seq)
         return RunExecutor(plan, ctx, stamper, emitter, clock, sleep=jump, worker="flowtest", bodies=bodies), ctx

@@ -39,7 +39,8 @@ def test_a_question_run_recorded_from_the_store_replays_and_records_byte_stable(
     assert report.verdict == "passed", report.differences
     assert report.actual is not None and report.actual.simulated_seconds >= DAY and report.actual.parks == 1
     # Recorded again from the same run: the same bytes, whatever the database's JSON key order.
-    again, _ = record(engine, run_id, "question", tmp_path / "..")
+    (tmp_path / "again").mkdir()
+    again, _ = record(engine, run_id, "question", tmp_path / "again")
     assert dump_test(again) == path.read_text(encoding="utf-8")
     assert load_test(path) == test
 
