@@ -20,9 +20,19 @@ from app.approval_badges import approval_row, quorum_badges
 from app.bridge import EngineBridge
 from app.budget_check import BudgetDiagnostic
 from app.engine_messages import run_refusal, without_cli_hints
-from app.live import LiveState, row_at_place, row_of_place, run_marks, run_path, run_row, waiting_text
+from app.live import (
+    LiveState,
+    row_at_place,
+    row_of_place,
+    run_end_text,
+    run_marks,
+    run_path,
+    run_row,
+    waiting_text,
+)
 from app.panels.rows import BudgetRow, HoldRow, local_time
 from app.waiting import run_waiting
+from engine.runtime.transitions import TERMINAL
 
 if TYPE_CHECKING:
     from app.run_details import RunDetails
@@ -52,6 +62,8 @@ REFRESH_DELAY_MS = 150
 LIVE_RUNS_REFRESH_MS = 1000
 """While live changes stream in, the full list of runs (cost, finish time) is read at most this often."""
 COUNTDOWN_MS = 1000
+RUN_FAILED_MS = 30_000
+"""How long the status bar says a run started from the window failed (a success: the usual 8 s)."""
 APPROVAL_EVENTS = frozenset({"approval_requested", "approval_decided", "approval_expired", "run_parked",
                              "run_resumed", "run_succeeded", "run_failed", "run_cancelled"})
 
@@ -86,6 +98,9 @@ class EngineController(QObject):
         self._countdown.timeout.connect(self.tick)
         window.runs.now = lambda: datetime.fromtimestamp(self.clock(), UTC)
         self._run_editor: tuple[str, FlowEditor] | None = None
+        self.started_here: set[str] = set()
+        """Runs started from this window (Run, Rerun from here) whose end is not announced yet."""
+        self.run_started.connect(self._follow_to_end)
         """(run id, editor) the followed run is drawn on: it stays there while the draft is edited."""
         bridge.state_changed.connect(self._state_changed)
         bridge.runs_changed.connect(self._runs_timer.start)
@@ -107,6 +122,8 @@ class EngineController(QObject):
         self.versions_dialog: QDialog | None = None
         self.ask_test_target: Callable[[str, Path | None], tuple[str, Path] | None] = self._ask_test_target
         """Save as test…: (flow id, the open flow's folder) -> (test name, folder), or None; tests replace it."""
+        self.ask_replace_test: Callable[[Path], bool] = self._ask_replace_test
+        """Save as test… onto a test file already there: whether to replace it; tests replace it."""
 
     def _single_shot(self, slot: Callable[[], None]) -> QTimer:
         timer = QTimer(self)
@@ -207,6 +224,26 @@ class EngineController(QObject):
 
         self.bridge.cancel_run(run_id, done)
 
+    def _follow_to_end(self, run_id: str) -> None:
+        """A run this window started: its end is said in the status bar and the Log (the list of runs, read
+        now, catches a run that ended before the live change was heard)."""
+        self.started_here.add(run_id)
+        self._runs_timer.start()
+
+    def _announce_end(self, run_id: str) -> None:
+        """Say how a run started from this window ended: succeeded, or failed where and why."""
+        self.started_here.discard(run_id)
+
+        def done(run: Run | None, error: BaseException | None) -> None:
+            if error is not None or run is None:
+                self._say(f"Run {run_id[:8]} ended; it cannot be read: {error or 'it does not exist'}")
+                return
+            text = run_end_text(run)
+            self.window.statusBar().showMessage(text, 8000 if run.status == "succeeded" else RUN_FAILED_MS)
+            self.window.log.append(text)
+
+        self.bridge.get_run(run_id, done)
+
     # ----- runs and money ------------------------------------------------------------------
 
     def refresh_runs(self) -> None:
@@ -216,6 +253,8 @@ class EngineController(QObject):
                 return
             for summary in summaries:
                 self.live.seed_from_run(summary)
+                if summary.id in self.started_here and summary.status in TERMINAL:
+                    self._announce_end(summary.id)
             self.window.runs.set_runs([run_row(summary) for summary in summaries])
             self._refresh_open_run()
             if self.live_on:
@@ -307,6 +346,9 @@ class EngineController(QObject):
     def _live_changes(self, changes: list[LiveChange]) -> None:
         if any(change.event in APPROVAL_EVENTS for change in changes):
             self._approvals_timer.start()
+        for change in changes:
+            if change.run_id in self.started_here and change.status in TERMINAL:
+                self._announce_end(change.run_id)
         applied = [change for change in changes if self.live.apply_change(change)]
         self._update_run_rows(applied)
         if self.live_on and applied:
@@ -416,10 +458,9 @@ class EngineController(QObject):
             document = FlowDocument.from_flow(flow)
             self.version_documents[key] = document
             self.window.add_document(document)
-            index = tabs.index_of(document)
-            tabs.setTabText(index, f"{flow_id} v{version} (published)")
-            tabs.setTabToolTip(index, f"Version {version} of {flow_id} as published: runs of this version are "
-                                      "drawn here because the open draft differs")
+            tabs.set_fixed_title(document, f"{flow_id} v{version} (published)",
+                                 f"Version {version} of {flow_id} as published: runs of this version are drawn "
+                                 "here because the open draft differs")
         tabs.setCurrentIndex(tabs.index_of(document))
         self.repaint_live()
         return tabs.editor_at(tabs.index_of(document))
@@ -497,10 +538,16 @@ class EngineController(QObject):
 
         return ask_test_target(self.window, flow_id, folder)
 
+    def _ask_replace_test(self, path: Path) -> bool:
+        from app.flow_tests import ask_replace_test
+
+        return ask_replace_test(self.window, path)
+
     def save_run_as_test(self, run_id: str) -> None:
-        """Save as test…: record the finished run from the store as `<flow>.<name>.flowtest.json`."""
+        """Save as test…: record the finished run from the store as `<flow>.<name>.flowtest.json`; a test file
+        of that name already there is replaced only when the user says so."""
         from app.flow_tests import flow_folder
-        from engine.flowtest.model import save_test
+        from engine.flowtest.model import file_name, save_test
 
         run = self.details.run if self.details is not None else None
         if run is None or run.id != run_id:
@@ -510,13 +557,28 @@ class EngineController(QObject):
         if target is None:
             return
         name, folder = target
+        existing = folder / file_name(flow_id, name)
+        replace = existing.exists()
+        if replace and not self.ask_replace_test(existing):
+            self._say(f"Not saved: {existing} is kept as it was. Save the run under another name to keep both.")
+            return
 
         def done(test: FlowTest | None, error: BaseException | None) -> None:
             if error is not None or test is None:
                 self._say(f"Run {run_id[:8]} cannot be saved as a test: {error or 'no answer'}")
                 return
-            path = save_test(test, folder)
-            self._say(f"Saved test {path} ({len(test.answers)} recorded answers): Flow ▸ Run tests replays it.")
+            try:
+                path = save_test(test, folder, replace=replace)
+            except FileExistsError as exc:
+                self._say(f"Not saved: {exc.filename} appeared meanwhile and is kept as it was; save again to "
+                          "replace it.")
+                return
+            except OSError as exc:
+                self._say(f"Run {run_id[:8]} cannot be saved as a test in {folder}: {exc.strerror or exc}")
+                return
+            done_word = "Replaced" if replace else "Saved"
+            self._say(f"{done_word} test {path} ({len(test.answers)} recorded answers): Flow ▸ Run tests replays "
+                      "it.")
 
         self.bridge.record_test(run_id, name, done)
 

@@ -57,8 +57,7 @@ CODE_FIELDS: dict[tuple[str, str], str] = {("script", "code"): "language"}
 FLOW_REFERENCES: set[tuple[str, str]] = {("flow.call", "flow")}
 LABELS: dict[tuple[str, str], str] = {("script", "memory_mb"): "Memory (MB)", ("script", "env"): "Environment",
                                       ("approval", "required"): "Approvals required",
-                                      ("approval", "forbid_self"): "Starter may not decide",
-                                      ("approval", "notify_url"): "Notify URL"}
+                                      ("approval", "forbid_self"): "Starter may not decide"}
 NODE_HINTS: dict[str, str] = {
     "wait.callback": 'Send its resume URL from an earlier step: {{{{ callback_url("{node}") }}}}. The first POST '
                      "of a JSON body there continues through received, with the body under the output key.",
@@ -96,8 +95,18 @@ def _bounds(info: FieldInfo) -> tuple[float | None, float | None]:
     return low, high
 
 
-def _label(key: str) -> str:
-    return key.replace("_", " ").capitalize()
+ACRONYMS: frozenset[str] = frozenset({"ai", "api", "html", "http", "https", "id", "json", "mb", "sql", "ttl", "uri",
+                                      "url", "utc"})
+"""Words a label spells in capitals: `notify_url` reads "Notify URL", `hold_ttl` "Hold TTL"."""
+
+
+def field_label(key: str) -> str:
+    """A config key as a label: words spaced, the first capitalised, acronyms in capitals (`url` -> "URL")."""
+    words = key.replace("_", " ").split()
+    shown = [word.upper() if word.lower() in ACRONYMS else word.lower() for word in words]
+    if shown and shown[0].islower():
+        shown[0] = shown[0].capitalize()
+    return " ".join(shown)
 
 
 def field_spec(type_name: str, name: str, info: FieldInfo) -> FieldSpec:
@@ -107,7 +116,7 @@ def field_spec(type_name: str, name: str, info: FieldInfo) -> FieldSpec:
     annotation, _optional = _strip_optional(info.annotation)
     validators = _validator_names(info.metadata) | _annotated_validators(annotation)
     low, high = _bounds(info)
-    label = LABELS.get((type_name, key), _label(key))
+    label = LABELS.get((type_name, key), field_label(key))
     common: dict[str, Any] = {"key": key, "label": label, "required": required, "default": default}
 
     if (type_name, key) in NODE_REFERENCES:

@@ -1,7 +1,10 @@
-"""The centre of the window: one canvas tab per open flow, marked `*` while it has unsaved changes."""
+"""The centre of the window: one canvas tab per open flow, titled with the flow's name and marked `*` while it
+has unsaved changes; the tooltip names the file. Messages of every canvas (wire hints, refusals) come out of
+`status`."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,16 +16,23 @@ if TYPE_CHECKING:
     from canvas.editor import FlowEditor
 
 DIRTY_MARK = " *"
+NOT_SAVED = "not saved"
 
 
-def tab_title(document: FlowDocument) -> str:
-    """The file name (or the flow's name for a new flow), with `*` when unsaved."""
-    if document.path is not None:
-        name = Path(document.path).name
-    else:
-        flow = document.flow_ref()
-        name = flow.name or flow.id
+def flow_label(document: FlowDocument) -> str:
+    """The flow's name (its id when it has none)."""
+    flow = document.flow_ref()
+    return flow.name or flow.id
+
+
+def tab_title(document: FlowDocument, where: str | None = None) -> str:
+    """The flow's name, with `where` (its file, to tell same-named tabs apart) and `*` when unsaved."""
+    name = flow_label(document) + (f" — {where}" if where else "")
     return name + (DIRTY_MARK if document.is_dirty() else "")
+
+
+def tab_tooltip(document: FlowDocument) -> str:
+    return str(document.path) if document.path is not None else "Not saved yet"
 
 
 class FlowTabs(QTabWidget):
@@ -31,6 +41,8 @@ class FlowTabs(QTabWidget):
     current_document_changed = Signal(object)
     selection_changed = Signal(list)
     close_requested = Signal(int)
+    status = Signal(str)
+    """A canvas's message (wire hints while dragging, why a connection was refused), from any tab."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -38,6 +50,8 @@ class FlowTabs(QTabWidget):
         self.setDocumentMode(True)
         self.setTabsClosable(True)
         self.setMovable(True)
+        self.fixed_titles: dict[int, tuple[str, str]] = {}
+        """(title, tooltip) by id(document) of tabs whose title is not the flow's name (a published version)."""
         self.tabCloseRequested.connect(self.close_requested.emit)
         self.currentChanged.connect(lambda _index: self.current_document_changed.emit(self.current_document()))
 
@@ -46,11 +60,13 @@ class FlowTabs(QTabWidget):
 
         editor = FlowEditor(document, self)
         index = self.addTab(editor, tab_title(document))
-        self.setTabToolTip(index, str(document.path) if document.path else "Not saved yet")
+        self.setTabToolTip(index, tab_tooltip(document))
         document.dirty_changed.connect(lambda _dirty, d=document: self.refresh_title(d))
         document.path_changed.connect(lambda _path, d=document: self.refresh_title(d))
         document.header_changed.connect(lambda d=document: self.refresh_title(d))
         editor.view.selection_changed.connect(lambda ids, e=editor: self._forward_selection(e, ids))
+        editor.view.status.connect(self.status)
+        self.refresh_titles()
         self.setCurrentIndex(index)
         return editor
 
@@ -90,14 +106,57 @@ class FlowTabs(QTabWidget):
                 return index
         return -1
 
+    def tab_name(self, index: int) -> str:
+        """The tab's title without the unsaved-changes mark."""
+        return self.tabText(index).removesuffix(DIRTY_MARK)
+
+    def set_fixed_title(self, document: FlowDocument, title: str, tooltip: str) -> None:
+        """Title `document`'s tab `title` for good (not the flow's name), e.g. a published version's."""
+        self.fixed_titles[id(document)] = (title, tooltip)
+        self.refresh_titles()
+
     def refresh_title(self, document: FlowDocument) -> None:
-        index = self.index_of(document)
-        if index >= 0:
-            self.setTabText(index, tab_title(document))
-            self.setTabToolTip(index, str(document.path) if document.path else "Not saved yet")
+        """`document`'s tab after its name, file or unsaved state changed (tabs of the same name too)."""
+        self.refresh_titles()
+
+    def refresh_titles(self) -> None:
+        """Every tab: the flow's name; tabs that share a name say which file each is (or that it is not saved)."""
+        documents = self.documents()
+        named = [d for d in documents if id(d) not in self.fixed_titles]
+        shared = {name for name, count in Counter(flow_label(d) for d in named).items() if count > 1}
+        wheres = {id(d): _where(d) for d in named if flow_label(d) in shared}
+        # Same name and same file name (different folders): the folder tells them apart.
+        for file_name, count in Counter(wheres.values()).items():
+            if count > 1 and file_name != NOT_SAVED:
+                for d in named:
+                    if wheres.get(id(d)) == file_name and d.path is not None:
+                        wheres[id(d)] = f"{Path(d.path).parent.name}/{file_name}"
+        seen: Counter[tuple[str, str]] = Counter()
+        for index, document in enumerate(documents):
+            fixed = self.fixed_titles.get(id(document))
+            if fixed is not None:
+                title, tooltip = fixed[0] + (DIRTY_MARK if document.is_dirty() else ""), fixed[1]
+            else:
+                where = wheres.get(id(document))
+                if where is not None:
+                    key = (flow_label(document), where)
+                    seen[key] += 1
+                    if seen[key] > 1:  # unsaved flows of one name: numbered in tab order
+                        where = f"{where} {seen[key]}"
+                title, tooltip = tab_title(document, where), tab_tooltip(document)
+            if self.tabText(index) != title:
+                self.setTabText(index, title)
+            self.setTabToolTip(index, tooltip)
 
     def remove_at(self, index: int) -> None:
         widget = self.widget(index)
+        if widget is not None:
+            self.fixed_titles.pop(id(self.document_at(index)), None)
         self.removeTab(index)
         if widget is not None:
             widget.deleteLater()
+        self.refresh_titles()
+
+
+def _where(document: FlowDocument) -> str:
+    return Path(document.path).name if document.path is not None else NOT_SAVED

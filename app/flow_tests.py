@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from PySide6.QtWidgets import QFileDialog, QInputDialog, QLineEdit, QWidget
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QLineEdit, QMessageBox, QWidget
 
 from canvas.document import FlowDocument
 from engine.flow import Flow
@@ -122,3 +122,16 @@ def ask_test_target(parent: QWidget, flow_id: str, folder: Path | None) -> tuple
             return None
         folder = Path(chosen)
     return name.strip(), folder
+
+
+def ask_replace_test(parent: QWidget, path: Path) -> bool:
+    """Whether to replace the test file at `path` with the new recording (Cancel is the default)."""
+    answer = QMessageBox.question(
+        parent,
+        "Replace test?",
+        f"{path.name} exists already in {path.parent}.\n\nReplace it with a recording of this run? Its "
+        "recorded answers and expectations are overwritten.",
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+        QMessageBox.StandardButton.Cancel,
+    )
+    return answer == QMessageBox.StandardButton.Yes

@@ -6,6 +6,7 @@ asks for per-node counts of one flow and the path of one selected run.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -206,3 +207,38 @@ def run_marks(run: Run) -> dict[str, tuple[str, str]]:
         elif timed_out(step):
             marks[step.node] = ("timed_out", "timed out")
     return marks
+
+
+ERROR_TEXT_LIMIT = 140
+_NODE_PREFIX = re.compile(r'^node "[^"]*"(?: \([^)]*\))?: ')
+
+
+def short_error(error: object, kind: str | None = None, limit: int = ERROR_TEXT_LIMIT) -> str:
+    """An error as one short line: its first line without the engine's `node "x" (type): ` prefix (the
+    message names the node already), whitespace folded, cut at `limit` characters."""
+    lines = str(error).strip().splitlines() if error else []
+    text = _NODE_PREFIX.sub("", " ".join(lines[0].split())) if lines else ""
+    if not text:
+        text = kind or "no error was recorded"
+    if len(text) > limit:
+        text = text[:limit - 1].rstrip() + "…"
+    return text
+
+
+def run_end_text(run: Run) -> str:
+    """What the status bar says when a run started from the window ends: `Run 01a25105 of refund-desk failed
+    at http_request: <short error>`, `… succeeded`, `… was cancelled at wait`."""
+    head = f"Run {run.id[:8]} of {run.flow_id}"
+    if run.status == "succeeded":
+        return f"{head} succeeded."
+    failed = [step for step in run.steps if step.status == "failed" and not step.reused_from]
+    step = failed[-1] if failed else None
+    node = step.node if step is not None else run.current_node
+    where = f" at {node}" if node else ""
+    if run.status == "failed":
+        error, kind = (step.error, step.error_type) if step is not None and step.error else (run.error, run.error_type)
+        return f"{head} failed{where}: {short_error(error, kind).rstrip('.')} — double-click it in Runs for details"
+    if run.status == "cancelled":
+        return f"{head} was cancelled{where}."
+    reason = f": {short_error(run.error, run.error_type).rstrip('.')}" if run.error or run.error_type else ""
+    return f"{head} was {run.status}{where}{reason}."

@@ -13,7 +13,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QPlainTextEdit,
     QPushButton,
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from app.live import run_row, step_ports, step_status_text
 from app.panels.rows import local_time, tokens_text, usd
+from app.panels.tables import fit_columns
 from app.panels.timeline import TimelineWidget
 from app.readable import readable_json
 from app.theme import status_colour
@@ -37,6 +37,9 @@ from engine.runtime.transitions import TERMINAL as TERMINAL_STATUSES
 STEP_COLUMNS = ("Node", "Type", "Status", "Attempts", "Started", "Duration", "Tokens", "Ports", "Error")
 STATUS_COLUMN = STEP_COLUMNS.index("Status")
 ERROR_COLUMN = len(STEP_COLUMNS) - 1
+STEP_SAMPLES = {0: "classify_ticket", 1: "trigger.schedule", 2: "succeeded", 4: "2026-12-31 23:59:59",
+                5: "12,345 ms", 6: "1,234 in · 56 out", 7: "approved"}
+"""Typical cells the step columns are sized for; the error takes the room left."""
 MASK = "***"
 
 
@@ -93,9 +96,7 @@ class RunDetails(QDialog):
         self.steps.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.steps.setWordWrap(False)
         self.steps.verticalHeader().setDefaultSectionSize(24)
-        for column, width in enumerate((110, 110, 90, 70, 150, 80, 110, 90)):
-            self.steps.horizontalHeader().resizeSection(column, width)
-        self.steps.horizontalHeader().setSectionResizeMode(ERROR_COLUMN, QHeaderView.ResizeMode.Stretch)
+        fit_columns(self.steps, STEP_SAMPLES, stretch=ERROR_COLUMN)
         self.steps.itemSelectionChanged.connect(self._show_selected_step)
         self.step_given = _json_view("stepGiven")
         self.step_output = _json_view("stepOutput")

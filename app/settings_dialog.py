@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.bridge import EngineBridge
+from app.panels.tables import fit_columns
 from app.settings import (
     AppSettings,
     BudgetSetting,
@@ -56,8 +57,18 @@ def _table(headers: tuple[str, ...]) -> QTableWidget:
     table.setHorizontalHeaderLabels(list(headers))
     table.verticalHeader().hide()
     table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    table.setWordWrap(False)  # one line a row: a long URL or price table elides instead of wrapping out of sight
     table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
     return table
+
+
+def _field_note(text: str) -> QLabel:
+    """A hint right under the field before it (not the padded, centred text of an empty panel)."""
+    note = QLabel(text)
+    note.setObjectName("fieldNote")
+    note.setWordWrap(True)
+    note.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+    return note
 
 
 def _cell(table: QTableWidget, row: int, column: int) -> str:
@@ -97,7 +108,8 @@ class SettingsDialog(QDialog):
         super().__init__(parent)
         self.bridge = bridge
         self.setWindowTitle("Lockgate settings")
-        self.setMinimumSize(640, 420)
+        self.setMinimumSize(680, 420)  # the Providers headers show whole
+        self.resize(820, 460)  # room for a provider's base URL beside the other columns' headers
         self.settings = settings
         self.store = store or settings.secret_store()
         self.new_secrets: dict[str, str] = {}
@@ -150,10 +162,8 @@ class SettingsDialog(QDialog):
         self.your_name_edit.setObjectName("yourNameEdit")
         self.your_name_edit.setPlaceholderText(login_name())
         form.addRow("Your name", self.your_name_edit)
-        note = QLabel("Approvals you decide in the app are decided as this name: an approval node that lists its "
-                      "approvers (alice, bob) accepts only those names. Empty: your login name.")
-        note.setObjectName("emptyHint")
-        note.setWordWrap(True)
+        note = _field_note("Approvals you decide in the app are decided as this name: an approval node that lists "
+                           "its approvers (alice, bob) accepts only those names. Empty: your login name.")
         form.addRow("", note)
         return page
 
@@ -176,15 +186,16 @@ class SettingsDialog(QDialog):
         form.addRow("Data folder", row)
         form.addRow("Redis URL", self.redis_edit)
         form.addRow("Database URL", self.db_edit)
-        note = QLabel("Engine locations take effect the next time Lockgate starts.")
-        note.setObjectName("emptyHint")
-        form.addRow("", note)
+        form.addRow("", _field_note("Engine locations take effect the next time Lockgate starts."))
         return page
 
     def _providers_tab(self) -> QWidget:
         self.providers_table = _table(("Name", "Base URL", "API key", "Prices (USD per 1M tokens, JSON)",
                                        "Pool (calls at once)"))
         self.providers_table.setObjectName("providersTable")
+        # Headers whole: the short columns fit their header (and a typical value), the base URL takes the rest.
+        self.providers_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        fit_columns(self.providers_table, {0: "openai", 2: "sk-…abcd"}, stretch=1)
         for provider in self.settings.providers():
             self._add_provider_row(provider)
         self.providers_table.itemChanged.connect(self._provider_item_changed)

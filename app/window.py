@@ -119,10 +119,12 @@ class MainWindow(QMainWindow):
         self.tabs.current_document_changed.connect(self._current_document_changed)
         self.tabs.selection_changed.connect(self.properties.show_selection)
         self.tabs.close_requested.connect(self.close_tab)
+        self.tabs.status.connect(self._canvas_status)
         self.problems.node_activated.connect(self.reveal_node)
         self.problems.budget_requested.connect(lambda name: self.show_settings(budget=name))
         self.palette_widget.activated.connect(self._add_from_palette)
         self.problems.counts_changed.connect(self._problem_counts_changed)
+        self.approvals.count_changed.connect(self._approval_count_changed)
         self.properties.flow_panel.taken_ids = self.taken_ids
         self.properties.published_flow_ids = lambda: self.published_ids
         self.approvals.set_decider(settings.your_name)
@@ -187,8 +189,9 @@ class MainWindow(QMainWindow):
         self.docks["Problems"].raise_()
         self.setCorner(Qt.Corner.BottomLeftCorner, left)
         self.setCorner(Qt.Corner.BottomRightCorner, right)
-        self.resizeDocks([self.docks["Palette"]], [210], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.docks["Properties"]], [360], Qt.Orientation.Horizontal)
+        from app.dock_widths import SideDockWidths  # widens the side docks again when the window grows
+
+        self.side_dock_widths = SideDockWidths(self, {self.docks["Palette"]: 210, self.docks["Properties"]: 360})
         self.resizeDocks([self.docks["Problems"]], [180], Qt.Orientation.Vertical)
 
     def _handlers(self) -> dict[str, Callable[[], object]]:
@@ -324,7 +327,7 @@ class MainWindow(QMainWindow):
         history `document` itself continues."""
         version_views = set(self.engine.version_documents.values()) if self.engine is not None else set()
         open_ids = {
-            other.flow_ref().id: self.tabs.tabText(index).removesuffix(" *")
+            other.flow_ref().id: self.tabs.tab_name(index)
             for index, other in enumerate(self.tabs.documents())
             if other is not document and other not in version_views
         }
@@ -443,9 +446,8 @@ class MainWindow(QMainWindow):
         return True
 
     def _ask_to_save_dialog(self, document: FlowDocument) -> SaveAnswer:
-        name = self.tabs.tabText(self.tabs.index_of(document)).removesuffix(" *")
         return QMessageBox.question(
-            self, "Unsaved changes", f"Save the changes to {name} before closing?",
+            self, "Unsaved changes", save_question(document, self.tabs.tab_name(self.tabs.index_of(document))),
             QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
             QMessageBox.StandardButton.Save,
         )
@@ -558,6 +560,16 @@ class MainWindow(QMainWindow):
     def _problem_counts_changed(self, errors: int, warnings: int) -> None:
         title = "Problems" + (f" ({errors + warnings})" if errors + warnings else "")
         self.docks["Problems"].setWindowTitle(title)
+
+    def _approval_count_changed(self, pending: int) -> None:
+        self.docks["Approvals"].setWindowTitle("Approvals" + (f" ({pending})" if pending else ""))
+
+    def _canvas_status(self, text: str) -> None:
+        """A canvas's wire hint or refusal (e.g. "… is a trigger and takes no input"); an empty one clears."""
+        if text:
+            self.statusBar().showMessage(text, STATUS_MESSAGE_MS)
+        else:
+            self.statusBar().clearMessage()
 
     # ----- flow commands ------------------------------------------------------------
 
@@ -924,6 +936,16 @@ class MainWindow(QMainWindow):
         if self.bridge is not None:
             self.bridge.stop()
         event.accept()
+
+
+def save_question(document: FlowDocument, name: str) -> str:
+    """The close prompt's question: the flow's name (as its tab says it), and its file when it has one."""
+    if document.path is None:
+        return f"Save the changes to {name} before closing? It has not been saved to a file yet."
+    path = Path(document.path)
+    if path.name in name:
+        return f"Save the changes to {name} before closing?\n\nFile: {path}"
+    return f"Save the changes to {name} ({path.name}) before closing?\n\nFile: {path}"
 
 
 def engine_state_text(state: str, reason: str) -> str:

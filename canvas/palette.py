@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QMimeData, Qt, Signal
 from PySide6.QtGui import QDrag
-from PySide6.QtWidgets import QLineEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLineEdit, QStyle, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from canvas.icons import type_icon
 from canvas.quick_add import matches
@@ -93,6 +93,9 @@ class NodePalette(QWidget):
                 item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsDragEnabled)
                 children.append(item)
         self.tree.expandAll()
+        # Every type's name shows whole ("Wait for callback", not "Wait for callb…"), however narrow the dock.
+        self.tree.setMinimumWidth(self.tree.sizeHintForColumn(0) + 2 * self.tree.frameWidth()
+                                  + self.tree.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent))
         self.set_filter(self.filter.text())
 
     def set_filter(self, text: str) -> None:

@@ -19,7 +19,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -31,9 +30,12 @@ from PySide6.QtWidgets import (
 
 from app.panels.empty_state import EmptyStateStack
 from app.panels.rows import ApprovalRow, local_time, time_left
-from app.panels.tables import read_only_table
+from app.panels.tables import fit_columns, read_only_table
 
 COLUMNS = ("Flow", "Run", "Node", "Message", "Requested", "Time left", "Progress")
+APPROVAL_SAMPLES = {0: "ticket-triage", 1: "01a250f757b9…", 2: "manager_approval", 4: "2026-12-31 23:59:59",
+                    5: "23h59m", 6: "2 of 3 approved"}
+"""Typical cells the columns are sized for; the message takes the room left."""
 
 
 class ApprovalsPanel(QWidget):
@@ -42,6 +44,8 @@ class ApprovalsPanel(QWidget):
 
     decision_made = Signal(str, bool, str)
     change_name_requested = Signal()
+    count_changed = Signal(int)
+    """How many approvals are listed as waiting (0 while the engine does not run); the dock's title shows it."""
 
     def __init__(self, parent: QWidget | None = None, now: Callable[[], datetime] | None = None) -> None:
         super().__init__(parent)
@@ -55,10 +59,9 @@ class ApprovalsPanel(QWidget):
         self.table = read_only_table("approvalsTable", COLUMNS)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        # Fixed widths: ResizeToContents re-measures every cell on each refresh.
-        for column, width in enumerate((130, 110, 110, 300, 150, 90, 200)):
-            self.table.horizontalHeader().resizeSection(column, width)
-        self.table.horizontalHeader().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        # A long message elides on one line (in full as its tooltip) rather than wrap into a clipped second one.
+        self.table.setWordWrap(False)
+        fit_columns(self.table, APPROVAL_SAMPLES, stretch=COLUMNS.index("Message"))
         self.table.itemSelectionChanged.connect(self._update_buttons)
         self.decider_label = QLabel(self)
         self.decider_label.setObjectName("deciderLabel")
@@ -114,6 +117,7 @@ class ApprovalsPanel(QWidget):
         self.table.setRowCount(0)
         self.stack.show_message(reason)
         self._update_buttons()
+        self.count_changed.emit(0)
 
     def set_approvals(self, approvals: list[ApprovalRow]) -> None:
         selected = self.selected_approval()
@@ -150,6 +154,7 @@ class ApprovalsPanel(QWidget):
         else:
             self.stack.show_message("No approvals are waiting.")
         self._update_buttons()
+        self.count_changed.emit(len(self.approvals))
 
     def decision_result(self, approval_id: str, accepted: bool, message: str, still_pending: bool = False) -> None:
         """The engine's answer to a decision from this panel: a refusal is shown with the comment kept;

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.field_kinds import FieldSpec
+from app.panels.fit_width import narrow_combo
 from app.panels.template_completion import TemplateCompleter
 from app.panels.template_preview import PreviewContext, preview_text
 from engine.durations import DurationError, format_duration, parse_duration
@@ -276,7 +277,7 @@ class CommitOnLeaveTextEdit(QPlainTextEdit):
 class ChoiceEditor(FieldEditor):
     def __init__(self, spec: FieldSpec, parent: QWidget | None = None) -> None:
         super().__init__(spec, parent)
-        self.combo = QComboBox(self)
+        self.combo = narrow_combo(QComboBox(self))
         if spec.required:
             self.combo.addItem(NOT_SET, None)
         for choice in spec.choices:
@@ -379,7 +380,7 @@ class NodeRefEditor(FieldEditor):
 
     def __init__(self, spec: FieldSpec, parent: QWidget | None = None) -> None:
         super().__init__(spec, parent)
-        self.combo = QComboBox(self)
+        self.combo = narrow_combo(QComboBox(self))
         self.combo.activated.connect(lambda _index: self._emit(self.combo.currentData()))
         self._finish_layout(self.combo)
 
@@ -408,7 +409,7 @@ class FlowRefEditor(FieldEditor):
 
     def __init__(self, spec: FieldSpec, parent: QWidget | None = None) -> None:
         super().__init__(spec, parent)
-        self.combo = QComboBox(self)
+        self.combo = narrow_combo(QComboBox(self))
         self.combo.setEditable(True)
         self.combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
         line = self.combo.lineEdit()

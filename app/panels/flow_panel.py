@@ -10,20 +10,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QFormLayout,
     QGroupBox,
     QLabel,
     QLineEdit,
-    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
 
 from app.field_kinds import FieldSpec
 from app.panels.field_editors import CommitOnLeaveTextEdit, DurationEditor
+from app.panels.fit_width import FitWidthScrollArea, fit_form
 from app.panels.inputs_editor import InputsEditor
 from canvas.flow_header import SETTING_KEYS, flow_id_problem
 from engine.validation import DEFAULT_LIMITS
@@ -51,15 +50,12 @@ class TakenIds:
         return set(self.open) | set(self.published)
 
 
-class FlowPanel(QScrollArea):
+class FlowPanel(FitWidthScrollArea):
     """Edits the current document's own properties."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("flowPanel")
-        self.setWidgetResizable(True)
-        self.setFrameShape(QScrollArea.Shape.NoFrame)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.document: FlowDocument | None = None
         self.taken_ids: Callable[[], TakenIds] = TakenIds
         """Ids of other open and published flows; the window supplies it."""
@@ -71,14 +67,14 @@ class FlowPanel(QScrollArea):
         column.setSpacing(10)
         self.header = QLabel(page)
         self.header.setObjectName("propertiesHeader")
+        self.header.setWordWrap(True)
         column.addWidget(self.header)
         hint = QLabel("The flow's own properties. Select a node to edit the node instead.", page)
         hint.setObjectName("fieldNote")
         hint.setWordWrap(True)
         column.addWidget(hint)
 
-        basics = QFormLayout()
-        basics.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        basics = fit_form(QFormLayout())
         self.name_edit = QLineEdit(page)
         self.name_edit.setObjectName("flow_name")
         self.name_edit.setPlaceholderText("e.g. Refund approvals")
@@ -108,7 +104,7 @@ class FlowPanel(QScrollArea):
         self.enabled_check.setToolTip("A disabled flow refuses new runs, from Run and from its triggers")
         self.enabled_check.clicked.connect(self._commit_enabled)
         basics.addRow("Name", self.name_edit)
-        basics.addRow("Id", id_box)
+        basics.addRow("ID", id_box)
         basics.addRow("Description", self.description_edit)
         basics.addRow("", self.enabled_check)
         column.addLayout(basics)
@@ -120,8 +116,7 @@ class FlowPanel(QScrollArea):
         column.addWidget(inputs_box)
 
         limits_box = QGroupBox("Limits", page)
-        limits = QFormLayout(limits_box)
-        limits.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        limits = fit_form(QFormLayout(limits_box))
         self.settings_editors: dict[str, DurationEditor] = {}
         for key in SETTING_KEYS:
             editor = DurationEditor(FieldSpec(key, SETTING_LABELS[key], "duration", False, DEFAULT_LIMITS[key]))

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.panels.field_editors import show_note, shown_problem
+from app.panels.fit_width import narrow_combo
 from canvas.flow_header import has_default, input_name_problem, input_spec
 from engine.flow import InputSpec, JsonType
 from engine.runtime.inputs import json_type_of
@@ -91,9 +92,11 @@ class InputCard(QFrame):
         self.name_edit = QLineEdit(self)
         self.name_edit.setObjectName("input_name")
         self.name_edit.setPlaceholderText("name")
+        # Room for a typical name: a narrow dock squeezes the description, not the name to its last letters.
+        self.name_edit.setMinimumWidth(self.name_edit.fontMetrics().horizontalAdvance("customer_id") + 12)
         self.name_edit.setToolTip("Templates read it as {{ inputs.<name> }}")
         self.name_edit.editingFinished.connect(self._commit_name)
-        self.type_combo = QComboBox(self)
+        self.type_combo = narrow_combo(QComboBox(self), 5)
         self.type_combo.setObjectName("input_type")
         self.type_combo.addItems(list(INPUT_TYPES))
         self.type_combo.setToolTip("The JSON type a run's value must have")
@@ -105,8 +108,7 @@ class InputCard(QFrame):
                                         lambda: self.removed.emit(self.input_name))
         top = QHBoxLayout()
         top.setSpacing(4)
-        top.addWidget(self.name_edit, 2)
-        top.addWidget(self.type_combo, 1)
+        top.addWidget(self.name_edit, 1)
         for button in (self.up_button, self.down_button, self.remove_button):
             top.addWidget(button)
         grid.addLayout(top, 0, 0, 1, 2)
@@ -119,7 +121,9 @@ class InputCard(QFrame):
         self.secret_check.setObjectName("input_secret")
         self.secret_check.setToolTip("Shown as *** in events, run history, logs and the app")
         self.secret_check.clicked.connect(lambda _checked: self._commit_spec())
+        # The type sits with the checks, so the name keeps room beside the buttons in a narrow dock.
         checks = QHBoxLayout()
+        checks.addWidget(self.type_combo)
         checks.addWidget(self.required_check)
         checks.addWidget(self.secret_check)
         checks.addStretch(1)

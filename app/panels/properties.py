@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QLabel,
     QLineEdit,
-    QScrollArea,
     QSpinBox,
     QStackedWidget,
     QVBoxLayout,
@@ -35,6 +34,7 @@ from app.panels.field_editors import (
     TemplateEditor,
     editor_for,
 )
+from app.panels.fit_width import FitWidthScrollArea, fit_form, narrow_combo
 from app.panels.flow_panel import FlowPanel
 from app.panels.template_completion import completion_words
 from app.panels.template_preview import context_for
@@ -67,11 +67,9 @@ class PropertiesPanel(QWidget):
         self.published_flow_ids: Callable[[], frozenset[str]] = frozenset
         """The engine's published flow ids (a `flow.call`'s flow picker offers them); the window sets it."""
 
-        self.scroll_area = QScrollArea(self)
-        self.scroll_area.setWidgetResizable(True)
-        self.scroll_area.setFrameShape(QScrollArea.Shape.NoFrame)
-        # Editors shrink to the dock's width instead of hiding behind a horizontal scroll bar.
-        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # Editors shrink to the dock's width (and the dock cannot get narrower than they can): nothing hides
+        # under the vertical scroll bar or past the dock's edge.
+        self.scroll_area = FitWidthScrollArea(self)
         self.flow_panel = FlowPanel(self)
         self.pages = QStackedWidget(self)
         self.pages.addWidget(self.flow_panel)
@@ -156,10 +154,10 @@ class PropertiesPanel(QWidget):
         spec = CATALOG.get(type_name)
         header = QLabel(f"<b>{spec.title if spec else type_name}</b> &nbsp;<span style='color:gray'>{type_name}</span>")
         header.setObjectName("propertiesHeader")
+        header.setWordWrap(True)
         column.addWidget(header)
 
-        basics = QFormLayout()
-        basics.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        basics = fit_form(QFormLayout())
         self.id_label = QLabel(node_id)
         self.id_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.id_label.setToolTip("The node id: templates and references use it; it never changes once published")
@@ -167,7 +165,7 @@ class PropertiesPanel(QWidget):
         self.title_edit.setObjectName("field_title")
         self.title_edit.setPlaceholderText(spec.title if spec else "")
         self.title_edit.editingFinished.connect(self._commit_title)
-        basics.addRow("Id", self.id_label)
+        basics.addRow("ID", self.id_label)
         basics.addRow("Title", self.title_edit)
         column.addLayout(basics)
 
@@ -176,8 +174,7 @@ class PropertiesPanel(QWidget):
             column.addWidget(QLabel(f"Unknown node type {type_name!r}: its config cannot be edited here."))
         elif fields:
             config_box = QGroupBox("Configuration")
-            form = QFormLayout(config_box)
-            form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+            form = fit_form(QFormLayout(config_box))
             for field in fields:
                 editor = editor_for(field)
                 editor.committed.connect(lambda value, key=field.key: self._commit_config(key, value))
@@ -204,7 +201,7 @@ class PropertiesPanel(QWidget):
 
     def _build_behaviour(self) -> QGroupBox:
         box = QGroupBox("On failure")
-        form = QFormLayout(box)
+        form = fit_form(QFormLayout(box))
         self.retry_check = QCheckBox("Retry the step")
         self.retry_check.setObjectName("field_retry")
         self.retry_check.clicked.connect(self._commit_retry)
@@ -213,7 +210,7 @@ class PropertiesPanel(QWidget):
         self.retry_attempts.setRange(1, 100)
         self.retry_attempts.setKeyboardTracking(False)
         self.retry_attempts.valueChanged.connect(self._commit_retry)
-        self.retry_backoff = QComboBox()
+        self.retry_backoff = narrow_combo(QComboBox())
         self.retry_backoff.setObjectName("field_retry_backoff")
         self.retry_backoff.addItems(["exponential", "linear"])
         self.retry_backoff.activated.connect(self._commit_retry)
@@ -229,19 +226,19 @@ class PropertiesPanel(QWidget):
         self.continue_check.clicked.connect(
             lambda checked: self._commit_node_field("continue_on_fail", bool(checked))
         )
-        self.idempotent_combo = QComboBox()
+        self.idempotent_combo = narrow_combo(QComboBox())
         self.idempotent_combo.setObjectName("field_idempotent")
         for text, value in IDEMPOTENT_CHOICES:
             self.idempotent_combo.addItem(text, value)
         self.idempotent_combo.activated.connect(
             lambda _i: self._commit_node_field("idempotent", self.idempotent_combo.currentData())
         )
-        form.addRow("", self.retry_check)
+        form.addRow(self.retry_check)  # the checks span the form: a narrow dock never wraps them alone
         form.addRow("Attempts", self.retry_attempts)
         form.addRow("Backoff", self.retry_backoff)
         form.addRow("Base delay", self.retry_delay)
         form.addRow("Longest wait", self.retry_max_interval)
-        form.addRow("", self.continue_check)
+        form.addRow(self.continue_check)
         form.addRow("Idempotent", self.idempotent_combo)
         return box
 

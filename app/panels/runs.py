@@ -10,7 +10,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QMenu,
     QTableView,
@@ -21,11 +20,15 @@ from PySide6.QtWidgets import (
 from app.panels.empty_state import EmptyStateStack
 from app.panels.rows import RUN_STATUSES, RunRow, local_time, tokens_text, usd
 from app.panels.table_model import RowsModel
+from app.panels.tables import fit_columns
 from app.theme import status_colour
 from engine.runtime.transitions import TERMINAL
 
 ALL_STATUSES = "All statuses"
 DURATION_COLUMN, COST_COLUMN, TOKENS_COLUMN, WHERE_COLUMN, RUN_COLUMN = 4, 5, 6, 7, 8
+RUN_SAMPLES = {0: "● interrupted", 1: "ticket-triage", 2: "v10", 3: "2026-12-31 23:59:59", 4: "23h59m",
+               5: "$0.0125", 6: "1,234 in · 56 out", RUN_COLUMN: "01a250f757b9…"}
+"""Typical cells the columns are sized for; the run id shows its first 12 digits (all of it as the tooltip)."""
 
 
 class RunsPanel(QWidget):
@@ -76,11 +79,8 @@ class RunsPanel(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setShowGrid(False)
         self.table.setAlternatingRowColors(True)
-        header = self.table.horizontalHeader()
-        # Fixed widths: ResizeToContents re-measures every cell on each refresh (seconds at 200 runs).
-        for column, width in enumerate((110, 130, 70, 150, 80, 80, 140, 260, 120)):
-            header.resizeSection(column, width)
-        header.setSectionResizeMode(WHERE_COLUMN, QHeaderView.ResizeMode.Stretch)
+        self.table.setWordWrap(False)  # one line a run: a long place elides (in full as its tooltip)
+        fit_columns(self.table, RUN_SAMPLES, stretch=WHERE_COLUMN)
         self.table.selectionModel().selectionChanged.connect(lambda *_args: self._selected())
         self.table.activated.connect(lambda index: self.run_opened.emit(self.model.rows[index.row()].run_id))
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)

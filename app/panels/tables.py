@@ -1,10 +1,13 @@
-"""The panels' read-only tables."""
+"""The panels' read-only tables, and column widths that show every header and typical cell whole."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from PySide6.QtWidgets import QAbstractItemView, QTableWidget, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableView, QTableWidget, QWidget
+
+CELL_GAP = 8
+"""Room beside a cell's text, so neighbouring columns do not touch."""
 
 
 def read_only_table(name: str, columns: Sequence[str], parent: QWidget | None = None) -> QTableWidget:
@@ -16,3 +19,27 @@ def read_only_table(name: str, columns: Sequence[str], parent: QWidget | None = 
     table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     table.setShowGrid(False)
     return table
+
+
+def text_width(table: QTableView, text: str) -> int:
+    """The width a cell needs to show `text` whole."""
+    margin = table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, table) + 1
+    return table.fontMetrics().horizontalAdvance(text) + 2 * margin + CELL_GAP
+
+
+def fit_columns(table: QTableView, samples: Mapping[int, str] | None = None, stretch: int | None = None) -> None:
+    """Size each column to its header and to its typical text, `samples[column]`; column `stretch` takes the room
+    left (and gives it back when the table narrows).
+
+    The samples are measured once: ResizeToContents would measure every cell again on each refresh, seconds for
+    a few hundred rows. Longer cells elide and show in full as their tooltip."""
+    header = table.horizontalHeader()
+    samples = samples or {}
+    for column in range(header.count()):
+        width = header.sectionSizeFromContents(column).width()
+        if column in samples:
+            width = max(width, text_width(table, samples[column]))
+        header.resizeSection(column, width)
+    if stretch is not None:
+        header.setSectionResizeMode(stretch, QHeaderView.ResizeMode.Stretch)
+

@@ -69,6 +69,26 @@ def test_save_a_finished_run_as_a_test_and_run_the_flows_tests_from_the_flow_men
     assert test.recorded_from.run_id == run_id and test.expected.result == "question"
     assert "Saved test" in status_of(window)
 
+    # Saved again under the same name: the user is asked first; Cancel keeps the file as it was.
+    kept = saved.read_bytes() + b"\n"  # edited by hand since
+    saved.write_bytes(kept)
+    replace_asked: list[Path] = []
+    replace = False
+
+    def ask_replace(path: Path) -> bool:
+        replace_asked.append(path)
+        return replace
+
+    engine.ask_replace_test = ask_replace
+    qtbot.mouseClick(details.save_test_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "Not saved" in status_of(window), timeout=WAIT_MS)
+    assert replace_asked == [saved] and saved.read_bytes() == kept
+    replace = True
+    qtbot.mouseClick(details.save_test_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "Replaced test" in status_of(window), timeout=WAIT_MS)
+    assert replace_asked == [saved, saved] and saved.read_bytes() != kept
+    assert load_test(saved) == test
+
     def test_problems() -> list[FlowTestDiagnostic]:
         return [d for d in window.problems.diagnostics if isinstance(d, FlowTestDiagnostic)]
 
