@@ -15,6 +15,7 @@ from app.window import MainWindow
 from canvas.document import FlowDocument
 from canvas.view import FlowView
 from engine.flow import flow_from_data
+from tests.app.test_engine_wiring import APPROVAL_FLOW
 from tests.app.test_run_outcomes import FAILS
 from tests.canvas.conftest import send_mouse
 
@@ -29,23 +30,6 @@ REFUND_DESK = {
     ],
     "edges": [],
 }
-
-ASKS = {
-    "format": "lockgate.flow/1", "id": "asks", "name": "Asks",
-    "nodes": [
-        {"id": "start", "type": "trigger.manual", "title": "Start", "position": [0, 0], "config": {}},
-        {"id": "ask", "type": "approval", "title": "Ask", "position": [220, 0],
-         "config": {"timeout": "1h", "message": "Go on?"}},
-        {"id": "done", "type": "terminal", "title": "Done", "position": [440, -60], "config": {}},
-        {"id": "declined", "type": "terminal", "title": "Declined", "position": [440, 60], "config": {}},
-    ],
-    "edges": [
-        {"from": "start", "to": "ask"},
-        {"from": "ask", "to": "done", "port": "approved"},
-        {"from": "ask", "to": "declined", "port": "rejected"},
-    ],
-}
-
 
 def _status(window: MainWindow) -> str:
     return window.statusBar().currentMessage()
@@ -138,19 +122,20 @@ def test_a_run_started_here_says_how_it_ended(qtbot, engine_window: MainWindow) 
         sum("failed at call" in line for line in window.log.lines()) == 1
 
     # A run waiting for an approval is counted on the Approvals tab; once decided, it ends and says so.
-    _open_flow(qtbot, window, ASKS)
+    _open_flow(qtbot, window, APPROVAL_FLOW)
     window.publish()
-    qtbot.waitUntil(lambda: "asks v1 published" in _status(window), timeout=10_000)
+    qtbot.waitUntil(lambda: "refund-ok v1 published" in _status(window), timeout=10_000)
+    window.ask_run_inputs = lambda _flow: {"ticket": "T-1"}
     window.run_flow()
     qtbot.waitUntil(lambda: window.docks["Approvals"].windowTitle() == "Approvals (1)", timeout=RUN_MS)
-    asks_run = next(r.run_id for r in window.runs.rows.values() if r.flow_id == "asks")
+    asks_run = next(r.run_id for r in window.runs.rows.values() if r.flow_id == "refund-ok")
     window.settings.your_name = "ada"
     window.approvals.set_decider("ada")
     window.approvals.table.selectRow(0)
     window.approvals.approve_button.click()
-    qtbot.waitUntil(lambda: f"Run {asks_run[:8]} of asks succeeded." in _status(window), timeout=RUN_MS)
+    qtbot.waitUntil(lambda: f"Run {asks_run[:8]} of refund-ok succeeded." in _status(window), timeout=RUN_MS)
     assert window.docks["Approvals"].windowTitle() == "Approvals"
-    assert sum(f"Run {asks_run[:8]} of asks succeeded." in line for line in window.log.lines()) == 1
+    assert sum(f"Run {asks_run[:8]} of refund-ok succeeded." in line for line in window.log.lines()) == 1
 
 
 def _triage_copy(folder: Path) -> Path:
