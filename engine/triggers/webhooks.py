@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import string
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,9 @@ def _error(status: int, code: str, message: str) -> WebhookAnswer:
 def signature_of(body: bytes, token: str) -> str:
     """The `X-Hub-Signature-256` value a sender puts on `body`."""
     return "sha256=" + hmac.new(token.encode(), body, hashlib.sha256).hexdigest()
+
+
+SHA256_HEX_DIGITS = 64
 
 
 def signature_ok(body: bytes, token: str, presented: str | None) -> bool:
@@ -135,9 +139,22 @@ def _signed_target(handles: EngineHandles, token: str, headers: dict[str, str],
                       "HMAC-SHA256 keyed by the webhook token and send sha256=<hex>")
     if not signature_ok(body, token, presented):
         count(handles.client, handles.keys, "webhook_bad_signature")
-        return _error(401, "bad_signature", "X-Hub-Signature-256 does not match HMAC-SHA256 of the raw body "
-                      "keyed by the webhook token; sign the exact bytes sent")
+        return _error(401, "bad_signature", signature_problem(presented))
     return target
+
+
+def signature_problem(presented: str) -> str:
+    """Why a signature was refused: its shape when that is wrong (what a client can fix without the body),
+    else that its digest does not match."""
+    scheme, equals, digest = presented.strip().partition("=")
+    if not equals or scheme != "sha256":
+        return ("X-Hub-Signature-256 must be sha256=<hex digest> (HMAC-SHA256 of the raw body keyed by the webhook "
+                f"token); it does not start with sha256= ({len(presented)} characters sent)")
+    if len(digest) != SHA256_HEX_DIGITS or any(c not in string.hexdigits for c in digest):
+        return (f"X-Hub-Signature-256's digest must be {SHA256_HEX_DIGITS} hex digits; {len(digest)} characters "
+                "came after sha256=")
+    return ("X-Hub-Signature-256 does not match HMAC-SHA256 of the raw body keyed by the webhook token; sign the "
+            "exact bytes sent")
 
 
 def _deliver(handles: EngineHandles, create_run: StartsRuns, flow_id: str, node_id: str, headers: dict[str, str],

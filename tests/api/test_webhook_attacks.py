@@ -82,6 +82,14 @@ def test_a_delivery_without_the_right_signature_starts_nothing(api: Api, case: s
     answer = exchange(api.server.url, _delivery(token, sent, signature))
     assert answer.status == 401
     assert answer.error_code() == ("unsigned" if case == "missing" else "bad_signature")
+    message = orjson.loads(answer.body)["error"]["message"]
+    assert message.startswith({  # what is wrong with it, when its shape says so
+        "missing": "the request has no X-Hub-Signature-256 header",
+        "empty": "X-Hub-Signature-256 must be sha256=<hex digest>", "sha1": "X-Hub-Signature-256 must be sha256=",
+        "bare_hex": "X-Hub-Signature-256 must be sha256=",
+        "short": "X-Hub-Signature-256's digest must be 64 hex digits; 63 characters came after sha256=",
+        "long": "X-Hub-Signature-256's digest must be 64 hex digits; 65 characters came after sha256=",
+    }.get(case, "X-Hub-Signature-256 does not match HMAC-SHA256 of the raw body")), message
     assert _counters(api) == {counter: 1}
     assert api.services.list_runs() == []
 
