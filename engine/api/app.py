@@ -11,7 +11,6 @@ does not declare is refused before the route runs (`engine.api.known_query`).
 from __future__ import annotations
 
 import asyncio
-import difflib
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
@@ -33,7 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from engine.api.allowed_methods import allowed_methods
 from engine.api.body_limit import BodyLimit
 from engine.api.errors import ApiError
-from engine.api.known_query import KnownQuery
+from engine.api.known_query import KnownQuery, meant
 from engine.api.loop_event import LoopEvent
 from engine.api.rerun import rerun_answer
 from engine.api.start_threads import StartThreads
@@ -461,9 +460,8 @@ def _not_a_field(request: Request, name: str) -> str:
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
         return "not a field of this request"
     fields = list(model.model_fields)
-    close = difflib.get_close_matches(name, fields, n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    return f"not a field of this request; {hint}it takes {', '.join(fields)}"
+    hint = meant(name, fields)
+    return f"not a field of this request; {hint + ' ' if hint else ''}it takes {', '.join(fields)}"
 
 
 PATTERN_MEANS = {

@@ -70,6 +70,12 @@ def declared_query(route: Any) -> tuple[str, ...] | None:
     return tuple(names)
 
 
+def meant(name: str, taken: Sequence[str]) -> str:
+    """`did you mean 'x'?` naming the taken name a typo of `name` most likely meant, or "" when none is close."""
+    close = difflib.get_close_matches(name, taken, n=1)
+    return f"did you mean {close[0]!r}?" if close else ""
+
+
 def refusal(given: Iterable[str], taken: Sequence[str]) -> str | None:
     """The message refusing the names in `given` that are not in `taken` (each with the taken one it most likely
     meant, then what the route takes), or None when the route takes them all."""
@@ -77,8 +83,7 @@ def refusal(given: Iterable[str], taken: Sequence[str]) -> str | None:
     for name in dict.fromkeys(given):
         if name in taken:
             continue
-        close = difflib.get_close_matches(name, taken, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ";"
+        hint = f"; {meant(name, taken)}".rstrip()
         problems.append(f"{name[:MAX_NAME_CHARS] or repr(name)}: not a parameter of this request{hint}")
         if len(problems) == MAX_PROBLEMS:
             break

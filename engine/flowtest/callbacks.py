@@ -56,9 +56,8 @@ class CallbackUrls:
         self._bare = re.compile(f"(?:{alternatives})") if tokens else None
 
     def _url_text(self, match: re.Match[str]) -> str:
-        colon = ":" if match["colon"] == ":" else match["colon"]
-        sep = match["sep"]
-        return f"https{colon}{match['slashes']}{PLACEHOLDER_HOST}{sep}callbacks{sep}{self._tokens[match['token']]}"
+        sep, node = match["sep"], self._tokens[match["token"]]
+        return f"https{match['colon']}{match['slashes']}{PLACEHOLDER_HOST}{sep}callbacks{sep}{node}"
 
     def text(self, value: str) -> str:
         if self._url is None or self._bare is None:
