@@ -5,10 +5,10 @@ Background loops log an outage as a one-line warning and try again; anything els
 from __future__ import annotations
 
 import logging
-from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
+from engine.shown_urls import shown_url
 from engine.store.db import unavailable
 
 
@@ -33,22 +33,13 @@ def unreachable(exc: BaseException, redis_url: str | None, db_url: str | None) -
     """One line for a command that could not start because of an `outage`: what did not answer, where, why, and
     which setting names it. Passwords in the URLs are not shown."""
     if isinstance(exc, redis.RedisError):
-        what = f"Redis at {_shown(redis_url)}" if redis_url else "the data folder's embedded Redis"
+        what = f"Redis at {shown_url(redis_url)}" if redis_url else "the data folder's embedded Redis"
         setting = "LOCKGATE_REDIS_URL"
     else:
-        what = f"the database at {_shown(db_url)}" if db_url else "the data folder's SQLite database"
+        what = f"the database at {shown_url(db_url)}" if db_url else "the data folder's SQLite database"
         setting = "LOCKGATE_DB_URL"
     reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
     return f"{what} does not answer ({reason[:300]}); check that it runs and that {setting} names it"
-
-
-def _shown(url: str | None) -> str:
-    """`url` with its password replaced by `***`."""
-    parsed = urlsplit(url or "")
-    if parsed.password is None:
-        return url or ""
-    netloc = parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)
-    return urlunsplit(parsed._replace(netloc=netloc))
 
 
 class OutageReport:

@@ -410,6 +410,10 @@ def webhook_routes() -> APIRouter:
     async def callback(token: Annotated[str, Path(pattern=CALLBACK_TOKEN)], request: Request,
                        engine: Engine) -> Response:
         raw = await request.body()
+        content_type = request.headers.get("content-type")
+        if content_type is not None and not _is_json(content_type):  # the token stays unused: a corrected retry wins
+            return error_response(400, "bad_json", f"the callback body was sent as {content_type[:100]!r}, which "
+                                  "is not read as JSON; send a JSON value with Content-Type: application/json")
         outcome = await run_in_threadpool(engine.resume_callback, token, raw)
         return Response(orjson.dumps(outcome.to_data()), outcome.status, media_type="application/json")
 

@@ -23,6 +23,7 @@ from typing import Any
 from engine.logs import configure_logging
 from engine.relaunch import lockgate_command, python_command
 from engine.runtime.supervisor import Supervisor, child_env, layout
+from engine.shown_urls import shown_url
 from engine.transport.embedded import EmbeddedRedis
 
 log = logging.getLogger("lockgate.supervisor")
@@ -99,7 +100,8 @@ def run(plan: SupervisorPlan) -> int:
         supervisor.start()
         print(f"{plan.label}: supervising {plan.executors} executor process(es) of {plan.threads} worker thread(s), "
               f"one projector process{http_text} (pids {', '.join(map(str, supervisor.pids().values()))}) on "
-              f"{redis_url}; SQL {plan.sql_url}; stop them with Ctrl-C or SIGTERM", file=sys.stderr)
+              f"{shown_url(redis_url)}; SQL {shown_url(plan.sql_url)}; stop them with Ctrl-C or SIGTERM",
+              file=sys.stderr)
         log.info("supervising %d executor process(es) of %d thread(s), one projector and %d http process(es)",
                  plan.executors, plan.threads, http_processes)
         refused = supervisor.run(stop)

@@ -145,6 +145,7 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
     from engine.logs import configured
     from engine.malloc_arenas import one_malloc_arena
     from engine.outages import outage, unreachable
+    from engine.shown_urls import shown_url
     from engine.store.schema_check import SchemaMismatch
 
     one_malloc_arena()
@@ -219,13 +220,14 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
             print(f"{label}: HTTP API and webhooks on {children.url}, served by {http_processes} http process(es) "
                   f"(pids {', '.join(map(str, pids))})", file=sys.stderr)
         freeze_startup_objects()
-        where = config.redis_url or f"embedded Redis in {config.data_dir}"
-        print(f"{label}: {options['workers']} worker(s) on {where}, SQL {config.sql_url}, role {args.role}; "
+        where = shown_url(config.redis_url) or f"embedded Redis in {config.data_dir}"
+        sql = shown_url(config.sql_url)
+        print(f"{label}: {options['workers']} worker(s) on {where}, SQL {sql}, role {args.role}; "
               "Ctrl-C stops", file=sys.stderr)
         setup = configured()
         if setup is not None and setup.file is not None:
             print(f"{label}: log in {setup.file}", file=sys.stderr)
-        log.info("%d worker(s) on %s, SQL %s, role %s", options["workers"], where, config.sql_url, args.role)
+        log.info("%d worker(s) on %s, SQL %s, role %s", options["workers"], where, sql, args.role)
         while not stop.wait(CHILD_POLL_SECONDS if children is not None else 0.5):
             if children is not None and (refused := children.tick()):
                 print(f"{label}: an http process refused to start (exit code {refused}, its message above)",

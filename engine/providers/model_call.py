@@ -209,7 +209,7 @@ class ModelCaller:
         except (BudgetError, HoldConflict) as exc:
             return Failed("budget_error", str(exc))
         if isinstance(outcome, Refused):
-            return Failed("budget_exhausted", outcome.message)
+            return Failed(outcome.reason, outcome.message)
         changes.append(outcome)
         return outcome.amount_micros
 

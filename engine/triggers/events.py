@@ -1,9 +1,10 @@
 """Event triggers: a run of each flow whose `trigger.event` matches an event the engine applied.
 
 Event names come from the projector's applied changes (`run_succeeded` -> `run.succeeded`, and so on
-for run events); `approval.decided` / `approval.expired` (a timeout) and `budget.exhausted` (a
-`budget.reserve` step refused for an empty budget) are told apart by reading the approval or step
-row, only when some flow listens to them; `hold.expired` is a hold the expiry sweep returned.
+for run events); `approval.decided` / `approval.expired` (a timeout) and `budget.exhausted` (a step
+refused because its budget could not cover it: empty, or less left than the hold) are told apart by
+reading the approval or step row, only when some flow listens to them; `hold.expired` is a hold the
+expiry sweep returned.
 `flow.published` comes from publishing a version (`flow_published`), in the publishing process. The
 run's inputs: `{"event": {...}}` when the flow declares an input named `event` (type object), else none.
 
@@ -43,6 +44,8 @@ CHAIN_TTL_SECONDS = 7 * 24 * 3600
 INDEX_TTL_SECONDS = 2.0
 STEPS = cast(sa.Table, Step.__table__)
 APPROVALS = cast(sa.Table, Approval.__table__)
+BUDGET_REFUSALS = frozenset({"budget_exhausted", "insufficient_budget"})
+"""Step error types that fire `budget.exhausted`; its `error_type` detail tells them apart."""
 
 
 def _may_match(internal: str, index: dict[str, list[EventTarget]]) -> bool:
@@ -129,8 +132,8 @@ class EventTriggers:
             with reading(self.handles.sql) as conn:
                 row = conn.execute(sa.select(STEPS.c.error_type, STEPS.c.error)
                                    .where(STEPS.c.run_id == change.run_id, STEPS.c.step == change.step)).first()
-            if row is not None and row.error_type == "budget_exhausted":
-                return [("budget.exhausted", {"error": row.error})]
+            if row is not None and row.error_type in BUDGET_REFUSALS:
+                return [("budget.exhausted", {"error": row.error, "error_type": row.error_type})]
             return []
         if change.event == "approval_decided":
             with reading(self.handles.sql) as conn:

@@ -192,6 +192,8 @@ def test_unknown_provider_and_exhausted_budget_fail_clearly(world: World) -> Non
     unknown = world.caller.call("classify", model(provider="openai"), request())
     assert isinstance(unknown, Failed) and unknown.error_type == "unknown_provider"
     assert "'openai' is not configured" in unknown.message
+    above = world.caller.call("classify", model(), request(), hold=HoldRef("default", "100.00", "too-big"))
+    assert isinstance(above, Failed) and above.error_type == "insufficient_budget"
     world.hold("big", "1.00")
     refused = world.caller.call("classify", model(), request(), hold=HoldRef("default", "0.20", "retry"))
     assert isinstance(refused, Failed) and refused.error_type == "budget_exhausted"
