@@ -19,7 +19,7 @@ import orjson
 from engine.api.run_watch import RunWatch, Wakeable
 from engine.api.runs import StartWait, begin_start, start_run, started_json
 from engine.approvals.decide import DecisionResult, decide, decide_with_key
-from engine.approvals.keys import KeyCheck, KeyInfo, check_key, create_key, list_keys, revoke_key
+from engine.approvals.keys import ALL_SCOPES, KeyCheck, KeyInfo, check_key, create_key, list_keys, revoke_key
 from engine.approvals.pending import list_pending
 from engine.flow import Flow, FlowLoadError, flow_from_data, parse_document
 from engine.flowtest.model import FlowTest
@@ -337,16 +337,18 @@ class EngineApi:
     def decide_with_key(self, approval_id: str, decision: str, key: str, comment: str | None = None) -> Decision:
         return decision_of(decide_with_key(self._handles, approval_id, decision, key, comment))
 
-    def check_key(self, key: str) -> KeyCheck:
-        return check_key(self._sql, key)
+    def check_key(self, key: str, scope: str) -> KeyCheck:
+        """Who holds `key`, if it is valid and has the right `scope` (`engine.approvals.keys.RIGHTS`)."""
+        return check_key(self._sql, key, scope)
 
     def approval_keys(self) -> list[KeyInfo]:
-        """Every approval API key by name, revoked ones included (never the key or its hash)."""
+        """Every API key by name with its rights, revoked ones included (never the key or its hash)."""
         return list_keys(self._sql)
 
-    def create_approval_key(self, name: str) -> str:
-        """A new approval API key named `name`: the only time it exists in full (`KeyProblem` when it cannot)."""
-        return create_key(self._sql, name, self._handles.clock)
+    def create_approval_key(self, name: str, scopes: tuple[str, ...] = ALL_SCOPES) -> str:
+        """A new API key named `name` with `scopes` (every right by default): the only time it exists in full
+        (`KeyProblem` when it cannot)."""
+        return create_key(self._sql, name, self._handles.clock, scopes)
 
     def revoke_approval_key(self, name: str) -> None:
         revoke_key(self._sql, name, self._handles.clock)

@@ -36,6 +36,7 @@ from engine.api.known_query import KnownQuery, meant
 from engine.api.loop_event import LoopEvent
 from engine.api.rerun import rerun_answer
 from engine.api.start_threads import StartThreads
+from engine.approvals.keys import DECIDE_SCOPE, PUBLISH_SCOPE, READ_SCOPE, START_SCOPE
 from engine.facade import BadCursor, EngineApi, PendingStart, StartAnswer
 from engine.flowtest.model import FlowTest
 from engine.flowtest.record import RecordRefused
@@ -144,23 +145,37 @@ class Caller:
     name: str | None
 
 
-def _checked(engine: EngineApi, key: str) -> Caller:
-    check = engine.check_key(key)
-    # Any valid key may use the API; the approvals:decide right is checked by the decision itself.
-    if check.refusal not in (None, "key_without_rights"):
-        raise ApiError(401, check.refusal or "bad_key", check.message)
+def _checked(engine: EngineApi, key: str, scope: str | None) -> Caller:
+    """The caller `key` names: 401 for a key that is not valid, 403 for one without the `scope` right. `scope`
+    None: any valid key (a decision checks its own right, and records a refusal)."""
+    check = engine.check_key(key, scope or DECIDE_SCOPE)
+    if check.refusal == "key_without_rights":
+        if scope is not None:
+            raise ApiError(403, check.refusal, check.message)
+    elif check.refusal is not None:
+        raise ApiError(401, check.refusal, check.message)
     return Caller(key, check.name)
 
 
-async def api_key(engine: Engine,
-                  credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Caller:
-    if credentials is None or not credentials.credentials.strip():
-        raise ApiError(401, "missing_key", "send an API key as `Authorization: Bearer lgk_...`; create one with "
-                       "`lockgate keys create NAME`")
-    return await run_in_threadpool(_checked, engine, credentials.credentials.strip())
+def _key_with(scope: str | None) -> Callable[..., Awaitable[Caller]]:
+    """The dependency checking a request's key for `scope` (see `_checked`)."""
+
+    async def api_key(engine: Engine,
+                      credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Caller:
+        if credentials is None or not credentials.credentials.strip():
+            raise ApiError(401, "missing_key", "send an API key as `Authorization: Bearer lgk_...`; create one with "
+                           "`lockgate keys create NAME`")
+        return await run_in_threadpool(_checked, engine, credentials.credentials.strip(), scope)
+
+    return api_key
 
 
-Key = Annotated[Caller, Depends(api_key)]
+Reader = Annotated[Caller, Depends(_key_with(READ_SCOPE))]
+"""A key with the `read` right: runs, flows and approvals as they are."""
+Starter = Annotated[Caller, Depends(_key_with(START_SCOPE))]
+"""A key with the `start` right: starting, cancelling and rerunning runs."""
+Publisher = Annotated[Caller, Depends(_key_with(PUBLISH_SCOPE))]
+AnyKey = Annotated[Caller, Depends(_key_with(None))]
 
 UNCHECKED_KEY = "lockgate.unchecked_key"
 """Request scope entry: the key a `LaterKey` route has not checked yet."""
@@ -273,7 +288,7 @@ def _close_started(started: tuple[PendingStart, StartAnswer | None]) -> None:
 def _begin_start(engine: EngineApi, key: str, body: StartRun, woken: LoopEvent) -> tuple[PendingStart,
                                                                                           StartAnswer | None]:
     """The start, and its answer when it is to be read at once (a duplicate, `wait: 0`, a run heard of late)."""
-    caller = _checked(engine, key)
+    caller = _checked(engine, key, START_SCOPE)
     pending = engine.begin_start(body, woken, f"key:{caller.name}" if caller.name else None)
     try:
         return pending, (pending.read(False) if pending.timeout() is None else None)
@@ -298,7 +313,7 @@ async def _start_run(engine: EngineApi, key: str, body: StartRun) -> Response:
 
 
 def api_routes() -> APIRouter:
-    router = APIRouter(prefix="/api/v1", responses=_errors(400, 401, 422), route_class=_OrjsonRoute,
+    router = APIRouter(prefix="/api/v1", responses=_errors(400, 401, 403, 422), route_class=_OrjsonRoute,
                        dependencies=[Depends(single_valued_query)])
 
     async def start_run(body: StartRun, engine: Engine, key: LaterKey) -> Response:
@@ -312,7 +327,7 @@ def api_routes() -> APIRouter:
                                     **_errors(402, 404, 409)})
 
     @router.get("/runs", response_model=RunList, tags=["runs"])
-    def list_runs(engine: Engine, _key: Key, status: RunStatus | None = None,
+    def list_runs(engine: Engine, _key: Reader, status: RunStatus | None = None,
                   flow_id: Annotated[str | None, Query(max_length=128)] = None,
                   limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
                   cursor: Annotated[str | None, Query(max_length=512, pattern=r"^[A-Za-z0-9_-]+$")] = None) -> Response:
@@ -322,14 +337,14 @@ def api_routes() -> APIRouter:
             raise ApiError(422, "bad_cursor", str(exc)) from None
 
     @router.get("/runs/{run_id}", response_model=Run, tags=["runs"], responses=_errors(404))
-    def get_run(run_id: Annotated[str, Path(pattern=RUN_ID)], engine: Engine, _key: Key) -> Response:
+    def get_run(run_id: Annotated[str, Path(pattern=RUN_ID)], engine: Engine, _key: Reader) -> Response:
         run = engine.get_run(run_id)
         if run is None:
             raise ApiError(404, "unknown_run", f'run "{run_id}" does not exist; list runs with GET /api/v1/runs')
         return json_answer(run)
 
     @router.post("/runs/{run_id}/cancel", response_model=CancelledRun, tags=["runs"], responses=_errors(404))
-    def cancel_run(run_id: Annotated[str, Path(pattern=RUN_ID)], engine: Engine, _key: Key) -> Response:
+    def cancel_run(run_id: Annotated[str, Path(pattern=RUN_ID)], engine: Engine, _key: Starter) -> Response:
         try:
             return json_answer(engine.cancel_run(run_id, "cancelled through the HTTP API"))
         except LookupError as exc:
@@ -339,45 +354,45 @@ def api_routes() -> APIRouter:
                  responses={200: {"model": RerunStarted, "description": "`dry_run`: what it would reuse and "
                                   "repeat"}, **_errors(402, 404, 409)})
     def rerun_run(run_id: Annotated[str, Path(pattern=RUN_ID)], body: RerunRequest, engine: Engine,
-                  _key: Key) -> Response:
+                  _key: Starter) -> Response:
         status, answer = rerun_answer(engine, run_id, body)
         return json_answer(answer, status)
     @router.post("/runs/{run_id}/test-recording", response_model=FlowTest, tags=["runs"],
                  responses=_errors(404, 409))
     def record_test(run_id: Annotated[str, Path(pattern=RUN_ID)], body: TestRecordingRequest, engine: Engine,
-                    _key: Key) -> Response:
+                    _key: Reader) -> Response:
         try:
             return json_answer(engine.record_test(run_id, body.name))
         except RecordRefused as exc:
             raise ApiError(RECORD_REFUSAL_STATUS.get(exc.reason, 409), exc.reason, str(exc)) from None
 
     @router.get("/flows", response_model=FlowList, tags=["flows"])
-    def list_flows(engine: Engine, _key: Key) -> Response:
+    def list_flows(engine: Engine, _key: Reader) -> Response:
         return json_answer(engine.list_flows())
 
     @router.post("/flows", response_model=PublishedFlow, status_code=201, tags=["flows"],
                  responses={422: {"model": PublishRefusal, "description": "the flow has validation errors"}},
                  openapi_extra={"requestBody": {"required": True, "description": "a flow document "
                                 "(flow-format.md)", "content": {"application/json": {"schema": {"type": "object"}}}}})
-    async def publish_flow(request: Request, engine: Engine, _key: Key) -> Response:
+    async def publish_flow(request: Request, engine: Engine, _key: Publisher) -> Response:
         answer = await run_in_threadpool(engine.publish_document, await request.body())
         return json_answer(answer, 201 if isinstance(answer, PublishedFlow) else 422)
 
     @router.get("/flows/{flow_id}/versions", response_model=FlowVersions, tags=["flows"], responses=_errors(404))
-    def flow_versions(flow_id: Annotated[str, Path(pattern=FLOW_ID)], engine: Engine, _key: Key) -> Response:
+    def flow_versions(flow_id: Annotated[str, Path(pattern=FLOW_ID)], engine: Engine, _key: Reader) -> Response:
         versions = engine.flow_versions(flow_id)
         if versions is None:
             raise ApiError(404, "unknown_flow", f'flow "{flow_id}" is not published; publish it first')
         return json_answer(versions)
 
     @router.get("/approvals", response_model=ApprovalList, tags=["approvals"])
-    def list_approvals(engine: Engine, _key: Key) -> Response:
+    def list_approvals(engine: Engine, _key: Reader) -> Response:
         return json_answer(engine.pending_approvals())
 
     @router.post("/approvals/{approval_id}/decision", response_model=Decision, tags=["approvals"],
                  responses=_errors(403, 404, 409))
     def decide(approval_id: Annotated[str, Path(pattern=APPROVAL_ID)], body: DecisionRequest, engine: Engine,
-               key: Key) -> Response:
+               key: AnyKey) -> Response:
         decision = engine.decide_with_key(approval_id, body.decision, key.key, body.comment)
         if decision.accepted:
             return json_answer(decision)
@@ -425,7 +440,7 @@ def _validation_answer(request: Request, exc: Exception) -> Response:
     unchecked = request.scope.get(UNCHECKED_KEY)
     if unchecked is not None:  # a `LaterKey` route: the key comes first, as on every other route
         try:
-            _checked(request.app.state.engine, unchecked)
+            _checked(request.app.state.engine, unchecked, START_SCOPE)
         except ApiError as refused:
             return _api_error(request, refused)
     errors = exc.errors()

@@ -27,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 
 from engine.api.errors import ApiError
 from engine.api.live_feed import CLOSING, OVERFLOW, RESYNC, LiveFeed, LiveReader, LiveUnavailable
-from engine.approvals.keys import check_key
+from engine.approvals.keys import READ_SCOPE, check_key
 from engine.read_models import Error
 from engine.runtime.live_change import LiveChange
 from engine.runtime.queries import RunAt, changes_after, get_run_at
@@ -44,6 +44,7 @@ SSE_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"description": "a Server-Sent Events stream",
           "content": {"text/event-stream": {"schema": {"type": "string"}}}},
     401: {"description": "no or bad API key", "model": Error},
+    403: {"description": "a key without the read right", "model": Error},
     404: {"description": "unknown run", "model": Error},
     422: {"description": "a malformed run id, Last-Event-ID or filter", "model": Error},
 }
@@ -93,10 +94,9 @@ def key_checker(sql: sa.Engine) -> Callable[..., str]:
         if scheme.lower() != "bearer" or not key.strip():
             raise ApiError(401, "missing_key", "send an API key as `Authorization: Bearer lgk_...`; create one with "
                            "`lockgate keys create NAME`")
-        check = check_key(sql, key.strip())
-        # Any valid key may read runs; rights matter only to decisions.
-        if check.refusal not in (None, "key_without_rights"):
-            raise ApiError(401, check.refusal or "bad_key", check.message)
+        check = check_key(sql, key.strip(), READ_SCOPE)
+        if check.refusal is not None:
+            raise ApiError(403 if check.refusal == "key_without_rights" else 401, check.refusal, check.message)
         return key.strip()
 
     return api_key

@@ -20,7 +20,7 @@ import orjson
 import sqlalchemy as sa
 
 from engine.approvals.claims import Claim, cast_vote, read_claim
-from engine.approvals.keys import check_key
+from engine.approvals.keys import DECIDE_SCOPE, check_key
 from engine.durations import parse_duration
 from engine.events import ExternalStamper, encode_event
 from engine.parking.limits import park_token
@@ -191,7 +191,7 @@ def _escalated(row: Any, config: dict[str, Any], now: float) -> bool:
 def decide_with_key(handles: EngineHandles, approval_id: str, decision: str, key: str,
                     comment: str | None = None) -> DecisionResult:
     """`decide()` as the holder of API key `key` (actor `key:<name>`); bad keys are refused and recorded."""
-    check = check_key(handles.sql, key)
+    check = check_key(handles.sql, key, DECIDE_SCOPE)
     actor = f"key:{check.name}" if check.name else "key:(unidentified)"
     if check.refusal is not None:
         return _refuse(handles, approval_id, actor, decision, check.refusal, check.message)

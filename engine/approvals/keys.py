@@ -1,4 +1,4 @@
-"""API keys for decisions: created once (shown once), stored only as a SHA-256 hash, revocable.
+"""API keys: created once (shown once), stored only as a SHA-256 hash, revocable, each with its rights.
 
 A key is `lgk_` and 43 URL-safe characters (256 random bits); with that much entropy a plain
 SHA-256 is a safe stored form and lets a key be found by its hash.
@@ -26,7 +26,14 @@ API_KEYS = cast(sa.Table, ApiKey.__table__)
 KEY_PREFIX = "lgk_"
 KEY_PATTERN = re.compile(r"^lgk_[A-Za-z0-9_-]{43}$")
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")
+READ_SCOPE = "runs:read"
+START_SCOPE = "runs:start"
+PUBLISH_SCOPE = "flows:publish"
 DECIDE_SCOPE = "approvals:decide"
+RIGHTS: dict[str, str] = {"read": READ_SCOPE, "start": START_SCOPE, "publish": PUBLISH_SCOPE, "decide": DECIDE_SCOPE}
+"""A right's short name (the CLI's `--rights`) -> the scope stored with a key and checked by the API."""
+ALL_SCOPES: tuple[str, ...] = tuple(RIGHTS.values())
+"""A key created without `--rights` may do everything the API does."""
 
 
 class KeyProblem(ValueError):
@@ -57,13 +64,32 @@ class KeyCheck:
     message: str = ""
 
 
+def right_of(scope: str) -> str:
+    """A scope's short name (`runs:read` -> `read`); an unknown scope as it is."""
+    return next((right for right, known in RIGHTS.items() if known == scope), scope)
+
+
+def scopes_of_rights(rights: str) -> tuple[str, ...]:
+    """The scopes a comma-separated list of rights names (short `read` or full `runs:read`), in the API's order."""
+    asked = [part.strip() for part in rights.split(",") if part.strip()]
+    if not asked:
+        raise KeyProblem(f"name at least one right: {', '.join(RIGHTS)}")
+    unknown = [part for part in asked if part not in RIGHTS and part not in ALL_SCOPES]
+    if unknown:
+        raise KeyProblem(f"unknown right {', '.join(repr(part) for part in unknown)}; the rights are "
+                         + ", ".join(f"{right} ({scope})" for right, scope in RIGHTS.items()))
+    wanted = {RIGHTS.get(part, part) for part in asked}
+    return tuple(scope for scope in ALL_SCOPES if scope in wanted)
+
+
 def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
 def create_key(sql: sa.Engine, name: str, clock: Clock | None = None,
-               scopes: tuple[str, ...] = (DECIDE_SCOPE,)) -> str:
-    """Store a new key named `name` (its hash only) and return the key: the only time it exists in full."""
+               scopes: tuple[str, ...] = ALL_SCOPES) -> str:
+    """Store a new key named `name` (its hash only) with `scopes` and return the key: the only time it exists in
+    full."""
     if not NAME_PATTERN.match(name):
         raise KeyProblem(f"key name {name!r} is not usable: use letters, digits and . _ @ - (up to 128), "
                          "starting with a letter or digit")
@@ -80,7 +106,7 @@ def create_key(sql: sa.Engine, name: str, clock: Clock | None = None,
 
 
 def revoke_key(sql: sa.Engine, name: str, clock: Clock | None = None) -> None:
-    """Revoke the key `name`; decisions with it are refused from now on."""
+    """Revoke the key `name`; every request with it is refused from now on."""
     now = utc_from_epoch((clock or SystemClock()).now())
     with sqlite_writer(sql), sql.begin() as conn:
         row = conn.execute(sa.select(API_KEYS.c.revoked_at).where(API_KEYS.c.name == name)).first()
@@ -117,7 +143,7 @@ def _key_by_hash(sql: sa.Engine, key_hash: str) -> Mapping[str, Any] | None:
     return dict(found) if found is not None else None
 
 
-def check_key(sql: sa.Engine, key: str, scope: str = DECIDE_SCOPE) -> KeyCheck:
+def check_key(sql: sa.Engine, key: str, scope: str) -> KeyCheck:
     """Who `key` belongs to, if it is well formed, known, not revoked and has `scope`."""
     if not KEY_PATTERN.match(key):
         return KeyCheck(None, "malformed_key", "the key is malformed: keys look like lgk_ followed by 43 "
@@ -130,7 +156,10 @@ def check_key(sql: sa.Engine, key: str, scope: str = DECIDE_SCOPE) -> KeyCheck:
     if row["revoked_at"] is not None:
         return KeyCheck(name, "revoked_key", f'key "{name}" was revoked; create a new key with '
                         "`lockgate keys create NAME`")
-    if scope not in (row["scopes"] or []):
-        return KeyCheck(name, "key_without_rights", f'key "{name}" lacks the {scope} right; '
-                        "use a key created for approvals")
+    held = list(row["scopes"] or [])
+    if scope not in held:
+        has = ", ".join(right_of(known) for known in held) or "none"
+        return KeyCheck(name, "key_without_rights", f'key "{name}" lacks the {right_of(scope)} right ({scope}); '
+                        f"its rights: {has}. Use a key that has it, e.g. one made with "
+                        f"`lockgate keys create NAME --rights {right_of(scope)}`")
     return KeyCheck(name)

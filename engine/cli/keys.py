@@ -1,6 +1,8 @@
-"""`lockgate keys create NAME | revoke NAME | list [--json]`: API keys for approval decisions.
+"""`lockgate keys create NAME [--rights R,...] | revoke NAME | list [--json]`: API keys for the HTTP API.
 
-`create` prints the new key alone on stdout, once; only its hash is stored.
+`create` prints the new key alone on stdout, once; only its hash is stored. A key has every right unless
+`--rights` names some: `read` (runs, flows, approvals, live streams), `start` (start, cancel and rerun runs),
+`publish` (publish flows), `decide` (decide approvals).
 Exit codes: 0 done, 1 refused (taken or unknown name, already revoked).
 """
 
@@ -16,12 +18,15 @@ EXIT_REFUSED = 1
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("keys", help="create, revoke or list API keys (approval decisions)")
+    parser = subparsers.add_parser("keys", help="create, revoke or list API keys (the HTTP API's)")
     commands = parser.add_subparsers(dest="keys_command", metavar="create|revoke|list", required=True)
     create = commands.add_parser("create", help="create a key; it is printed once, alone on stdout")
     create.add_argument("name", metavar="NAME", help="who or what uses the key, e.g. ops-bot")
+    create.add_argument("--rights", metavar="R,...", default=None,
+                        help="what the key may do, comma-separated: read, start, publish, decide (default: all); "
+                             "e.g. --rights read,decide for an approvals bot")
     create.set_defaults(handler=create_command)
-    revoke = commands.add_parser("revoke", help="revoke a key; its decisions are refused from now on")
+    revoke = commands.add_parser("revoke", help="revoke a key; every request with it is refused from now on")
     revoke.add_argument("name", metavar="NAME")
     revoke.set_defaults(handler=revoke_command)
     listing = commands.add_parser("list", help="key names, rights and state (never the keys)")
@@ -42,15 +47,17 @@ def open_sql() -> Any:
 
 
 def create_command(args: argparse.Namespace) -> int:
-    from engine.approvals.keys import KeyProblem, create_key
+    from engine.approvals.keys import ALL_SCOPES, KeyProblem, create_key, right_of, scopes_of_rights
 
     try:
-        key = create_key(open_sql(), args.name)
+        scopes = ALL_SCOPES if args.rights is None else scopes_of_rights(args.rights)
+        key = create_key(open_sql(), args.name, scopes=scopes)
     except KeyProblem as exc:
         print(f"lockgate keys create: {exc}", file=sys.stderr)
         return EXIT_REFUSED
     print(key)
-    print(f'key "{args.name}" created; it is shown only this once, so store it now', file=sys.stderr)
+    rights = "every right" if scopes == ALL_SCOPES else "the rights " + ", ".join(right_of(scope) for scope in scopes)
+    print(f'key "{args.name}" created with {rights}; it is shown only this once, so store it now', file=sys.stderr)
     return EXIT_OK
 
 
@@ -67,7 +74,7 @@ def revoke_command(args: argparse.Namespace) -> int:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    from engine.approvals.keys import list_keys
+    from engine.approvals.keys import list_keys, right_of
     from engine.cli.output import note, print_table
 
     keys = list_keys(open_sql())
@@ -78,7 +85,8 @@ def list_command(args: argparse.Namespace) -> int:
         note("no keys yet; create one with `lockgate keys create NAME`")
         return EXIT_OK
     print_table(
-        ("NAME", "STATE", "SCOPES"),
-        [(key.name, f"revoked {key.revoked_at}" if key.revoked_at else "active", ",".join(key.scopes)) for key in keys],
+        ("NAME", "STATE", "RIGHTS"),
+        [(key.name, f"revoked {key.revoked_at}" if key.revoked_at else "active",
+          ",".join(right_of(scope) for scope in key.scopes)) for key in keys],
     )
     return EXIT_OK

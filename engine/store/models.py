@@ -278,7 +278,7 @@ class ApiKey(Base):
     name: Mapped[str] = mapped_column(sa.String(128), unique=True)
     key_hash: Mapped[str] = mapped_column(sa.String(128), unique=True)
     scopes: Mapped[list[str]] = mapped_column(JsonDocument, default=list)
-    """Rights, e.g. ['approvals:decide', 'runs:create']."""
+    """Rights, e.g. ['runs:read', 'approvals:decide'] (`engine.approvals.keys.RIGHTS`)."""
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
 

@@ -311,7 +311,7 @@ def test_a_run_of_an_older_version_is_drawn_on_its_own_graph(qtbot, engine_windo
 def test_approval_keys_are_made_in_the_engine_and_shown_once(qtbot, engine_window: MainWindow) -> None:
     from app.settings import SecretStore, approval_key_secret_name, mask_secret
     from app.settings_dialog import SettingsDialog
-    from engine.approvals.keys import check_key
+    from engine.approvals.keys import ALL_SCOPES, check_key
 
     window = engine_window
     store = SecretStore(window.settings.data_dir, use_keyring=False)
@@ -328,9 +328,9 @@ def test_approval_keys_are_made_in_the_engine_and_shown_once(qtbot, engine_windo
     assert store.get(approval_key_secret_name("ops-bot")) == key
     services = window.bridge.services if window.bridge is not None else None
     assert services is not None
-    assert check_key(services.sql, key).name == "ops-bot"
+    assert all(check_key(services.sql, key, scope).name == "ops-bot" for scope in ALL_SCOPES)
 
     with qtbot.waitSignal(dialog.keys_listed, timeout=20_000):
         dialog.revoke_approval_key("ops-bot")
     assert cell(dialog.keys_table, 0, 2).text() == "revoked"
-    assert check_key(services.sql, key).refusal == "revoked_key"
+    assert check_key(services.sql, key, ALL_SCOPES[0]).refusal == "revoked_key"

@@ -80,7 +80,7 @@ def test_empty_lists_print_nothing_and_rows_are_tab_separated(tmp_path: Path, re
     assert lockgate(env, "keys", "create", "ops-bot").returncode == 0
     assert lockgate(env, "budgets", "set", "ops", "--limit", "12.5", "--period", "week").returncode == 0
     keys = lockgate(env, "keys", "list")
-    assert (keys.returncode, keys.stdout) == (0, "ops-bot\tactive\tapprovals:decide\n"), keys.stderr
+    assert (keys.returncode, keys.stdout) == (0, "ops-bot\tactive\tread,start,publish,decide\n"), keys.stderr
     budgets = lockgate(env, "budgets", "list")
     assert (budgets.returncode, budgets.stdout) == (0, "ops\tweek\t$12.50\t$0.00\t$0.00\t$12.50\n"), budgets.stderr
 

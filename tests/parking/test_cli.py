@@ -24,14 +24,21 @@ def test_keys_create_list_revoke(tmp_path: Path, redis_url: str, key_prefix: str
     taken = lockgate(env, "keys", "create", "ops-bot")
     assert taken.returncode == 1 and 'key name "ops-bot" is taken' in taken.stderr and taken.stdout == ""
     listed = json.loads(lockgate(env, "keys", "list", "--json").stdout)
-    assert [(k["name"], k["active"], k["scopes"]) for k in listed] == [("ops-bot", True, ["approvals:decide"])]
+    assert [(k["name"], k["active"], k["scopes"]) for k in listed] == [
+        ("ops-bot", True, ["runs:read", "runs:start", "flows:publish", "approvals:decide"])]
+    bot = lockgate(env, "keys", "create", "approver", "--rights", "decide,read")
+    assert bot.returncode == 0 and "with the rights read, decide" in bot.stderr, bot.stderr
+    wrong = lockgate(env, "keys", "create", "other", "--rights", "read,approve")
+    assert wrong.returncode == 1 and "unknown right 'approve'" in wrong.stderr and wrong.stdout == ""
+    assert "approver\tactive\tread,decide\n" in lockgate(env, "keys", "list").stdout
     assert key not in lockgate(env, "keys", "list").stdout
     assert lockgate(env, "keys", "revoke", "ops-bot").returncode == 0
     again = lockgate(env, "keys", "revoke", "ops-bot")
     assert again.returncode == 1 and "already revoked" in again.stderr
     unknown = lockgate(env, "keys", "revoke", "nobody")
     assert unknown.returncode == 1 and 'no key is named "nobody"' in unknown.stderr
-    assert json.loads(lockgate(env, "keys", "list", "--json").stdout)[0]["active"] is False
+    states = {k["name"]: k["active"] for k in json.loads(lockgate(env, "keys", "list", "--json").stdout)}
+    assert states == {"approver": True, "ops-bot": False}
 
 
 def test_approvals_list_and_decide_by_key(tmp_path: Path, redis_url: str, key_prefix: str) -> None:

@@ -15,7 +15,7 @@ from engine.config import EngineConfig
 from engine.store.db import init_db, make_engine, open_store, schema_revision
 from engine.store.models import Base
 
-HEAD = "0006_approvals_v2"
+HEAD = "0007_key_rights"
 
 
 def test_models_and_migrations_agree(store: sa.Engine) -> None:
@@ -131,4 +131,24 @@ def test_sequences_stored_before_0003_are_renumbered_per_run_and_last_seq_follow
         last: dict[str, int] = dict(connection.execute(sa.text("SELECT id, last_seq FROM runs")).all())
     assert [tuple(row) for row in stored] == [("e1", 1), ("e2", 2), ("e3", 3), ("e4", 4), ("e5", 1)]
     assert last == {"r-a": 4, "r-b": 1}
+    engine.dispose()
+
+
+def test_keys_made_before_rights_keep_every_right_they_had(db_url: str) -> None:
+    from alembic import command
+
+    from engine.approvals.keys import ALL_SCOPES, START_SCOPE, check_key, hash_key, list_keys
+    from engine.store.db import _alembic_config
+
+    engine = make_engine(db_url)
+    with engine.begin() as connection:
+        command.upgrade(_alembic_config(connection), "0006_approvals_v2")
+    key = "lgk_" + "k" * 43
+    with engine.begin() as connection:
+        connection.execute(sa.text("INSERT INTO api_keys (name, key_hash, scopes, created_at) "
+                                   "VALUES ('old-bot', :hash, '[\"approvals:decide\"]', '2026-01-01')"),
+                           {"hash": hash_key(key)})
+    init_db(engine)
+    assert [info.scopes for info in list_keys(engine)] == [list(ALL_SCOPES)]
+    assert check_key(engine, key, START_SCOPE).refusal is None
     engine.dispose()
