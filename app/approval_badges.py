@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from app.panels.rows import ApprovalRow, ApprovalVoteRow
+from app.readable import short_run_id
 from engine.read_models import Approval
 
 
@@ -44,7 +45,7 @@ def quorum_badges(rows: list[ApprovalRow], flow_id: str, selected_run: str | Non
         )
         label = f"{chosen.approved_count} of {chosen.required} approved"
         others = len(waiting) - 1
-        tip = f"run {chosen.run_id[:8]}: {chosen.progress()}"
+        tip = f"run {short_run_id(chosen.run_id)}: {chosen.progress()}"
         if others:
             tip += f" ({others} more run{'s' if others != 1 else ''} waiting here: see Approvals)"
         badges[node] = (label, tip)

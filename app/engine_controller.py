@@ -31,6 +31,7 @@ from app.live import (
     waiting_text,
 )
 from app.panels.rows import BudgetRow, HoldRow, local_time
+from app.readable import short_run_id
 from app.waiting import run_waiting
 from engine.runtime.transitions import TERMINAL
 
@@ -197,7 +198,7 @@ class EngineController(QObject):
                 return
             if created is None:
                 return
-            started = f"Run {created.run_id[:8]} of {flow_id} v{created.version} started"
+            started = f"Run {short_run_id(created.run_id)} of {flow_id} v{created.version} started"
             self._say(started)
             self.run_started.emit(created.run_id)
             self._runs_timer.start()
@@ -218,8 +219,8 @@ class EngineController(QObject):
 
     def cancel_run(self, run_id: str) -> None:
         def done(status: CancelledRun | None, error: BaseException | None) -> None:
-            self._say(f"Run {run_id[:8]} not cancelled: {error}" if error or status is None
-                      else f"Run {run_id[:8]}: {status.status}")
+            self._say(f"Run {short_run_id(run_id)} not cancelled: {error}" if error or status is None
+                      else f"Run {short_run_id(run_id)}: {status.status}")
             self._runs_timer.start()
 
         self.bridge.cancel_run(run_id, done)
@@ -236,7 +237,7 @@ class EngineController(QObject):
 
         def done(run: Run | None, error: BaseException | None) -> None:
             if error is not None or run is None:
-                self._say(f"Run {run_id[:8]} ended; it cannot be read: {error or 'it does not exist'}")
+                self._say(f"Run {short_run_id(run_id)} ended; it cannot be read: {error or 'it does not exist'}")
                 return
             text = run_end_text(run)
             self.window.statusBar().showMessage(text, 8000 if run.status == "succeeded" else RUN_FAILED_MS)
@@ -316,10 +317,10 @@ class EngineController(QObject):
             elif result.accepted and result.port is None:
                 left = (result.required or 0) - (result.approved_count or 0)
                 text = (f"Approved as {actor}: {result.approved_count} of {result.required} approved; run "
-                        f"{str(result.run_id)[:8]} waits for {left} more.")
+                        f"{short_run_id(str(result.run_id))} waits for {left} more.")
                 panel.decision_result(approval_id, True, text, still_pending=True)
             elif result.accepted:
-                text = (f"{'Approved' if approved else 'Rejected'} as {actor}: run {str(result.run_id)[:8]} "
+                text = (f"{'Approved' if approved else 'Rejected'} as {actor}: run {short_run_id(str(result.run_id))} "
                         f"continues through {result.port}.")
                 panel.decision_result(approval_id, True, text)
             else:
@@ -513,7 +514,7 @@ class EngineController(QObject):
 
         def done(run: Run | None, error: BaseException | None) -> None:
             if error is not None or run is None or self.details is None:
-                self._say(f"Run {run_id[:8]} cannot be shown: {error or 'it does not exist'}")
+                self._say(f"Run {short_run_id(run_id)} cannot be shown: {error or 'it does not exist'}")
                 return
             key = (run.flow_id, run.version)
 
@@ -565,7 +566,7 @@ class EngineController(QObject):
 
         def done(test: FlowTest | None, error: BaseException | None) -> None:
             if error is not None or test is None:
-                self._say(f"Run {run_id[:8]} cannot be saved as a test: {error or 'no answer'}")
+                self._say(f"Run {short_run_id(run_id)} cannot be saved as a test: {error or 'no answer'}")
                 return
             try:
                 path = save_test(test, folder, replace=replace)
@@ -574,7 +575,7 @@ class EngineController(QObject):
                           "replace it.")
                 return
             except OSError as exc:
-                self._say(f"Run {run_id[:8]} cannot be saved as a test in {folder}: {exc.strerror or exc}")
+                self._say(f"Run {short_run_id(run_id)} cannot be saved as a test in {folder}: {exc.strerror or exc}")
                 return
             done_word = "Replaced" if replace else "Saved"
             self._say(f"{done_word} test {path} ({len(test.answers)} recorded answers): Flow ▸ Run tests replays "

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.panels.rows import RunRow
+from app.readable import short_run_id
 from app.waiting import Waiting, run_waiting, waiting_of
 from engine.approvals.claims import TIMEOUT_ACTOR
 from engine.durations import format_duration
@@ -99,7 +100,7 @@ def waiting_text(waiting_on: Waiting | None, now: float) -> str:
     text = REASON_TEXT.get(reason, reason)
     child = waiting_on.child_run_id
     if reason == "child_run" and child:
-        text = f"waiting on child run {child[:8]}"
+        text = f"waiting on child run {short_run_id(child)}"
     if waiting_on.attempt is not None:
         text += f", attempt {waiting_on.attempt}"
     due_at = waiting_on.due_at
@@ -226,9 +227,9 @@ def short_error(error: object, kind: str | None = None, limit: int = ERROR_TEXT_
 
 
 def run_end_text(run: Run) -> str:
-    """What the status bar says when a run started from the window ends: `Run 01a25105 of refund-desk failed
+    """What the status bar says when a run started from the window ends: `Run 5c6d7e8f of refund-desk failed
     at http_request: <short error>`, `… succeeded`, `… was cancelled at wait`."""
-    head = f"Run {run.id[:8]} of {run.flow_id}"
+    head = f"Run {short_run_id(run.id)} of {run.flow_id}"
     if run.status == "succeeded":
         return f"{head} succeeded."
     failed = [step for step in run.steps if step.status == "failed" and not step.reused_from]

@@ -9,6 +9,15 @@ EARLIEST_EPOCH = 946_684_800.0
 """2000-01-01: a number under a `*_at` key below this is not a moment (a count, an offset)."""
 LATEST_EPOCH = 4_102_444_800.0
 """2100-01-01."""
+RUN_ID_SHOWN = 8
+"""Characters of a run id said in messages: its last ones. An id starts with its start's Unix milliseconds
+(`engine.ids.time_ordered_id`), so runs started within a minute share their first 8 digits; the last 8 are
+random, and also a piece of the full id to search for in logs and the CLI's output."""
+
+
+def short_run_id(run_id: str) -> str:
+    """The part of a run id that tells it from the others: its last `RUN_ID_SHOWN` characters."""
+    return run_id[-RUN_ID_SHOWN:]
 
 
 def is_moment_key(key: object) -> bool:

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.engine_messages import without_cli_hints
+from app.readable import short_run_id
 from app.theme import status_colour
 from engine.read_models import ErrorDetail, RerunStarted
 
@@ -45,8 +46,9 @@ class RerunDialog(QDialog):
         self.setObjectName("rerunDialog")
         self.setWindowTitle("Rerun from here")
         self.options = options
-        heading = QLabel(f"Rerun run <b>{run_id[:8]}</b> from node <b>{_html(node)}</b>: the steps before it are "
-                         "reused as recorded, never executed again; it and what follows run again.")
+        heading = QLabel(f"Rerun run <b>{short_run_id(run_id)}</b> from node <b>{_html(node)}</b>: the steps before "
+                         "it are reused as recorded, never executed again; it and what follows run again.")
+        heading.setToolTip(f"Run {run_id}")
         heading.setWordWrap(True)
         self.group = QButtonGroup(self)
         layout = QVBoxLayout(self)

@@ -10,6 +10,7 @@ from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QMenu
 
 from app.engine_messages import without_cli_hints
+from app.readable import short_run_id
 from app.rerun_dialog import RerunDialog, RerunOption
 from engine.read_models import ErrorDetail, RerunRequest
 from engine.runtime.transitions import TERMINAL
@@ -72,9 +73,9 @@ class RerunFlow(QObject):
         if run is None or run.status not in TERMINAL or run.flow_id != flow_id:
             return
         menu.addSeparator()
-        entry = menu.addAction(f"Rerun from here… (run {run.run_id[:8]})")
+        entry = menu.addAction(f"Rerun from here… (run {short_run_id(run.run_id)})")
         entry.setObjectName("menu_rerun_from_here")
-        entry.setToolTip(f"A new run that reuses the steps of run {run.run_id[:8]} before {node_id}")
+        entry.setToolTip(f"A new run that reuses the steps of run {short_run_id(run.run_id)} before {node_id}")
         entry.triggered.connect(lambda _checked=False: self.ask(run.run_id, node_id))
 
     def ask(self, run_id: str, node: str | None = None) -> None:
@@ -88,7 +89,7 @@ class RerunFlow(QObject):
 
         def done(options: list[RerunOption] | None, error: BaseException | None) -> None:
             if error is not None or not options:
-                self.controller._say(f"Run {run_id[:8]} cannot be rerun: {error}")
+                self.controller._say(f"Run {short_run_id(run_id)} cannot be rerun: {error}")
                 return
             self.dialog = RerunDialog(run_id, node, options, self.controller.window)
             self.dialog.accepted.connect(lambda: self._start(run_id, node))
@@ -103,10 +104,11 @@ class RerunFlow(QObject):
 
         def done(started: RerunStarted | None, error: BaseException | None) -> None:
             if error is not None or started is None or started.run_id is None:
-                self.controller._say(f"Rerun of {run_id[:8]} from {node} refused: {without_cli_hints(str(error))}")
+                self.controller._say(f"Rerun of {short_run_id(run_id)} from {node} refused: "
+                                     f"{without_cli_hints(str(error))}")
                 return
-            self.controller._say(f"Run {started.run_id[:8]} started: a rerun of {run_id[:8]} from {node} "
-                                 f"(v{started.version})")
+            self.controller._say(f"Run {short_run_id(started.run_id)} started: a rerun of {short_run_id(run_id)} "
+                                 f"from {node} (v{started.version})")
             self.controller.run_started.emit(started.run_id)
             self.controller.refresh_runs()
             self.controller.open_run(started.run_id)

@@ -29,7 +29,7 @@ from app.live import run_row, step_ports, step_status_text
 from app.panels.rows import local_time, tokens_text, usd
 from app.panels.tables import fit_columns
 from app.panels.timeline import TimelineWidget
-from app.readable import readable_json
+from app.readable import readable_json, short_run_id
 from app.theme import status_colour
 from engine.read_models import Run, RunSummary, Step
 from engine.runtime.transitions import TERMINAL as TERMINAL_STATUSES
@@ -66,6 +66,7 @@ class RunDetails(QDialog):
         self.header = QLabel(self)
         self.header.setObjectName("runHeader")
         self.header.setWordWrap(True)
+        self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)  # the run id to copy
         self.cancel_button = QPushButton("Cancel run", self)
         self.cancel_button.setObjectName("cancelRunButton")
         self.cancel_button.clicked.connect(self._cancel)
@@ -80,6 +81,7 @@ class RunDetails(QDialog):
         self.related.setTextFormat(Qt.TextFormat.RichText)
         self.related.setWordWrap(True)
         self.related.linkActivated.connect(self._open_linked)
+        self.related.linkHovered.connect(lambda link: _tip_run_link(self.related, link))
         self.related.hide()
         top = QHBoxLayout()
         top.addWidget(self.header, 1)
@@ -104,6 +106,7 @@ class RunDetails(QDialog):
         self.step_label.setObjectName("stepLabel")
         self.step_label.setWordWrap(True)
         self.step_label.linkActivated.connect(self._open_linked)
+        self.step_label.linkHovered.connect(lambda link: _tip_run_link(self.step_label, link))
         given_box, output_box = QWidget(), QWidget()
         for box, title, view in ((given_box, "Given", self.step_given), (output_box, "Produced", self.step_output)):
             box_layout = QVBoxLayout(box)
@@ -153,7 +156,7 @@ class RunDetails(QDialog):
         self.run = run
         row = run_row(run)
         colour = status_colour(row.status)
-        self.setWindowTitle(f"Run {row.run_id[:8]} — {row.flow_id} v{row.version}")
+        self.setWindowTitle(f"Run {short_run_id(row.run_id)} — {row.flow_id} v{row.version}")
         where = row.where(_now())
         spent = " · ".join(part for part in (
             f"cost {usd(row.cost_usd)}" if row.cost_usd is not None else "",
@@ -165,7 +168,7 @@ class RunDetails(QDialog):
             f"<b>{row.flow_id}</b> v{row.version} &nbsp; <span style='color:{colour}'>● {row.status}{asked}</span>"
             f" &nbsp; started {local_time(row.started_at)}{finished} &nbsp; took {row.duration(_now())}"
             + (f" &nbsp; at <b>{where}</b>" if where else "")
-            + f"<br>{spent}"
+            + f"<br>run {row.run_id} &nbsp; {spent}"
         )
         related = related_runs_html(run)
         self.related.setText(related)
@@ -257,7 +260,7 @@ class RunDetails(QDialog):
         reused_from = step.reused_from
         if reused_from:
             self.step_label.setText(self.step_label.text() + f" — taken from run <a href='{RUN_LINK}{reused_from}'>"
-                                    f"{_html(reused_from[:8])}</a>, not executed again")
+                                    f"{_html(short_run_id(reused_from))}</a>, not executed again")
         self.step_given.setPlainText(_dump(given) if given is not None else (
             f"Not executed in this run: reused from run {reused_from}, as it was recorded there."
             if reused_from else "Nothing recorded."))
@@ -285,20 +288,25 @@ RUN_LINK = "run:"
 """Links of the parent and child runs: `run:<id>`."""
 
 
+def _tip_run_link(label: QLabel, link: str) -> None:
+    """A run link shows its run's short id; hovering it shows the whole id."""
+    label.setToolTip(f"Run {link.removeprefix(RUN_LINK)}" if link.startswith(RUN_LINK) else "")
+
+
 def related_runs_html(run: RunSummary) -> str:
     """`called by run 1a2b3c4d · rerun of run … from node … · child runs: 5e6f7a8b, …` with a link to open
     each; '' when none."""
     parts = []
     parent = run.parent_run_id
     if parent:
-        parts.append(f"called by run <a href='{RUN_LINK}{parent}'>{parent[:8]}</a>")
+        parts.append(f"called by run <a href='{RUN_LINK}{parent}'>{short_run_id(parent)}</a>")
     rerun_of = run.rerun_of
     if rerun_of:
-        parts.append(f"rerun of run <a href='{RUN_LINK}{rerun_of}'>{rerun_of[:8]}</a> from node "
+        parts.append(f"rerun of run <a href='{RUN_LINK}{rerun_of}'>{short_run_id(rerun_of)}</a> from node "
                      f"<b>{_html(run.from_node or '')}</b>")
     children = run.child_run_ids
     if children:
-        links = ", ".join(f"<a href='{RUN_LINK}{child}'>{child[:8]}</a>" for child in children)
+        links = ", ".join(f"<a href='{RUN_LINK}{child}'>{short_run_id(child)}</a>" for child in children)
         parts.append(f"child run{'s' if len(children) != 1 else ''}: {links}")
     return " &nbsp;·&nbsp; ".join(parts)
 

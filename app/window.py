@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMenu,
     QMessageBox,
+    QStackedWidget,
     QTableWidget,
     QTableWidgetItem,
     QToolBar,
@@ -52,6 +53,7 @@ from app.panels.properties import PropertiesPanel
 from app.panels.runs import RunsPanel
 from app.panels.triggers import TriggersPanel
 from app.settings import AppSettings, ThemeMode
+from app.start_page import StartPage
 from app.trigger_watch import TriggerWatch
 from engine import __version__
 from engine.flow import Flow, FlowLoadError
@@ -94,7 +96,16 @@ class MainWindow(QMainWindow):
         """The flow the status-bar hint is about (the first-start example); the hint shows only with it."""
 
         self.tabs = FlowTabs(self)
-        self.setCentralWidget(self.tabs)
+        self.start_page = StartPage([FIRST_START_EXAMPLE, *(n for n in example_names() if n != FIRST_START_EXAMPLE)])
+        self.start_page.new_requested.connect(self.new_flow)
+        self.start_page.open_requested.connect(self.open_dialog)
+        self.start_page.example_requested.connect(self.open_example)
+        self.start_page.recent_requested.connect(lambda path: self.open_file(Path(path)))
+        self.centre = QStackedWidget(self)
+        self.centre.setObjectName("centre")
+        self.centre.addWidget(self.tabs)
+        self.centre.addWidget(self.start_page)
+        self.setCentralWidget(self.centre)
         self._build_docks()
         self.log_feed = LogFeed(self.log, log_records, self) if log_records is not None else None
         self.actions_by_id = action_specs.build_actions(self, self._handlers())
@@ -482,6 +493,7 @@ class MainWindow(QMainWindow):
         self._watched_document = document
         self.properties.set_document(document)
         self.comparisons.document_switched(document)
+        self._show_start_page(self.tabs.count() == 0)
         if document is not None:
             document.diagnostics_changed.connect(self.problems.set_diagnostics)
             document.header_changed.connect(self._header_changed)
@@ -500,6 +512,11 @@ class MainWindow(QMainWindow):
                           "flow_properties", "compare", "next_change", "previous_change", *canvas_ids):
             self.actions_by_id[action_id].setEnabled(document is not None)
         self._update_edit_actions()
+
+    def _show_start_page(self, shown: bool) -> None:
+        if shown:
+            self.start_page.show_recent(self.settings.recent_files())
+        self.centre.setCurrentWidget(self.start_page if shown else self.tabs)
 
     def _show_window_title(self) -> None:
         document = self.document

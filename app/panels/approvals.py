@@ -28,14 +28,29 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.panels.column_widths import ColumnWidths, ElideStartDelegate
 from app.panels.empty_state import EmptyStateStack
-from app.panels.rows import ApprovalRow, local_time, time_left
-from app.panels.tables import fit_columns, read_only_table
+from app.panels.rows import ApprovalRow, local_time, short_time, time_left
+from app.panels.tables import read_only_table
+from app.readable import short_run_id
 
 COLUMNS = ("Flow", "Run", "Node", "Message", "Requested", "Time left", "Progress")
-APPROVAL_SAMPLES = {0: "ticket-triage", 1: "01a250f757b9…", 2: "manager_approval", 4: "2026-12-31 23:59:59",
-                    5: "23h59m", 6: "2 of 3 approved"}
-"""Typical cells the columns are sized for; the message takes the room left."""
+FLOW_COLUMN, RUN_COLUMN, NODE_COLUMN, MESSAGE_COLUMN, REQUESTED_COLUMN, TIME_LEFT_COLUMN, PROGRESS_COLUMN = range(7)
+APPROVAL_WIDTHS = (
+    {RUN_COLUMN: "…c6d7e8f9"},
+    {FLOW_COLUMN: "ticket-triage", MESSAGE_COLUMN: "Refund ticket T-42?"},
+    {NODE_COLUMN: "approve_refund", REQUESTED_COLUMN: "17:26:33", TIME_LEFT_COLUMN: "23h59m",
+     PROGRESS_COLUMN: "2 of 3 approved"},
+    {MESSAGE_COLUMN: "Refund ticket T-42 (120 EUR) to the customer?", REQUESTED_COLUMN: "Dec 31 23:59",
+     PROGRESS_COLUMN: "2 of 3 approved · escalated · 2 reminders sent"},
+    {RUN_COLUMN: "01a250f757b9c0d1e2f3a4b5c6d7e8f9"},
+)
+"""What the columns get, in order, as room allows (`ColumnWidths`): the run id's last 8 characters, the flow and
+a short message, the other columns' typical cells, a longer message and progress, the whole run id; the message
+takes the rest. Cells that do not fit elide (the run id at its start), in full as their tooltip."""
+OPTIONAL_COLUMNS = (REQUESTED_COLUMN, NODE_COLUMN)
+"""Hidden in this order in a dock too narrow for the others' typical cells: the time left says more than when
+it was asked."""
 
 
 class ApprovalsPanel(QWidget):
@@ -61,7 +76,10 @@ class ApprovalsPanel(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         # A long message elides on one line (in full as its tooltip) rather than wrap into a clipped second one.
         self.table.setWordWrap(False)
-        fit_columns(self.table, APPROVAL_SAMPLES, stretch=COLUMNS.index("Message"))
+        self.table.setItemDelegateForColumn(RUN_COLUMN, ElideStartDelegate(self.table))
+        self.table.setColumnHidden(PROGRESS_COLUMN, True)  # until a quorum, escalation or reminder has some
+        self.column_widths = ColumnWidths(self.table, APPROVAL_WIDTHS, stretch=MESSAGE_COLUMN,
+                                          optional=OPTIONAL_COLUMNS, must_fit=3)
         self.table.itemSelectionChanged.connect(self._update_buttons)
         self.decider_label = QLabel(self)
         self.decider_label.setObjectName("deciderLabel")
@@ -132,18 +150,21 @@ class ApprovalsPanel(QWidget):
                 QTableWidgetItem(approval.run_id),
                 QTableWidgetItem(approval.node),
                 QTableWidgetItem(approval.message),
-                QTableWidgetItem(local_time(approval.requested_at)),
+                QTableWidgetItem(short_time(approval.requested_at, now)),
                 QTableWidgetItem(time_left(approval.expires_at, now) if approval.expires_at else "no limit"),
                 QTableWidgetItem(approval.progress()),
             )
             cells[0].setData(Qt.ItemDataRole.UserRole, approval.approval_id)
-            cells[3].setToolTip(approval.message)
+            for item in cells:  # any cell may elide in a narrow dock
+                item.setToolTip(item.text())
+            cells[REQUESTED_COLUMN].setToolTip(local_time(approval.requested_at))
             if approval.decisions:
-                cells[6].setToolTip(approval.decided_so_far())
+                cells[PROGRESS_COLUMN].setToolTip(f"{approval.progress()}\n{approval.decided_so_far()}")
             for column, item in enumerate(cells):
                 self.table.setItem(row, column, item)
             if selected is not None and approval.approval_id == selected.approval_id:
                 self.table.selectRow(row)
+        self._show_progress_column(any(approval.progress() for approval in self.approvals))
         if decided_gone:
             self.table.clearSelection()
             if self._answered:
@@ -155,6 +176,11 @@ class ApprovalsPanel(QWidget):
             self.stack.show_message("No approvals are waiting.")
         self._update_buttons()
         self.count_changed.emit(len(self.approvals))
+
+    def _show_progress_column(self, shown: bool) -> None:
+        if self.table.isColumnHidden(PROGRESS_COLUMN) == shown:
+            self.table.setColumnHidden(PROGRESS_COLUMN, not shown)
+            self.column_widths.fit()
 
     def decision_result(self, approval_id: str, accepted: bool, message: str, still_pending: bool = False) -> None:
         """The engine's answer to a decision from this panel: a refusal is shown with the comment kept;
@@ -184,7 +210,7 @@ class ApprovalsPanel(QWidget):
         row = min(self._decided_row, len(self.approvals) - 1)
         self.table.selectRow(row)
         shown = self.approvals[row]
-        self._say(f"{self.result_label.text()} Selected now: {shown.flow_id} run {shown.run_id[:8]} "
+        self._say(f"{self.result_label.text()} Selected now: {shown.flow_id} run {short_run_id(shown.run_id)} "
                   f"({shown.message or shown.node}).", problem=False)
 
     def _say(self, text: str, problem: bool) -> None:
@@ -226,9 +252,10 @@ class ApprovalsPanel(QWidget):
         if approval is None or not (approval.is_quorum or approval.decisions):
             self.decided_label.hide()
             return
-        head = f"{approval.flow_id} run {approval.run_id[:8]}: {approval.progress()}"
+        head = f"{approval.flow_id} run {short_run_id(approval.run_id)}: {approval.progress()}"
         body = approval.decided_so_far() or "no decisions yet"
         self.decided_label.setText(f"{head}\n{body}")
+        self.decided_label.setToolTip(f"Run {approval.run_id}")
         self.decided_label.show()
 
     def _decide(self, approved: bool) -> None:
@@ -238,7 +265,7 @@ class ApprovalsPanel(QWidget):
         self.deciding = approval.approval_id
         self._answered = False
         self._decided_row = self.table.currentRow()
-        self._say(f"{'Approving' if approved else 'Rejecting'} {approval.flow_id} run {approval.run_id[:8]} as "
-                  f"{self.decider}…", problem=False)
+        self._say(f"{'Approving' if approved else 'Rejecting'} {approval.flow_id} run "
+                  f"{short_run_id(approval.run_id)} as {self.decider}…", problem=False)
         self._update_buttons()
         self.decision_made.emit(approval.approval_id, approved, self.comment.text().strip())

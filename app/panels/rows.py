@@ -138,8 +138,11 @@ class HoldRow:
 
 
 def time_left(until: datetime, now: datetime) -> str:
+    """`8m30s`, or `23h59m` past an hour (seconds are noise there, as on the canvas), or `due`."""
     seconds = (until - now).total_seconds()
-    return "due" if seconds <= 0 else format_duration(round(seconds))
+    if seconds <= 0:
+        return "due"
+    return format_duration(seconds // 60 * 60 if seconds >= 3600 else round(seconds))
 
 
 def local_time(moment: datetime | None) -> str:
@@ -148,6 +151,21 @@ def local_time(moment: datetime | None) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def short_time(moment: datetime | None, now: datetime) -> str:
+    """`17:26:33` today, `Dec 7 17:26` earlier this year, `2025-12-31` before: a table's time that leaves the
+    room to the columns beside it (`local_time` says it in full, as its tooltip)."""
+    if moment is None:
+        return ""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    local, today = moment.astimezone(), now.astimezone()
+    if local.date() == today.date():
+        return local.strftime("%H:%M:%S")
+    if local.year == today.year:
+        return f"{local:%b} {local.day} {local:%H:%M}"
+    return local.strftime("%Y-%m-%d")
 
 
 def token_count(count: int) -> str:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from PySide6.QtCore import QItemSelectionModel, QPoint, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QComboBox,
     QHBoxLayout,
     QLabel,
@@ -17,18 +18,31 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.panels.column_widths import ColumnWidths, ElideStartDelegate
 from app.panels.empty_state import EmptyStateStack
-from app.panels.rows import RUN_STATUSES, RunRow, local_time, tokens_text, usd
+from app.panels.rows import RUN_STATUSES, RunRow, local_time, short_time, tokens_text, usd
 from app.panels.table_model import RowsModel
-from app.panels.tables import fit_columns
 from app.theme import status_colour
 from engine.runtime.transitions import TERMINAL
 
 ALL_STATUSES = "All statuses"
-DURATION_COLUMN, COST_COLUMN, TOKENS_COLUMN, WHERE_COLUMN, RUN_COLUMN = 4, 5, 6, 7, 8
-RUN_SAMPLES = {0: "● interrupted", 1: "ticket-triage", 2: "v10", 3: "2026-12-31 23:59:59", 4: "23h59m",
-               5: "$0.0125", 6: "1,234 in · 56 out", RUN_COLUMN: "01a250f757b9…"}
-"""Typical cells the columns are sized for; the run id shows its first 12 digits (all of it as the tooltip)."""
+VERSION_COLUMN, STARTED_COLUMN, DURATION_COLUMN, COST_COLUMN, TOKENS_COLUMN, WHERE_COLUMN, RUN_COLUMN = range(2, 9)
+RUN_WIDTHS = (
+    {RUN_COLUMN: "…c6d7e8f9"},
+    {WHERE_COLUMN: "approve: approval"},
+    {0: "● succeeded", 1: "ticket-triage", VERSION_COLUMN: "v10", STARTED_COLUMN: "17:26:33",
+     DURATION_COLUMN: "59m59s", COST_COLUMN: "$0.0125", TOKENS_COLUMN: "1,234 in · 56 out"},
+    {WHERE_COLUMN: "approve: approval (23h59m left)"},
+    {0: "● interrupted", STARTED_COLUMN: "Dec 31 23:59", DURATION_COLUMN: "23h59m59s",
+     TOKENS_COLUMN: "125.3k in · 9,870 out"},
+    {RUN_COLUMN: "01a250f757b9c0d1e2f3a4b5c6d7e8f9"},
+)
+"""What the columns get, in order, as room allows (`ColumnWidths`): the run id's last 8 characters (what
+messages call a run), the place's node and reason, today's typical cells, the place with its time left, the
+longer cells, the whole run id; the place takes the rest. The run id elides at its start: its time-ordered
+first digits are alike for runs started within a minute."""
+OPTIONAL_COLUMNS = (VERSION_COLUMN, TOKENS_COLUMN, DURATION_COLUMN, COST_COLUMN)
+"""Hidden in this order in a dock too narrow for the others' typical cells (a run's details show them all)."""
 
 
 class RunsPanel(QWidget):
@@ -62,7 +76,7 @@ class RunsPanel(QWidget):
                 ("Status", lambda r: f"● {r.status}"),
                 ("Flow", lambda r: r.flow_id),
                 ("Version", lambda r: f"v{r.version}"),
-                ("Started", lambda r: local_time(r.started_at)),
+                ("Started", lambda r: short_time(r.started_at, self.now())),
                 ("Duration", lambda r: r.duration(self.now())),
                 ("Cost", lambda r: usd(r.cost_usd) if r.cost_usd is not None else "—"),
                 ("Tokens", lambda r: tokens_text(r.tokens_in, r.tokens_out)),
@@ -70,6 +84,7 @@ class RunsPanel(QWidget):
                 ("Run", lambda r: r.run_id),
             ],
             colour=lambda r, column: status_colour(r.status) if column == 0 else None,
+            tooltips={STARTED_COLUMN: lambda r: local_time(r.started_at)},
         )
         self.table = QTableView()
         self.table.setObjectName("runsTable")
@@ -80,7 +95,9 @@ class RunsPanel(QWidget):
         self.table.setShowGrid(False)
         self.table.setAlternatingRowColors(True)
         self.table.setWordWrap(False)  # one line a run: a long place elides (in full as its tooltip)
-        fit_columns(self.table, RUN_SAMPLES, stretch=WHERE_COLUMN)
+        self.table.setItemDelegateForColumn(RUN_COLUMN, ElideStartDelegate(self.table))
+        self.column_widths = ColumnWidths(self.table, RUN_WIDTHS, stretch=WHERE_COLUMN, optional=OPTIONAL_COLUMNS,
+                                          must_fit=3)
         self.table.selectionModel().selectionChanged.connect(lambda *_args: self._selected())
         self.table.activated.connect(lambda index: self.run_opened.emit(self.model.rows[index.row()].run_id))
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
@@ -168,6 +185,8 @@ class RunsPanel(QWidget):
         menu = QMenu(self)
         menu.setObjectName("runsContextMenu")
         menu.addAction("Open run details", lambda: self.run_opened.emit(run.run_id))
+        copy = menu.addAction("Copy run id", lambda: QApplication.clipboard().setText(run.run_id))
+        copy.setObjectName("copyRunIdAction")
         rerun = menu.addAction("Rerun from here…", lambda: self.rerun_requested.emit(run.run_id))
         rerun.setObjectName("rerunFromHereAction")
         rerun.setEnabled(run.status in TERMINAL)

@@ -3,7 +3,7 @@ refilling a QTableWidget item by item)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
@@ -14,13 +14,16 @@ Index = QModelIndex | QPersistentModelIndex
 
 
 class RowsModel(QAbstractTableModel, Generic[Row]):
-    """Columns are (header, text of a row) pairs; `colour(row, column)` may tint a cell's text."""
+    """Columns are (header, text of a row) pairs; `colour(row, column)` may tint a cell's text. A cell's tooltip
+    is its text, or `tooltips[column](row)` where its text is short for something longer."""
 
     def __init__(self, columns: Sequence[tuple[str, Callable[[Row], str]]],
-                 colour: Callable[[Row, int], str | None] | None = None) -> None:
+                 colour: Callable[[Row, int], str | None] | None = None,
+                 tooltips: Mapping[int, Callable[[Row], str]] | None = None) -> None:
         super().__init__()
         self.columns = list(columns)
         self.colour = colour
+        self.tooltips = dict(tooltips or {})
         self.rows: list[Row] = []
 
     def set_rows(self, rows: list[Row]) -> None:
@@ -58,6 +61,8 @@ class RowsModel(QAbstractTableModel, Generic[Row]):
         if not index.isValid():
             return None
         row = self.rows[index.row()]
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() in self.tooltips:
+            return self.tooltips[index.column()](row)
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             return self.columns[index.column()][1](row)
         if role == Qt.ItemDataRole.ForegroundRole and self.colour is not None:

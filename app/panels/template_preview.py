@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from jinja2 import Undefined
 
+from app.readable import short_run_id
 from engine.flow import Flow
 from engine.read_models import Run
 from engine.templates import TemplateProblem, evaluate, is_template, template_input_refs
@@ -33,7 +34,7 @@ def context_for(flow: Flow, run: Run | None) -> PreviewContext:
         facts = {"id": run.id, "flow": run.flow_id, "version": run.version, "trigger": run.trigger}
         names: dict[str, object] = {"inputs": _object(run.inputs), "state": _object(run.state),
                                     "errors": _object(run.errors), "run": facts}
-        return PreviewContext(names, f"run {run.id[:8]}")
+        return PreviewContext(names, f"run {short_run_id(run.id)}")
     inputs = {name: spec.default for name, spec in flow.inputs.items()}
     names = {"inputs": inputs, "state": {}, "errors": {},
              "run": {"id": "preview", "flow": flow.id, "version": None, "trigger": "manual"}}

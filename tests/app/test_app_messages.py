@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app.examples import example_bytes
 from app.panels.rows import ApprovalRow
+from app.readable import short_run_id
 from app.window import MainWindow
 from canvas.document import FlowDocument
 from canvas.view import FlowView
@@ -115,7 +116,7 @@ def test_a_run_started_here_says_how_it_ended(qtbot, engine_window: MainWindow) 
     qtbot.waitUntil(lambda: "failed at call" in _status(window), timeout=RUN_MS)
     run_id = next(r.run_id for r in window.runs.rows.values() if r.flow_id == "fails")
     said = _status(window)
-    assert said.startswith(f"Run {run_id[:8]} of fails failed at call: "), said
+    assert said.startswith(f"Run {short_run_id(run_id)} of fails failed at call: "), said
     assert len(said) < 260 and "\n" not in said and 'node "call"' not in said
     assert "Connection refused" in said or "connect" in said.lower()
     assert [line for line in window.log.lines() if "failed at call" in line] and \
@@ -133,9 +134,9 @@ def test_a_run_started_here_says_how_it_ended(qtbot, engine_window: MainWindow) 
     window.approvals.set_decider("ada")
     window.approvals.table.selectRow(0)
     window.approvals.approve_button.click()
-    qtbot.waitUntil(lambda: f"Run {asks_run[:8]} of refund-ok succeeded." in _status(window), timeout=RUN_MS)
+    qtbot.waitUntil(lambda: f"Run {short_run_id(asks_run)} of refund-ok succeeded." in _status(window), timeout=RUN_MS)
     assert window.docks["Approvals"].windowTitle() == "Approvals"
-    assert sum(f"Run {asks_run[:8]} of refund-ok succeeded." in line for line in window.log.lines()) == 1
+    assert sum(f"Run {short_run_id(asks_run)} of refund-ok succeeded." in line for line in window.log.lines()) == 1
 
 
 def _triage_copy(folder: Path) -> Path:
@@ -210,7 +211,7 @@ def test_how_an_ended_run_reads() -> None:
     from engine.read_models import Run, Step
 
     def run(status: str, steps: list[Step], **fields: object) -> Run:
-        return Run.model_validate({"id": "01a25105abcdef", "flow_id": "refund-desk", "version": 2,
+        return Run.model_validate({"id": "01a25105abcdef0123456789c6d7e8f9", "flow_id": "refund-desk", "version": 2,
                                    "status": status, "steps": steps, **fields})
 
     ok = Step(step="s1", node="start", status="succeeded")
@@ -218,15 +219,15 @@ def test_how_an_ended_run_reads() -> None:
     failed = Step(step="s2", node="http_request", status="failed", error=f'node "http_request" (http.request): {long}',
                   error_type="ConnectError")
     text = run_end_text(run("failed", [ok, failed]))
-    assert text.startswith("Run 01a25105 of refund-desk failed at http_request: GET http://127.0.0.1:9/x failed: ")
+    assert text.startswith("Run c6d7e8f9 of refund-desk failed at http_request: GET http://127.0.0.1:9/x failed: ")
     assert "second line" not in text and "… — double-click it in Runs" in text and len(text) < 240
-    assert run_end_text(run("succeeded", [ok])) == "Run 01a25105 of refund-desk succeeded."
+    assert run_end_text(run("succeeded", [ok])) == "Run c6d7e8f9 of refund-desk succeeded."
     assert run_end_text(run("cancelled", [ok], current_node="wait")) == (
-        "Run 01a25105 of refund-desk was cancelled at wait.")
+        "Run c6d7e8f9 of refund-desk was cancelled at wait.")
     assert run_end_text(run("interrupted", [ok], current_node="call", error="worker lost", error_type="lost")) == (
-        "Run 01a25105 of refund-desk was interrupted at call: worker lost.")
+        "Run c6d7e8f9 of refund-desk was interrupted at call: worker lost.")
     assert run_end_text(run("failed", [], error="budget gone.")).startswith(
-        "Run 01a25105 of refund-desk failed: budget gone — double-click")
+        "Run c6d7e8f9 of refund-desk failed: budget gone — double-click")
 
 
 

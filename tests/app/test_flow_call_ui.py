@@ -23,8 +23,8 @@ from engine.runtime.live_change import LiveChange
 from tests.engine.conftest import make_flow
 
 NOW = 1_800_000_000.0
-CHILD = "5e6f7a8b" + "0" * 24
-PARENT = "1a2b3c4d" + "0" * 24
+CHILD = "01a2518b" + "0" * 16 + "5e6f7a8b"
+PARENT = "01a2518b" + "0" * 16 + "1a2b3c4d"
 
 
 def _document() -> FlowDocument:

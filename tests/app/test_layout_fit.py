@@ -13,19 +13,27 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QScrollArea,
+    QStyle,
+    QTabBar,
     QTableView,
     QTreeWidgetItemIterator,
     QWidget,
 )
 
 from app.field_kinds import config_fields, field_label
+from app.panels.approvals import MESSAGE_COLUMN
+from app.panels.approvals import RUN_COLUMN as RUN_COLUMN_OF_APPROVALS
 from app.panels.fit_width import FitWidthScrollArea
-from app.panels.rows import ApprovalRow, RunRow
+from app.panels.rows import ApprovalRow, ApprovalVoteRow, RunRow
+from app.panels.runs import RUN_COLUMN, STARTED_COLUMN, VERSION_COLUMN, WHERE_COLUMN
+from app.readable import short_run_id
 from app.run_details import RunDetails
 from app.settings import AppSettings, ProviderSetting
 from app.settings_dialog import SettingsDialog
 from app.window import MainWindow
+from engine.ids import time_ordered_id
 from engine.read_models import Run, Step
+from tests.app.cells import cell
 
 SIZES = [(1440, 900), (1100, 700)]
 NODE_TYPES = ["http.request", "approval", "script", "router", "ai.model", "wait.callback", "budget.reserve"]
@@ -179,6 +187,28 @@ def _runs(now: datetime) -> list[RunRow]:
     ]
 
 
+def shows_whole(table: QTableView, column: int, text: str) -> bool:
+    """Whether `text` shows in `column` without eliding: the column is shown and wider than the text and the
+    cell's margins."""
+    margin = table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, table) + 1
+    width = table.columnWidth(column) - 2 * margin
+    return not table.isColumnHidden(column) and width >= table.fontMetrics().horizontalAdvance(text)
+
+
+def noon_today() -> datetime:
+    """Today at noon, local time: a run started seconds before it started today, whenever the test runs."""
+    return datetime.now().astimezone().replace(hour=12, minute=0, second=0, microsecond=0)
+
+
+def parked_runs(now: datetime, count: int = 8) -> list[RunRow]:
+    """Runs parked on an approval for a day, started within seconds (their ids alike but for the last digits),
+    each with a model call's tokens: more than the dock shows, so its vertical scroll bar takes room too."""
+    return [RunRow(time_ordered_id(), "ticket-triage", 3, "waiting", now - timedelta(seconds=5 + index), None,
+                   0.0125, current_node="approve", waiting_reason="approval",
+                   waiting_until=now + timedelta(hours=23, minutes=59, seconds=30), tokens_in=1234, tokens_out=56)
+            for index in range(count)]
+
+
 def test_runs_table_shows_every_header_at_the_default_size(qtbot, window: MainWindow) -> None:
     assert (window.width(), window.height()) == (1440, 900)  # the window's own default
     window.runs.set_runs(_runs(datetime.now(UTC)))
@@ -187,13 +217,55 @@ def test_runs_table_shows_every_header_at_the_default_size(qtbot, window: MainWi
     table = window.runs.table
     assert hidden_headers(table) == []
     assert not table.horizontalScrollBar().isVisible()
-    # Typical cells show whole too, but for the place (it takes the room left) and the run id (12 digits).
-    for row in range(table.model().rowCount()):
-        for column in range(table.model().columnCount()):
-            if column in (7, 8):
-                continue
-            text = window.runs.cell_text(row, column)
-            assert table.columnWidth(column) >= table.fontMetrics().horizontalAdvance(text), (row, column, text)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_runs_columns_share_the_dock_so_the_place_shows(qtbot, window: MainWindow, size: tuple[int, int]) -> None:
+    window.resize(*size)
+    now = noon_today()
+    panel = window.runs
+    panel.now = lambda: now
+    panel.set_runs(parked_runs(now))
+    window.docks["Runs"].raise_()
+    settle(qtbot)
+    table = panel.table
+    assert table.verticalScrollBar().isVisible()
+    assert not table.horizontalScrollBar().isVisible()
+    assert hidden_headers(table) == []
+    status, flow, started = 0, 1, STARTED_COLUMN
+    for row in range(panel.row_count()):
+        where = panel.cell_text(row, WHERE_COLUMN)
+        assert where == "approve: approval (23h59m left)"
+        # The run id keeps its last 8 characters, what messages call the run.
+        assert shows_whole(table, RUN_COLUMN, "…" + short_run_id(panel.model.rows[row].run_id))
+        for column in (status, flow, started):
+            assert shows_whole(table, column, panel.cell_text(row, column)), (column, panel.cell_text(row, column))
+        if size == (1440, 900):
+            # Every column, and the place whole with the time it has left.
+            assert shows_whole(table, WHERE_COLUMN, where)
+            for column in range(WHERE_COLUMN):
+                assert shows_whole(table, column, panel.cell_text(row, column)), (column, panel.cell_text(row, column))
+        else:
+            # A narrow dock: the place's node and reason at least; the least needed columns make room for it.
+            assert shows_whole(table, WHERE_COLUMN, where.split(" (")[0])
+
+
+def test_runs_columns_give_back_room_when_the_dock_widens(qtbot, window: MainWindow) -> None:
+    now = noon_today()
+    window.runs.now = lambda: now
+    window.runs.set_runs(parked_runs(now))
+    window.docks["Runs"].raise_()
+    window.resize(1100, 700)
+    settle(qtbot)
+    table = window.runs.table
+    hidden = [column for column in range(table.model().columnCount()) if table.isColumnHidden(column)]
+    assert hidden and VERSION_COLUMN in hidden
+    assert "Version" in table.horizontalHeader().toolTip()  # says what is hidden, and how to see it
+    window.resize(1440, 900)
+    settle(qtbot, 100)
+    assert not any(table.isColumnHidden(column) for column in range(table.model().columnCount()))
+    assert not table.horizontalScrollBar().isVisible()
+    assert table.horizontalHeader().toolTip() == ""
 
 
 def test_approvals_table_keeps_the_message_on_one_line(qtbot, window: MainWindow) -> None:
@@ -210,6 +282,53 @@ def test_approvals_table_keeps_the_message_on_one_line(qtbot, window: MainWindow
     assert not table.wordWrap()  # a longer message elides on its line, whole in its tooltip
     # The message column is the wide one; the (empty) progress column is only as wide as its header needs.
     assert table.columnWidth(3) > table.columnWidth(6)
+
+
+def test_approvals_fit_their_dock_in_a_small_window(qtbot, window: MainWindow) -> None:
+    window.resize(1100, 700)
+    now = noon_today()
+    window.approvals.now = lambda: now
+    long = "Refund ticket T-42 of 120 EUR to the customer who was charged twice for the same order?"
+    vote = ApprovalVoteRow("ada", "approve", "looks right", now - timedelta(minutes=1))
+    rows = [ApprovalRow(f"a{index}", "ticket-triage", time_ordered_id(), "manager_approval", long,
+                        now - timedelta(minutes=index), now + timedelta(hours=23, minutes=index))
+            for index in range(6)]
+    rows.append(ApprovalRow("q", "refund-desk", time_ordered_id(), "three_sign_offs", "Release 2.0?", now,
+                            now + timedelta(hours=1), required=3, approved_count=1, decisions=(vote,),
+                            escalated=True, reminders_sent=2))
+    window.approvals.set_approvals(rows)
+    window.docks["Approvals"].raise_()
+    settle(qtbot)
+    table = window.approvals.table
+    assert table.verticalScrollBar().isVisible()
+    assert table.horizontalScrollBar().maximum() == 0 and not table.horizontalScrollBar().isVisible()
+    assert hidden_headers(table) == []
+    message = MESSAGE_COLUMN
+    assert table.columnWidth(message) == max(table.columnWidth(c) for c in range(table.columnCount()))
+    for row, approval in enumerate(window.approvals.approvals):
+        assert shows_whole(table, RUN_COLUMN_OF_APPROVALS, "…" + short_run_id(approval.run_id))
+        assert shows_whole(table, 0, approval.flow_id)
+        for column in range(table.columnCount()):
+            item = cell(table, row, column)
+            # What elides in a narrow dock is whole in its tooltip.
+            assert item.text() in item.toolTip(), (column, item.text(), item.toolTip())
+    assert cell(table, 0, message).toolTip() == long
+
+
+def test_bottom_dock_titles_show_whole_in_a_small_window(qtbot, window: MainWindow) -> None:
+    window.resize(1100, 700)
+    window.problems.counts_changed.emit(9, 3)
+    window.approvals.count_changed.emit(12)
+    settle(qtbot)
+    bars = [bar for bar in window.findChildren(QTabBar)
+            if bar.parent() is window and bar.isVisible() and "Runs" in [bar.tabText(i) for i in range(bar.count())]]
+    assert len(bars) == 1
+    bar = bars[0]
+    titles = [bar.tabText(i).replace("&&", "&") for i in range(bar.count())]
+    assert titles == ["Problems (12)", "Runs", "Triggers", "Approvals (12)", "Holds & budgets", "Log"]
+    for index in range(bar.count()):
+        assert bar.tabRect(index).width() >= bar.tabSizeHint(index).width(), titles[index]  # not elided
+    assert bar.tabRect(bar.count() - 1).right() < bar.width()
 
 
 def test_run_details_show_every_step_header(qtbot) -> None:

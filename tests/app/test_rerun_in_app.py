@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QContextMenuEvent
 from PySide6.QtWidgets import QApplication, QMenu
 
+from app.readable import short_run_id
 from app.rerun_dialog import RerunDialog
 from app.run_details import STATUS_COLUMN
 from app.window import MainWindow
@@ -86,7 +87,8 @@ def test_rerun_from_run_details_repeats_no_upstream_effect(qtbot, engine_window:
     rerun_id = next(r for r in window.runs.rows if r != run_id)
     qtbot.waitUntil(lambda: details.run is not None and details.run.id == rerun_id
                     and details.run.status == "succeeded", timeout=10_000)
-    assert f"rerun of run <a href='run:{run_id}'>{run_id[:8]}</a> from node <b>greet</b>" in details.related.text()
+    link = f"<a href='run:{run_id}'>{short_run_id(run_id)}</a>"
+    assert f"rerun of run {link} from node <b>greet</b>" in details.related.text()
     assert details.related.isVisible()
     assert [(cell(details.steps, r, 0).text(), cell(details.steps, r, STATUS_COLUMN).text())
             for r in range(details.steps.rowCount())] == [
@@ -94,7 +96,7 @@ def test_rerun_from_run_details_repeats_no_upstream_effect(qtbot, engine_window:
         ("done", "succeeded")]
     qtbot.mouseClick(details.steps.viewport(), Qt.MouseButton.LeftButton,
                      pos=details.steps.visualItemRect(cell(details.steps, 1, 0)).center())
-    assert f"taken from run <a href='run:{run_id}'>{run_id[:8]}</a>" in details.step_label.text()
+    assert f"taken from run <a href='run:{run_id}'>{short_run_id(run_id)}</a>" in details.step_label.text()
     assert "reused from run" in details.step_given.toPlainText()
     assert '"charged"' in details.step_output.toPlainText()
     assert [bar.node for bar in details.timeline.bars] == ["greet", "notify", "done"]  # reused steps ran elsewhere

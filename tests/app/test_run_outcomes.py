@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from app.panels.field_editors import TemplateEditor
+from app.readable import short_run_id
 from app.window import MainWindow
 from canvas.document import FlowDocument
 from canvas.theme import current_theme
@@ -126,7 +127,7 @@ def test_details_of_a_run_whose_approval_timed_out(qtbot, engine_window: MainWin
     window.reveal_node("done")
     output = window.properties.editors["output"]
     assert isinstance(output, TemplateEditor)
-    assert output.preview.text() == f"= 'Hello Ada' with run {run_id[:8]}"
+    assert output.preview.text() == f"= 'Hello Ada' with run {short_run_id(run_id)}"
 
 
 def test_a_failed_step_is_red_on_the_path_with_its_error_on_hover(qtbot, engine_window: MainWindow) -> None:

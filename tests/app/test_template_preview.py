@@ -66,7 +66,7 @@ def test_the_preview_runs_in_the_engines_sandbox() -> None:
     context = context_for(flow, None)
     text, problem = preview_text("{{ ''.__class__.__mro__ }}", context)
     assert problem and "cannot be worked out" in text  # the sandbox refuses, as it would in a run
-    run = Run(id="0123456789", flow_id="greets", version=1, status="succeeded", inputs={"name": "Bo"},
+    run = Run(id="9876543201234567", flow_id="greets", version=1, status="succeeded", inputs={"name": "Bo"},
               state={"greeting": "Hi Bo"}, errors={})
     assert preview_text("{{ state.greeting }} / {{ inputs.name }}", context_for(flow, run)) == (
         "= 'Hi Bo / Bo' with run 01234567", False)
@@ -83,5 +83,5 @@ def test_an_input_without_a_default_is_no_error_and_a_missing_name_is_said_plain
             False)  # a neutral note, not red: nothing is wrong with the template
     assert preview_text("{{ inputs.tickt.body }}", defaults) == (
         'cannot be worked out with input defaults: nothing named "tickt" there', True)
-    run = Run(id="0123456789", flow_id="greets", version=1, status="succeeded", inputs={"ticket": None}, state={})
+    run = Run(id="9876543201234567", flow_id="greets", version=1, status="succeeded", inputs={"ticket": None}, state={})
     assert preview_text("{{ inputs.ticket }}", context_for(flow, run)) == ("= null with run 01234567", False)
