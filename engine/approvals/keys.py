@@ -6,6 +6,7 @@ SHA-256 is a safe stored form and lets a key be found by its hash.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 import secrets
@@ -76,7 +77,9 @@ def scopes_of_rights(rights: str) -> tuple[str, ...]:
         raise KeyProblem(f"name at least one right: {', '.join(RIGHTS)}")
     unknown = [part for part in asked if part not in RIGHTS and part not in ALL_SCOPES]
     if unknown:
-        raise KeyProblem(f"unknown right {', '.join(repr(part) for part in unknown)}; the rights are "
+        close = difflib.get_close_matches(unknown[0], [*RIGHTS, *ALL_SCOPES], n=1)
+        meant = f" (did you mean {close[0]!r}?)" if close else ""
+        raise KeyProblem(f"unknown right {', '.join(repr(part) for part in unknown)}{meant}; the rights are "
                          + ", ".join(f"{right} ({scope})" for right, scope in RIGHTS.items()))
     wanted = {RIGHTS.get(part, part) for part in asked}
     return tuple(scope for scope in ALL_SCOPES if scope in wanted)

@@ -78,7 +78,8 @@ def test_a_decide_key_decides_and_a_key_made_without_rights_does_everything(api:
 
 
 @pytest.mark.parametrize(("rights", "problem"), [("", "name at least one right"),
-                                                 ("read,approve", "unknown right 'approve'")])
+                                                 ("read,approve", "unknown right 'approve'"),
+                                                 ("reed", "did you mean 'read'")])
 def test_rights_are_named_from_a_closed_set(rights: str, problem: str) -> None:
     with pytest.raises(KeyProblem, match=problem) as refused:
         scopes_of_rights(rights)
