@@ -87,7 +87,8 @@ def test_refusals_are_recorded_and_change_nothing(parked: Parked) -> None:
     for result, reason in checks:
         assert not result.accepted and result.reason == reason, (reason, result.message)
         assert result.message
-    assert "ops-bot, user:ada" in checks[4][0].message and "lacks the decide right (approvals:decide)" in checks[3][0].message
+    assert "ops-bot, user:ada" in checks[4][0].message
+    assert "lacks the decide right (approvals:decide)" in checks[3][0].message
     assert parked.services.get_run(run_id, with_steps=False)["status"] == "waiting"  # type: ignore[index]
     assert _approval_row(parked, approval_id)["status"] == "pending"
     assert parked.handles.client.get(parked.handles.keys.approval_decision(approval_id)) is None
