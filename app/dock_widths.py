@@ -1,10 +1,12 @@
-"""Side docks that follow the window: narrowed by a small window, they widen again when the window does.
+"""Docks that follow the window: side docks narrowed by a small window widen again when the window does, and
+the bottom docks keep their share of its height.
 
 QMainWindow takes the room a shrinking window loses from the docks once the canvas is at its minimum, but
 gives all the room a growing window gains to the canvas, so after one small moment the palette and the
 properties stay cramped for good. `SideDockWidths` remembers the width each side dock should have (its
 starting width, or the width the user dragged it to) and, whenever the window grows, gives a dock narrower
-than that its width back.
+than that its width back. `BottomDockHeight` keeps the bottom dock area at its share of the window's height
+the same way, whichever way the window resizes.
 """
 
 from __future__ import annotations
@@ -60,3 +62,83 @@ class SideDockWidths(QObject):
         if not cramped:
             return
         self.window.resizeDocks(cramped, [self.wanted[dock] for dock in cramped], Qt.Orientation.Horizontal)
+
+
+BOTTOM_SHARE = 1 / 3
+"""The bottom docks' share of the window's height to start with: five or more table rows at 900 px high, four
+at 700, and the canvas keeps the rest."""
+
+
+class BottomDockHeight(QObject):
+    """Keeps the bottom dock area at a share of `window`'s height as the window resizes: `BOTTOM_SHARE` to start
+    with, the share a restored layout had (`keep_current`), or the share the user dragged it to.
+
+    QMainWindow gives a growing window's room to the canvas and takes a shrinking window's from it, so a dock
+    area sized for one window height is a sliver in a taller one and crowds the canvas in a shorter one."""
+
+    def __init__(self, window: QMainWindow, bottom: QDockWidget, share: float = BOTTOM_SHARE) -> None:
+        super().__init__(window)
+        self.window = window
+        self.share: float | None = share
+        """The bottom area's height over the window's; None: take it from the layout as next laid out."""
+        self._window_height: int | None = None
+        self._window_resizing = False
+        window.resizeDocks([bottom], [round(share * window.height())], Qt.Orientation.Vertical)
+        for dock in window.findChildren(QDockWidget):
+            dock.installEventFilter(self)
+        window.installEventFilter(self)
+
+    def keep_current(self) -> None:
+        """The layout was just restored: keep the share it gives the bottom docks rather than impose one."""
+        self.share = None
+
+    def area_height(self) -> int | None:
+        """The bottom dock area's height (its tab bar included), or None while no dock is docked there."""
+        dock = self._bottom_dock()
+        if dock is None:
+            return None
+        status = self.window.statusBar()
+        bottom = status.y() if status.isVisible() else self.window.height()
+        return bottom - dock.y()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Resize:
+            if watched is self.window:
+                # The window's layout resizes the docks right after this: that is not the user's choice.
+                if not self._window_resizing:
+                    self._window_resizing = True
+                    QTimer.singleShot(0, self._follow)
+            elif watched is self._bottom_dock():
+                self._dock_resized()
+        return False
+
+    def _bottom_dock(self) -> QDockWidget | None:
+        """A dock shown in the bottom area (a tabbed dock behind another is visible, but moved off the window)."""
+        for dock in self.window.findChildren(QDockWidget):
+            if (dock.isVisible() and not dock.isFloating() and self.window.rect().intersects(dock.geometry())
+                    and self.window.dockWidgetArea(dock) == Qt.DockWidgetArea.BottomDockWidgetArea):
+                return dock
+        return None
+
+    def _dock_resized(self) -> None:
+        # A button held while the window keeps its size: the user is dragging the docks' separator.
+        dragging = QApplication.mouseButtons() != Qt.MouseButton.NoButton
+        height = self.area_height()
+        if dragging and not self._window_resizing and height is not None and self.window.height() > 0:
+            self.share = height / self.window.height()
+
+    def _follow(self) -> None:
+        self._window_resizing = False
+        window_height = self.window.height()
+        if window_height == self._window_height:
+            return
+        self._window_height = window_height
+        dock, height = self._bottom_dock(), self.area_height()
+        if dock is None or height is None:
+            return
+        if self.share is None:
+            self.share = height / window_height
+            return
+        wanted = round(self.share * window_height)
+        if abs(wanted - height) > 1:
+            self.window.resizeDocks([dock], [wanted], Qt.Orientation.Vertical)

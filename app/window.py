@@ -200,10 +200,10 @@ class MainWindow(QMainWindow):
         self.docks["Problems"].raise_()
         self.setCorner(Qt.Corner.BottomLeftCorner, left)
         self.setCorner(Qt.Corner.BottomRightCorner, right)
-        from app.dock_widths import SideDockWidths  # widens the side docks again when the window grows
+        from app.dock_widths import BottomDockHeight, SideDockWidths  # docks that follow the window's size
 
         self.side_dock_widths = SideDockWidths(self, {self.docks["Palette"]: 210, self.docks["Properties"]: 360})
-        self.resizeDocks([self.docks["Problems"]], [180], Qt.Orientation.Vertical)
+        self.bottom_dock_height = BottomDockHeight(self, self.docks["Problems"])
 
     def _handlers(self) -> dict[str, Callable[[], object]]:
         canvas_commands: dict[str, Callable[[], object]] = {
@@ -294,8 +294,8 @@ class MainWindow(QMainWindow):
         geometry, state = self.settings.window_state()
         if geometry:
             self.restoreGeometry(QByteArray(geometry))
-        if state:
-            self.restoreState(QByteArray(state))
+        if state and self.restoreState(QByteArray(state)):
+            self.bottom_dock_height.keep_current()
 
     def save_layout(self) -> None:
         self.settings.save_window_state(bytes(self.saveGeometry().data()), bytes(self.saveState().data()))

@@ -1,10 +1,11 @@
 """Table columns that share the table's width, so the table does not scroll sideways.
 
-Every column starts as wide as its header. Then each of the `stages`, in order, widens its columns to the width
-their text in that stage needs (`{column: text}`); when the room left is short, the stage shares it out in
-proportion to what each column wants. The stretch column takes whatever is left at the end. So the order of the
-stages says what matters most: e.g. the last characters of a run id, then a place's typical text, then the short
-columns' typical cells, last the whole run id. Narrower cells elide, their full text in the tooltip.
+Every column starts as wide as its header, or as its `least` width (a column of icons or buttons). Then each of
+the `stages`, in order, widens its columns to the width their text in that stage needs (`{column: text}`); when
+the room left is short, the stage shares it out in proportion to what each column wants. The stretch column
+takes whatever is left at the end. So the order of the stages says what matters most: e.g. the last characters
+of a run id, then a place's typical text, then the short columns' typical cells, last the whole run id. Narrower
+cells elide, their full text in the tooltip.
 
 A dock too narrow for every header and the first `must_fit` stages hides the `optional` columns, in their
 order, until the rest fit; they show again once there is room. Nine columns in half a small window would
@@ -46,11 +47,13 @@ class ColumnWidths(QObject):
     """Keeps `table`'s columns sharing its viewport's width as it resizes; `stretch` takes the room left."""
 
     def __init__(self, table: QTableView, stages: Sequence[Stage], stretch: int, optional: Sequence[int] = (),
-                 must_fit: int = 2) -> None:
+                 must_fit: int = 2, least: Mapping[int, int] | None = None) -> None:
         super().__init__(table)
         self.table = table
         self.stages = [dict(stage) for stage in stages]
         self.stretch = stretch
+        self.least: dict[int, int] = dict(least or {})
+        """Widths in pixels below which a column never goes: cells that are not text (an icon, a button)."""
         self.optional = list(optional)
         self.must_fit = must_fit
         self.dropped: set[int] = set()
@@ -69,7 +72,8 @@ class ColumnWidths(QObject):
         are hidden for want of room)."""
         header = self.table.horizontalHeader()
         candidates = [c for c in range(header.count()) if not header.isSectionHidden(c) or c in self.dropped]
-        base = {column: header.sectionSizeFromContents(column).width() for column in candidates}
+        base = {column: max(header.sectionSizeFromContents(column).width(), self.least.get(column, 0))
+                for column in candidates}
         stages = [{column: text_width(self.table, text) for column, text in stage.items()} for stage in self.stages]
         shown = list(candidates)
         for column in [None, *self.optional]:

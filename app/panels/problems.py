@@ -16,10 +16,22 @@ from PySide6.QtWidgets import (
 )
 
 from app.budget_check import BudgetDiagnostic
+from app.panels.column_widths import ColumnWidths
 from app.panels.tables import read_only_table
 from engine.validation import Diagnostic
 
 COLUMNS = ("", "Code", "Node", "Message", "Fix")
+SEVERITY_COLUMN, CODE_COLUMN, NODE_COLUMN, MESSAGE_COLUMN, FIX_COLUMN = range(5)
+SEVERITY_WIDTH = 28
+"""The severity icon's column."""
+PROBLEM_WIDTHS = (
+    {CODE_COLUMN: "unreachable_node", NODE_COLUMN: "approve_refund"},
+    {MESSAGE_COLUMN: 'node "approve" (approval): timeout is required'},
+    {CODE_COLUMN: "park_inside_finance_chain", NODE_COLUMN: "classify_ticket_text"},
+)
+"""What the columns get, in order, as room allows (`ColumnWidths`): a typical code and node, the start of a
+message, the longest codes; the message takes the rest. Cells that do not fit elide, in full as their tooltip
+(and the current problem's whole text shows under the table)."""
 
 
 class ProblemsPanel(QWidget):
@@ -41,14 +53,10 @@ class ProblemsPanel(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setWordWrap(False)
         self.table.setAlternatingRowColors(True)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Fixed)
-        header.resizeSection(0, 28)
-        # Fixed widths: ResizeToContents re-measures every cell on each validation of a big flow.
-        header.resizeSection(1, 210)
-        header.resizeSection(2, 130)
-        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
-        header.resizeSection(4, 150)
+        self.table.horizontalHeader().setSectionResizeMode(SEVERITY_COLUMN, QHeaderView.ResizeMode.Fixed)
+        # Widths from sample texts: ResizeToContents would re-measure every cell on each validation of a big flow.
+        self.column_widths = ColumnWidths(self.table, PROBLEM_WIDTHS, stretch=MESSAGE_COLUMN,
+                                          least={SEVERITY_COLUMN: SEVERITY_WIDTH})
         self.detail = QLabel(self)
         self.detail.setObjectName("problemDetail")
         self.detail.setWordWrap(True)
@@ -87,15 +95,19 @@ class ProblemsPanel(QWidget):
             severity.setData(Qt.ItemDataRole.UserRole, diagnostic.severity)
             cells = (severity, QTableWidgetItem(diagnostic.code), QTableWidgetItem(diagnostic.node or "—"),
                      QTableWidgetItem(diagnostic.message))
-            cells[3].setToolTip(diagnostic.message)
             for column, item in enumerate(cells):
+                if column != SEVERITY_COLUMN:
+                    item.setToolTip(item.text())
                 self.table.setItem(row, column, item)
             button = self._fix_button(diagnostic)
             if button is not None:
-                self.table.setCellWidget(row, 4, button)
-            elif self.table.cellWidget(row, 4) is not None:
-                self.table.removeCellWidget(row, 4)
+                self.table.setCellWidget(row, FIX_COLUMN, button)
+            elif self.table.cellWidget(row, FIX_COLUMN) is not None:
+                self.table.removeCellWidget(row, FIX_COLUMN)
         self.table.blockSignals(False)
+        buttons = [self.fix_button(row) for row in range(len(ordered))]
+        self.column_widths.least[FIX_COLUMN] = max((b.sizeHint().width() for b in buttons if b is not None), default=0)
+        self.column_widths.fit()
         errors = sum(1 for d in ordered if d.severity == "error")
         warnings = len(ordered) - errors
         if not has_flow:
@@ -134,7 +146,7 @@ class ProblemsPanel(QWidget):
 
     def fix_button(self, row: int) -> QPushButton | None:
         """The row's fix button, if it has one."""
-        widget = self.table.cellWidget(row, 4)
+        widget = self.table.cellWidget(row, FIX_COLUMN)
         return widget if isinstance(widget, QPushButton) else None
 
     def _selection_changed(self) -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from engine.durations import format_duration
+from engine.money.amounts import MICROS_PER_USD, format_usd
 
 RUN_STATUSES: tuple[str, ...] = ("queued", "running", "waiting", "succeeded", "failed", "interrupted", "cancelled")
 STATUS_COLOURS: dict[str, str] = {
@@ -185,4 +186,14 @@ def tokens_text(tokens_in: int | None, tokens_out: int | None) -> str:
 
 
 def usd(amount: float) -> str:
-    return f"${amount:,.4f}".rstrip("0").rstrip(".") if amount and amount < 0.01 else f"${amount:,.2f}"
+    """Dollars as the engine and the CLI write them (`format_usd`): `$0.00`, `$1.25`, and more decimals only when
+    the amount has them, to the micro-dollar (`$0.0042`, `$0.000186`), so no cost shows as a bare `$0`."""
+    return format_usd(round(amount * MICROS_PER_USD))
+
+
+def cents(amount: float) -> str:
+    """Dollars as a table cell shows them: to the cent, `<$0.01` for a cost below one (never a bare `$0` or a
+    number cut short); `usd` gives the exact amount, for the cell's tooltip."""
+    if 0 < amount < 0.01:
+        return "<$0.01"
+    return f"${amount:,.2f}"

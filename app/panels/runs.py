@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 
 from app.panels.column_widths import ColumnWidths, ElideStartDelegate
 from app.panels.empty_state import EmptyStateStack
-from app.panels.rows import RUN_STATUSES, RunRow, local_time, short_time, tokens_text, usd
+from app.panels.rows import RUN_STATUSES, RunRow, cents, local_time, short_time, tokens_text, usd
 from app.panels.table_model import RowsModel
 from app.theme import status_colour
 from engine.runtime.transitions import TERMINAL
@@ -31,10 +31,10 @@ RUN_WIDTHS = (
     {RUN_COLUMN: "…c6d7e8f9"},
     {WHERE_COLUMN: "approve: approval"},
     {0: "● succeeded", 1: "ticket-triage", VERSION_COLUMN: "v10", STARTED_COLUMN: "17:26:33",
-     DURATION_COLUMN: "59m59s", COST_COLUMN: "$0.0125", TOKENS_COLUMN: "1,234 in · 56 out"},
+     DURATION_COLUMN: "59m59s", COST_COLUMN: "<$0.01", TOKENS_COLUMN: "1,234 in · 56 out"},
     {WHERE_COLUMN: "approve: approval (23h59m left)"},
     {0: "● interrupted", STARTED_COLUMN: "Dec 31 23:59", DURATION_COLUMN: "23h59m59s",
-     TOKENS_COLUMN: "125.3k in · 9,870 out"},
+     COST_COLUMN: "$1,234.56", TOKENS_COLUMN: "125.3k in · 9,870 out"},
     {RUN_COLUMN: "01a250f757b9c0d1e2f3a4b5c6d7e8f9"},
 )
 """What the columns get, in order, as room allows (`ColumnWidths`): the run id's last 8 characters (what
@@ -78,13 +78,14 @@ class RunsPanel(QWidget):
                 ("Version", lambda r: f"v{r.version}"),
                 ("Started", lambda r: short_time(r.started_at, self.now())),
                 ("Duration", lambda r: r.duration(self.now())),
-                ("Cost", lambda r: usd(r.cost_usd) if r.cost_usd is not None else "—"),
+                ("Cost", lambda r: cents(r.cost_usd) if r.cost_usd is not None else "—"),
                 ("Tokens", lambda r: tokens_text(r.tokens_in, r.tokens_out)),
                 ("Where", lambda r: r.where(self.now())),
                 ("Run", lambda r: r.run_id),
             ],
             colour=lambda r, column: status_colour(r.status) if column == 0 else None,
-            tooltips={STARTED_COLUMN: lambda r: local_time(r.started_at)},
+            tooltips={STARTED_COLUMN: lambda r: local_time(r.started_at),
+                      COST_COLUMN: lambda r: usd(r.cost_usd) if r.cost_usd is not None else "not charged yet"},
         )
         self.table = QTableView()
         self.table.setObjectName("runsTable")

@@ -64,7 +64,7 @@ def test_runs_table_filters_by_status(qtbot) -> None:
     assert not panel.stack.showing_message
     assert panel.row_count() == 3
     assert panel.cell_text(0, 8) == "r3"
-    assert panel.cell_text(0, 5) == "$0.01"
+    assert panel.cell_text(0, 5) == "$0.01"  # to the cent in the table; exact in its tooltip
     assert panel.cell_text(0, 6) == "125.3k in · 980 out"
     assert panel.cell_text(2, 6) == "—"  # no model call reported tokens
     panel.status_filter.setCurrentIndex(panel.status_filter.findData("waiting"))
