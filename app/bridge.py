@@ -356,12 +356,13 @@ class EngineBridge(QObject):
         self.request(write, on_done)
 
     def list_approval_keys(self, on_done: Answer[list[KeyInfo]]) -> None:
-        """Every approval API key by name (never the key or its hash)."""
+        """Every API key by name with its scopes (never the key or its hash)."""
         self.request(lambda api: api.approval_keys(), on_done)
 
-    def create_approval_key(self, name: str, on_done: Answer[str]) -> None:
-        """A new approval API key named `name`; the result is the key, the only time it exists in full."""
-        self.request(lambda api: api.create_approval_key(name), on_done)
+    def create_approval_key(self, name: str, scopes: tuple[str, ...], on_done: Answer[str]) -> None:
+        """A new API key named `name` with `scopes` (`engine.approvals.keys.RIGHTS`); the result is the key, the
+        only time it exists in full."""
+        self.request(lambda api: api.create_approval_key(name, scopes), on_done)
 
     def revoke_approval_key(self, name: str, on_done: Answer[None]) -> None:
         self.request(lambda api: api.revoke_approval_key(name), on_done)

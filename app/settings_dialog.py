@@ -1,16 +1,18 @@
-"""The Settings dialog: data folder, Redis, database, providers, budgets and approval API keys.
+"""The Settings dialog: data folder, Redis, database, providers, budgets and API keys.
 
 Secrets typed here go to the SecretStore at once on OK and are only ever shown
-masked afterwards; a generated approval key is shown in full exactly once.
+masked afterwards; a generated API key is shown in full exactly once.
 """
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -20,7 +22,6 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
-    QInputDialog,
     QLabel,
     QLineEdit,
     QMessageBox,
@@ -33,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.bridge import EngineBridge
+from app.key_dialog import NewKeyDialog, rights_text
 from app.panels.tables import fit_columns
 from app.settings import (
     AppSettings,
@@ -44,6 +46,7 @@ from app.settings import (
     mask_secret,
     provider_secret_name,
 )
+from engine.approvals.keys import ALL_SCOPES
 
 PERIODS = ("day", "week", "month")
 
@@ -99,8 +102,8 @@ def parse_price_table(text: str, provider: str) -> dict[str, dict[str, float]]:
 
 
 class SettingsDialog(QDialog):
-    key_created = Signal(str, str)
-    """(name, key) of an approval key just created: the only time the key is available in full."""
+    key_created = Signal(str, str, list)
+    """(name, key, scopes) of an API key just created: the only time the key is available in full."""
     keys_listed = Signal()
 
     def __init__(self, settings: AppSettings, parent: QWidget | None = None, store: SecretStore | None = None,
@@ -113,6 +116,8 @@ class SettingsDialog(QDialog):
         self.settings = settings
         self.store = store or settings.secret_store()
         self.new_secrets: dict[str, str] = {}
+        self.new_key_dialog: NewKeyDialog | None = None
+        self.new_key_box: QMessageBox | None = None
         self.deleted_secrets: set[str] = set()
         self.key_created.connect(self._show_new_key)
 
@@ -121,7 +126,7 @@ class SettingsDialog(QDialog):
         self.tabs.addTab(self._engine_tab(), "Engine")
         self.tabs.addTab(self._providers_tab(), "Providers")
         self.tabs.addTab(self._budgets_tab(), "Budgets")
-        self.tabs.addTab(self._keys_tab(), "Approval API keys")
+        self.tabs.addTab(self._keys_tab(), "API keys")
         self.secrets_note = QLabel(self.store.where, self)
         self.secrets_note.setObjectName("secretsNote")
         self.secrets_note.setWordWrap(True)
@@ -134,7 +139,7 @@ class SettingsDialog(QDialog):
         layout.addWidget(buttons)
 
     def show_tab(self, title: str) -> None:
-        """Bring the tab titled `title` forward (General, Engine, Providers, Budgets, Approval API keys)."""
+        """Bring the tab titled `title` forward (General, Engine, Providers, Budgets, API keys)."""
         for index in range(self.tabs.count()):
             if self.tabs.tabText(index) == title:
                 self.tabs.setCurrentIndex(index)
@@ -210,9 +215,12 @@ class SettingsDialog(QDialog):
                                   lambda: self._remove_row(self.budgets_table))
 
     def _keys_tab(self) -> QWidget:
-        self.keys_table = _table(("Name", "Created", "State", "Key"))
+        self.keys_table = _table(("Name", "Rights", "Created", "State", "Key"))
         self.keys_table.setObjectName("keysTable")
         self.keys_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.keys_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        fit_columns(self.keys_table, {1: rights_text(ALL_SCOPES), 2: "2025-12-31 23:59:59", 3: "revoked",
+                                      4: "lg…abcd"}, stretch=0)
         self.keys_note = QLabel(self)
         self.keys_note.setObjectName("keysNote")
         self.keys_note.setWordWrap(True)
@@ -224,11 +232,12 @@ class SettingsDialog(QDialog):
         for button in self.key_buttons:
             button.setEnabled(engine_ready)
         if engine_ready:
-            self.keys_note.setText("Keys are created and revoked in the engine at once (it keeps only their hash); "
-                                   "a new key is shown in full once.")
+            self.keys_note.setText("Keys for the HTTP API and the CLI's --key, each with its rights. They are "
+                                   "created and revoked in the engine at once (it keeps only their hash); a new key "
+                                   "is shown in full once.")
             self.refresh_keys()
         else:
-            self.keys_note.setText("Approval keys live in the engine's database: start the engine to list, create "
+            self.keys_note.setText("API keys live in the engine's database: start the engine to list, create "
                                    "or revoke them.")
         return page
 
@@ -318,29 +327,33 @@ class SettingsDialog(QDialog):
                 return
             self.keys_table.setRowCount(len(keys))
             for row, info in enumerate(keys):
-                cells = (info.name, info.created_at[:19].replace("T", " "),
+                cells = (info.name, rights_text(info.scopes), info.created_at[:19].replace("T", " "),
                          "revoked" if info.revoked_at else "active",
                          self.store.masked(approval_key_secret_name(info.name)))
                 for column, text in enumerate(cells):
                     self.keys_table.setItem(row, column, QTableWidgetItem(text))
+                rights = self.keys_table.item(row, 1)
+                assert rights is not None
+                rights.setToolTip("Scopes: " + (", ".join(info.scopes) or "none"))
             self.keys_listed.emit()
 
         self.bridge.list_approval_keys(done)
 
-    def create_approval_key(self, name: str) -> None:
-        """Create key `name` in the engine; `key_created(name, key)` carries it, the only time it is seen."""
+    def create_approval_key(self, name: str, scopes: tuple[str, ...] = ALL_SCOPES) -> None:
+        """Create API key `name` with `scopes` in the engine; `key_created(name, key, scopes)` carries it, the only
+        time it is seen."""
         if self.bridge is None:
             return
 
         def done(key: Any, error: BaseException | None) -> None:
             if error is not None:
-                QMessageBox.warning(self, "Approval key", str(error))
+                QMessageBox.warning(self, "API key not created", str(error))
                 return
             self.store.set(approval_key_secret_name(name), key)
-            self.key_created.emit(name, key)
+            self.key_created.emit(name, key, list(scopes))
             self.refresh_keys()
 
-        self.bridge.create_approval_key(name.strip(), done)
+        self.bridge.create_approval_key(name.strip(), scopes, done)
 
     def revoke_approval_key(self, name: str) -> None:
         if self.bridge is None:
@@ -348,7 +361,7 @@ class SettingsDialog(QDialog):
 
         def done(_result: Any, error: BaseException | None) -> None:
             if error is not None:
-                QMessageBox.warning(self, "Approval key", str(error))
+                QMessageBox.warning(self, "API key not revoked", str(error))
                 return
             self.store.delete(approval_key_secret_name(name))
             self.refresh_keys()
@@ -356,13 +369,29 @@ class SettingsDialog(QDialog):
         self.bridge.revoke_approval_key(name, done)
 
     def _generate_key(self) -> None:
-        name, ok = QInputDialog.getText(self, "New approval key", "Name (who or what uses this key):")
-        if ok and name.strip():
-            self.create_approval_key(name)
+        """The New API key dialog (window-modal); on OK the key is created with the rights checked."""
+        if self.new_key_dialog is not None:
+            self.new_key_dialog.deleteLater()
+        dialog = NewKeyDialog(self)
+        dialog.accepted.connect(lambda: self.create_approval_key(dialog.key_name(), dialog.scopes()))
+        self.new_key_dialog = dialog
+        dialog.open()
 
-    def _show_new_key(self, name: str, key: str) -> None:
-        QMessageBox.information(self, "Approval key created",
-                                f"Key {name!r} — copy it now; it will not be shown again:\n\n{key}")
+    def _show_new_key(self, name: str, key: str, scopes: list[str]) -> None:
+        if self.new_key_box is not None:
+            self.new_key_box.deleteLater()
+        box = QMessageBox(QMessageBox.Icon.Information, "API key created",
+                          f"Key <b>{html.escape(name)}</b> with the rights {rights_text(scopes)}. Copy it now; it "
+                          f"will not be shown again:<br><br><nobr><tt>{key}</tt></nobr>", parent=self)
+        box.setObjectName("newKeyBox")
+        box.setTextFormat(Qt.TextFormat.RichText)
+        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        copy = box.addButton("Copy key and close", QMessageBox.ButtonRole.AcceptRole)
+        copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(key))
+        box.addButton(QMessageBox.StandardButton.Close)
+        box.setDefaultButton(copy)
+        self.new_key_box = box
+        box.open()
 
     def _revoke_selected_key(self) -> None:
         row = self.keys_table.currentRow()

@@ -321,10 +321,11 @@ def test_approval_keys_are_made_in_the_engine_and_shown_once(qtbot, engine_windo
     assert all(button.isEnabled() for button in dialog.key_buttons)
     with qtbot.waitSignal(dialog.key_created, timeout=20_000) as created:
         dialog.create_approval_key("ops-bot")
-    name, key = created.args
-    assert name == "ops-bot"
+    name, key, scopes = created.args
+    assert (name, scopes) == ("ops-bot", list(ALL_SCOPES))
     qtbot.waitUntil(lambda: dialog.keys_table.rowCount() == 1, timeout=20_000)
-    assert [cell(dialog.keys_table, 0, c).text() for c in (0, 2, 3)] == ["ops-bot", "active", mask_secret(key)]
+    assert [cell(dialog.keys_table, 0, c).text() for c in range(5) if c != 2] == [
+        "ops-bot", "read, start, publish, decide", "active", mask_secret(key)]
     assert store.get(approval_key_secret_name("ops-bot")) == key
     services = window.bridge.services if window.bridge is not None else None
     assert services is not None
@@ -332,5 +333,5 @@ def test_approval_keys_are_made_in_the_engine_and_shown_once(qtbot, engine_windo
 
     with qtbot.waitSignal(dialog.keys_listed, timeout=20_000):
         dialog.revoke_approval_key("ops-bot")
-    assert cell(dialog.keys_table, 0, 2).text() == "revoked"
+    assert cell(dialog.keys_table, 0, 3).text() == "revoked"
     assert check_key(services.sql, key, ALL_SCOPES[0]).refusal == "revoked_key"
