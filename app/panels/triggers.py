@@ -117,25 +117,39 @@ class TriggersPanel(QWidget):
             if column == 2 and not row.enabled:
                 item.setToolTip(row.notice()[1])
             self.table.setItem(index, column, item)
-        toggle: QWidget = QLabel("", self.table)
+        # A button that would be made again the same is kept: a poll that changed another cell of its row must
+        # not take away a button under the mouse (its click would land on a deleted widget).
         if row.switchable and row.state != "flow disabled":
             on = row.state == "enabled"
-            button = QPushButton("Disable" if on else "Enable", self.table)
-            button.setObjectName(f"toggle_{row.node_id}")
-            button.setToolTip(f"{'Disable' if on else 'Enable'} the {row.kind} trigger \"{row.node_id}\"")
-            button.clicked.connect(lambda _checked=False, r=row, o=on: self.enable_requested.emit(r.node_id, r.type,
-                                                                                                  not o))
-            toggle = button
-        self.table.setCellWidget(index, TOGGLE_COLUMN, toggle)
-        copy: QWidget = QLabel("", self.table)
+            if not self._kept(index, TOGGLE_COLUMN, f"toggle_{row.node_id}", f"{row.type} {on}"):
+                toggle = self._button(f"toggle_{row.node_id}", "Disable" if on else "Enable", f"{row.type} {on}",
+                                      f"{'Disable' if on else 'Enable'} the {row.kind} trigger \"{row.node_id}\"")
+                toggle.clicked.connect(lambda _checked=False, r=row, o=on: self.enable_requested.emit(
+                    r.node_id, r.type, not o))
+                self.table.setCellWidget(index, TOGGLE_COLUMN, toggle)
+        else:
+            self.table.setCellWidget(index, TOGGLE_COLUMN, QLabel("", self.table))
         if row.url:
-            copy_button = QPushButton("Copy URL", self.table)
-            copy_button.setObjectName(f"copy_{row.node_id}")
-            copy_button.setToolTip("Copy the full webhook URL (with its token) to the clipboard; sign deliveries "
-                                   "with HMAC-SHA256 keyed by the token")
-            copy_button.clicked.connect(lambda _checked=False, url=row.url: self.copy_url(url))
-            copy = copy_button
-        self.table.setCellWidget(index, COPY_COLUMN, copy)
+            if not self._kept(index, COPY_COLUMN, f"copy_{row.node_id}", row.url):
+                copy = self._button(f"copy_{row.node_id}", "Copy URL", row.url,
+                                    "Copy the full webhook URL (with its token) to the clipboard; sign deliveries "
+                                    "with HMAC-SHA256 keyed by the token")
+                copy.clicked.connect(lambda _checked=False, url=row.url: self.copy_url(url))
+                self.table.setCellWidget(index, COPY_COLUMN, copy)
+        else:
+            self.table.setCellWidget(index, COPY_COLUMN, QLabel("", self.table))
+
+    def _kept(self, index: int, column: int, name: str, what: str) -> bool:
+        """Whether the cell holds the button `name` made for `what` already."""
+        widget = self.table.cellWidget(index, column)
+        return isinstance(widget, QPushButton) and widget.objectName() == name and widget.property("made_for") == what
+
+    def _button(self, name: str, text: str, what: str, tip: str) -> QPushButton:
+        button = QPushButton(text, self.table)
+        button.setObjectName(name)
+        button.setProperty("made_for", what)
+        button.setToolTip(tip)
+        return button
 
     def copy_url(self, url: str) -> None:
         QGuiApplication.clipboard().setText(url)

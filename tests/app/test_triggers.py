@@ -162,3 +162,27 @@ def test_rows_next_fire_and_mask_without_an_engine() -> None:
     assert (schedule.state, schedule.enabled, schedule.disabled_hits, schedule.refused) == ("disabled", False, 2, 1)
     assert schedule.notice() == ("disabled", "schedule disabled — enable it in Triggers")
     assert (manual.state, manual.enabled, manual.fired, manual.notice()) == ("on with the flow", True, 4, ("", ""))
+
+
+def test_a_poll_that_changes_a_count_keeps_the_row_buttons_under_the_mouse(qtbot) -> None:
+    from dataclasses import replace
+
+    from app.panels.triggers import TriggersPanel
+    from app.trigger_rows import TriggerRow
+
+    panel = TriggersPanel()
+    qtbot.addWidget(panel)
+    url = "http://127.0.0.1:8321/webhooks/whk_abc"
+    hook = TriggerRow("hook", "trigger.webhook", "Hook", switchable=True, enabled=True, state="enabled", url=url,
+                      token="whk_abc")
+    panel.set_triggers("tickets", 1, True, [hook], {})
+    copy, toggle = panel.table.cellWidget(0, COPY_COLUMN), panel.table.cellWidget(0, TOGGLE_COLUMN)
+    panel.set_triggers("tickets", 1, True, [replace(hook, fired=3)], {})
+    assert panel.table.cellWidget(0, COPY_COLUMN) is copy and panel.table.cellWidget(0, TOGGLE_COLUMN) is toggle
+    assert panel.table.item(0, 7).text() == "3"
+    qtbot.mouseClick(copy, Qt.MouseButton.LeftButton)
+    assert QGuiApplication.clipboard().text() == url
+
+    panel.set_triggers("tickets", 1, True, [replace(hook, state="disabled", enabled=False, url=url + "x")], {})
+    assert panel.table.cellWidget(0, COPY_COLUMN) is not copy and panel.table.cellWidget(0, TOGGLE_COLUMN) is not toggle
+    assert isinstance(toggle := panel.table.cellWidget(0, TOGGLE_COLUMN), QPushButton) and toggle.text() == "Enable"
