@@ -18,6 +18,7 @@ from app.screenshots import WINDOW_SIZE, _pause, shoot
 def render_flow_panel(folder: Path) -> Path:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QMessageBox
 
     from app.gui import create_application, create_main_window
     from app.settings import AppSettings
@@ -30,6 +31,7 @@ def render_flow_panel(folder: Path) -> Path:
         settings.theme = "light"
         settings.first_start_done = True
         window = create_main_window(app, settings, start_engine=False)
+        window.ask_to_save = lambda _document: QMessageBox.StandardButton.Discard  # closing after the shot
         window.resize(*WINDOW_SIZE)
         window.show()
         document = window.new_flow()
