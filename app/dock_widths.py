@@ -15,20 +15,14 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow
 
 
-class SideDockWidths(QObject):
-    """Sizes `widths`' docks (dock -> width in pixels) in `window` and keeps them so as the window resizes."""
+class _FollowsWindow(QObject):
+    """Watches `window` and its docks: `_follow()` once the window's layout has placed the docks after a window
+    resize, `_dock_resized(dock)` when one of its own docks (`_owns`) resized otherwise."""
 
-    def __init__(self, window: QMainWindow, widths: dict[QDockWidget, int]) -> None:
+    def __init__(self, window: QMainWindow) -> None:
         super().__init__(window)
         self.window = window
-        self.wanted: dict[QDockWidget, int] = dict(widths)
-        """The width each dock should have when there is room: its start, or where the user dragged it."""
-        self._window_width: int | None = None
         self._window_resizing = False
-        for dock, width in widths.items():
-            window.resizeDocks([dock], [width], Qt.Orientation.Horizontal)
-            dock.installEventFilter(self)
-        window.installEventFilter(self)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() == QEvent.Type.Resize:
@@ -36,10 +30,40 @@ class SideDockWidths(QObject):
                 # The window's layout resizes the docks right after this: that is not the user's choice.
                 if not self._window_resizing:
                     self._window_resizing = True
-                    QTimer.singleShot(0, self._follow)
-            elif isinstance(watched, QDockWidget) and watched in self.wanted:
+                    QTimer.singleShot(0, self._followed)
+            elif isinstance(watched, QDockWidget) and self._owns(watched):
                 self._dock_resized(watched)
         return False
+
+    def _followed(self) -> None:
+        self._window_resizing = False
+        self._follow()
+
+    def _owns(self, dock: QDockWidget) -> bool:
+        raise NotImplementedError
+
+    def _dock_resized(self, dock: QDockWidget) -> None:
+        raise NotImplementedError
+
+    def _follow(self) -> None:
+        raise NotImplementedError
+
+
+class SideDockWidths(_FollowsWindow):
+    """Sizes `widths`' docks (dock -> width in pixels) in `window` and keeps them so as the window resizes."""
+
+    def __init__(self, window: QMainWindow, widths: dict[QDockWidget, int]) -> None:
+        super().__init__(window)
+        self.wanted: dict[QDockWidget, int] = dict(widths)
+        """The width each dock should have when there is room: its start, or where the user dragged it."""
+        self._window_width: int | None = None
+        for dock, width in widths.items():
+            window.resizeDocks([dock], [width], Qt.Orientation.Horizontal)
+            dock.installEventFilter(self)
+        window.installEventFilter(self)
+
+    def _owns(self, dock: QDockWidget) -> bool:
+        return dock in self.wanted
 
     def _dock_resized(self, dock: QDockWidget) -> None:
         # A button held while the window keeps its size: the user is dragging the dock's separator.
@@ -52,7 +76,6 @@ class SideDockWidths(QObject):
             Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.RightDockWidgetArea)
 
     def _follow(self) -> None:
-        self._window_resizing = False
         width = self.window.width()
         grew = self._window_width is not None and width > self._window_width
         self._window_width = width
@@ -69,7 +92,7 @@ BOTTOM_SHARE = 1 / 3
 at 700, and the canvas keeps the rest."""
 
 
-class BottomDockHeight(QObject):
+class BottomDockHeight(_FollowsWindow):
     """Keeps the bottom dock area at a share of `window`'s height as the window resizes: `BOTTOM_SHARE` to start
     with, the share a restored layout had (`keep_current`), or the share the user dragged it to.
 
@@ -78,11 +101,9 @@ class BottomDockHeight(QObject):
 
     def __init__(self, window: QMainWindow, bottom: QDockWidget, share: float = BOTTOM_SHARE) -> None:
         super().__init__(window)
-        self.window = window
         self.share: float | None = share
         """The bottom area's height over the window's; None: take it from the layout as next laid out."""
         self._window_height: int | None = None
-        self._window_resizing = False
         window.resizeDocks([bottom], [round(share * window.height())], Qt.Orientation.Vertical)
         for dock in window.findChildren(QDockWidget):
             dock.installEventFilter(self)
@@ -101,16 +122,8 @@ class BottomDockHeight(QObject):
         bottom = status.y() if status.isVisible() else self.window.height()
         return bottom - dock.y()
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.Resize:
-            if watched is self.window:
-                # The window's layout resizes the docks right after this: that is not the user's choice.
-                if not self._window_resizing:
-                    self._window_resizing = True
-                    QTimer.singleShot(0, self._follow)
-            elif watched is self._bottom_dock():
-                self._dock_resized()
-        return False
+    def _owns(self, dock: QDockWidget) -> bool:
+        return dock is self._bottom_dock()
 
     def _bottom_dock(self) -> QDockWidget | None:
         """A dock shown in the bottom area (a tabbed dock behind another is visible, but moved off the window)."""
@@ -120,7 +133,7 @@ class BottomDockHeight(QObject):
                 return dock
         return None
 
-    def _dock_resized(self) -> None:
+    def _dock_resized(self, dock: QDockWidget) -> None:
         # A button held while the window keeps its size: the user is dragging the docks' separator.
         dragging = QApplication.mouseButtons() != Qt.MouseButton.NoButton
         height = self.area_height()
@@ -128,7 +141,6 @@ class BottomDockHeight(QObject):
             self.share = height / self.window.height()
 
     def _follow(self) -> None:
-        self._window_resizing = False
         window_height = self.window.height()
         if window_height == self._window_height:
             return
