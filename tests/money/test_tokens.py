@@ -14,13 +14,16 @@ from typing import Any
 import httpx
 import redis
 import sqlalchemy as sa
+from PySide6.QtCore import Qt
 
 from app.live import run_row
+from app.panels.rows import cents
 from app.panels.runs import COST_COLUMN, TOKENS_COLUMN, RunsPanel
 from app.run_details import ERROR_COLUMN, STEP_COLUMNS, RunDetails
 from engine.api.server import ApiServer
 from engine.approvals.keys import create_key
 from engine.facade import EngineApi
+from engine.money.amounts import format_usd
 from engine.providers.sim_answers import answer_for
 from engine.providers.tokens import count_tokens, prompt_tokens
 from engine.runtime.emitter import EVENT_FIELD
@@ -157,14 +160,15 @@ def test_tokens_and_cost_per_step_and_run_everywhere_a_run_is_shown(
     qtbot.addWidget(panel)
     panel.set_runs([run_row(r) for r in api.list_runs().runs])
     assert panel.cell_text(0, TOKENS_COLUMN) == f"{EXPECTED_IN:,} in · {EXPECTED_OUT:,} out"
-    assert panel.cell_text(0, COST_COLUMN).startswith("$") and panel.cell_text(0, COST_COLUMN) != "$0.00"
+    assert panel.cell_text(0, COST_COLUMN) == cents(cost / 1_000_000) != "$0.00"
+    assert panel.model.data(panel.model.index(0, COST_COLUMN), Qt.ItemDataRole.ToolTipRole) == format_usd(cost)
     details = RunDetails()
     qtbot.addWidget(details)
     found = api.get_run(run_id)
     assert found is not None
     details.show_run(found)
     assert f"tokens {EXPECTED_IN:,} in · {EXPECTED_OUT:,} out" in details.header.text()
-    assert "cost $" in details.header.text()
+    assert f"cost {format_usd(cost)}" in details.header.text()
     column = STEP_COLUMNS.index("Tokens")
     cells = {details.steps.item(r, 0).text(): details.steps.item(r, column).text()
              for r in range(details.steps.rowCount())}
