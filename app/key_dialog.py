@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.approvals.keys import ALL_SCOPES, RIGHTS, right_of
+from engine.approvals.keys import RIGHTS, rights_named
 
 RIGHT_DESCRIPTIONS: dict[str, str] = {
     "read": "see runs, flows, approvals and live streams",
@@ -30,10 +30,7 @@ RIGHT_DESCRIPTIONS: dict[str, str] = {
 
 def rights_text(scopes: Iterable[str]) -> str:
     """A key's rights by their short names, in the API's order: `read, decide`."""
-    held = set(scopes)
-    known = [right_of(scope) for scope in ALL_SCOPES if scope in held]
-    unknown = sorted(held - set(ALL_SCOPES))
-    return ", ".join([*known, *unknown]) or "none"
+    return ", ".join(rights_named(scopes)) or "none"
 
 
 class NewKeyDialog(QDialog):

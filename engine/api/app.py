@@ -31,7 +31,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engine.api.allowed_methods import allowed_methods
 from engine.api.body_limit import BodyLimit
-from engine.api.errors import ApiError
+from engine.api.errors import ApiError, key_refused, missing_key
 from engine.api.known_query import KnownQuery, meant
 from engine.api.loop_event import LoopEvent
 from engine.api.rerun import rerun_answer
@@ -149,11 +149,8 @@ def _checked(engine: EngineApi, key: str, scope: str | None) -> Caller:
     """The caller `key` names: 401 for a key that is not valid, 403 for one without the `scope` right. `scope`
     None: any valid key (a decision checks its own right, and records a refusal)."""
     check = engine.check_key(key, scope or DECIDE_SCOPE)
-    if check.refusal == "key_without_rights":
-        if scope is not None:
-            raise ApiError(403, check.refusal, check.message)
-    elif check.refusal is not None:
-        raise ApiError(401, check.refusal, check.message)
+    if check.refusal is not None and (scope is not None or check.refusal != "key_without_rights"):
+        raise key_refused(check.refusal, check.message)
     return Caller(key, check.name)
 
 
@@ -163,8 +160,7 @@ def _key_with(scope: str | None) -> Callable[..., Awaitable[Caller]]:
     async def api_key(engine: Engine,
                       credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Caller:
         if credentials is None or not credentials.credentials.strip():
-            raise ApiError(401, "missing_key", "send an API key as `Authorization: Bearer lgk_...`; create one with "
-                           "`lockgate keys create NAME`")
+            raise missing_key()
         return await run_in_threadpool(_checked, engine, credentials.credentials.strip(), scope)
 
     return api_key
@@ -186,8 +182,7 @@ async def later_key(request: Request,
     """The presented key, checked by the route in the same trip to the thread pool as its engine call (`_checked`);
     a request refused by validation has its key checked first, so a bad key is still a 401 whatever the body."""
     if credentials is None or not credentials.credentials.strip():
-        raise ApiError(401, "missing_key", "send an API key as `Authorization: Bearer lgk_...`; create one with "
-                       "`lockgate keys create NAME`")
+        raise missing_key()
     key = request.scope[UNCHECKED_KEY] = credentials.credentials.strip()
     return key
 

@@ -16,3 +16,14 @@ class ApiError(Exception):
 
     def body(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, **self.extra}}
+
+
+def missing_key() -> ApiError:
+    """The answer to a request without a `Bearer` key."""
+    return ApiError(401, "missing_key", "send an API key as `Authorization: Bearer lgk_...`; create one with "
+                    "`lockgate keys create NAME`")
+
+
+def key_refused(refusal: str, message: str) -> ApiError:
+    """The answer to a key `check_key` refused: 403 for a valid key without the right, 401 otherwise."""
+    return ApiError(403 if refusal == "key_without_rights" else 401, refusal, message)

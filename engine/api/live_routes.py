@@ -25,7 +25,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
-from engine.api.errors import ApiError
+from engine.api.errors import ApiError, key_refused, missing_key
 from engine.api.live_feed import CLOSING, OVERFLOW, RESYNC, LiveFeed, LiveReader, LiveUnavailable
 from engine.approvals.keys import READ_SCOPE, check_key
 from engine.read_models import Error
@@ -92,11 +92,10 @@ def key_checker(sql: sa.Engine) -> Callable[..., str]:
     def api_key(authorization: Annotated[str | None, Header()] = None) -> str:
         scheme, _, key = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not key.strip():
-            raise ApiError(401, "missing_key", "send an API key as `Authorization: Bearer lgk_...`; create one with "
-                           "`lockgate keys create NAME`")
+            raise missing_key()
         check = check_key(sql, key.strip(), READ_SCOPE)
         if check.refusal is not None:
-            raise ApiError(403 if check.refusal == "key_without_rights" else 401, check.refusal, check.message)
+            raise key_refused(check.refusal, check.message)
         return key.strip()
 
     return api_key

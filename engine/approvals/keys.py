@@ -10,7 +10,7 @@ import difflib
 import hashlib
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -68,6 +68,13 @@ class KeyCheck:
 def right_of(scope: str) -> str:
     """A scope's short name (`runs:read` -> `read`); an unknown scope as it is."""
     return next((right for right, known in RIGHTS.items() if known == scope), scope)
+
+
+def rights_named(scopes: Iterable[str]) -> list[str]:
+    """A key's rights by their short names in the API's order (`["read", "decide"]`); unknown scopes after them,
+    as they are."""
+    held = set(scopes)
+    return [*(right_of(scope) for scope in ALL_SCOPES if scope in held), *sorted(held - set(ALL_SCOPES))]
 
 
 def scopes_of_rights(rights: str) -> tuple[str, ...]:
@@ -161,7 +168,7 @@ def check_key(sql: sa.Engine, key: str, scope: str) -> KeyCheck:
                         "`lockgate keys create NAME`")
     held = list(row["scopes"] or [])
     if scope not in held:
-        has = ", ".join(right_of(known) for known in held) or "none"
+        has = ", ".join(rights_named(held)) or "none"
         return KeyCheck(name, "key_without_rights", f'key "{name}" lacks the {right_of(scope)} right ({scope}); '
                         f"its rights: {has}. Use a key that has it, e.g. one made with "
                         f"`lockgate keys create NAME --rights {right_of(scope)}`")

@@ -47,7 +47,7 @@ def open_sql() -> Any:
 
 
 def create_command(args: argparse.Namespace) -> int:
-    from engine.approvals.keys import ALL_SCOPES, KeyProblem, create_key, right_of, scopes_of_rights
+    from engine.approvals.keys import ALL_SCOPES, KeyProblem, create_key, rights_named, scopes_of_rights
 
     try:
         scopes = ALL_SCOPES if args.rights is None else scopes_of_rights(args.rights)
@@ -56,7 +56,7 @@ def create_command(args: argparse.Namespace) -> int:
         print(f"lockgate keys create: {exc}", file=sys.stderr)
         return EXIT_REFUSED
     print(key)
-    rights = "every right" if scopes == ALL_SCOPES else "the rights " + ", ".join(right_of(scope) for scope in scopes)
+    rights = "every right" if scopes == ALL_SCOPES else "the rights " + ", ".join(rights_named(scopes))
     print(f'key "{args.name}" created with {rights}; it is shown only this once, so store it now', file=sys.stderr)
     return EXIT_OK
 
@@ -74,7 +74,7 @@ def revoke_command(args: argparse.Namespace) -> int:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    from engine.approvals.keys import list_keys, right_of
+    from engine.approvals.keys import list_keys, rights_named
     from engine.cli.output import note, print_table
 
     keys = list_keys(open_sql())
@@ -87,6 +87,6 @@ def list_command(args: argparse.Namespace) -> int:
     print_table(
         ("NAME", "STATE", "RIGHTS"),
         [(key.name, f"revoked {key.revoked_at}" if key.revoked_at else "active",
-          ",".join(right_of(scope) for scope in key.scopes)) for key in keys],
+          ",".join(rights_named(key.scopes))) for key in keys],
     )
     return EXIT_OK
