@@ -29,7 +29,7 @@ from app.engine_thread import EngineThread
 from app.live_subscriber import LiveSubscriber
 from app.settings import BudgetSetting
 from engine.config import EngineConfig
-from engine.logs import RecordBuffer
+from engine.logs import RecordBuffer, log_folder
 from engine.settings import LockgateSettings, load_settings
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ class EngineBridge(QObject):
                                                      self._live_ready.emit).start()
                     self.http_url, self.http_problem = _http_url_for_engine(self.webhook_base_url)
                     self.engine_process = EngineProcess(self.config, services.redis.url, self.workers,
-                                                        self.http_url).start()
+                                                        self.http_url, log_dir=log_folder(self.settings)).start()
             except BaseException:
                 self._stop_parts(services)  # what did start must not outlive a failed start
                 raise
@@ -274,8 +274,6 @@ class EngineBridge(QObject):
         code = process.exit_code() if process is not None else None
         if process is not None and code is not None and self.state == "running":
             self._watchdog.stop()
-            from engine.logs import log_folder
-
             self.unavailable_reason = (f"the engine's worker process exited (code {code}); see {process.log_path} "
                                        f"and {log_folder(self.settings) / 'worker.log'}")
             self._set_state("failed", f"Engine failed: {self.unavailable_reason}")

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from engine.config import EngineConfig
+from engine.logs import LOG_DIR_ENV
 from engine.relaunch import lockgate_command
 from engine.settings import LockgateSettings, load_settings
 
@@ -191,8 +192,10 @@ class EngineProcess:
     `http_url`) an http process where the machine has the cores for them (`app_executor_processes`)."""
 
     def __init__(self, config: EngineConfig, redis_url: str, workers: int, http_url: str | None = None,
-                 processes: int | None = None) -> None:
+                 processes: int | None = None, log_dir: Path | None = None) -> None:
         self.config = config
+        self.log_dir = log_dir
+        """Folder of the child's log file (`worker.log`); None: where the child's own settings put it."""
         self.redis_url = redis_url
         self.workers = workers
         """Worker threads per executor process."""
@@ -210,6 +213,8 @@ class EngineProcess:
         env = dict(os.environ)
         env.update(LOCKGATE_DATA_DIR=str(self.config.data_dir), LOCKGATE_REDIS_URL=self.redis_url,
                    LOCKGATE_KEY_PREFIX=self.config.key_prefix)
+        if self.log_dir is not None:
+            env[LOG_DIR_ENV] = str(self.log_dir)  # beside the app's own log, whichever data folder it runs on
         if self.http_url is not None:
             env["LOCKGATE_HTTP_URL"] = self.http_url  # the child's callback links fall back to it
         if self.config.db_url:

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 APP_NAME = "lockgate"
 LOG_DIR_ENV = "LOCKGATE_LOG_DIR"
 LOG_LEVEL_ENV = "LOCKGATE_LOG_LEVEL"
+DATA_FOLDER_LOGS = "log"
+"""Folder of the logs inside a data folder given explicitly (see `log_folder`)."""
 LEVELS: dict[str, int] = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
                           "error": logging.ERROR, "critical": logging.CRITICAL}
 DEFAULT_LEVEL = "info"
@@ -63,8 +65,9 @@ def chosen_level(flag: str | None, settings: LockgateSettings) -> str:
 
 
 def log_folder(settings: LockgateSettings | None = None) -> Path:
-    """LOCKGATE_LOG_DIR (of `settings`, else of the environment now), else the platform's user log folder
-    (e.g. ~/.local/state/lockgate/log)."""
+    """LOCKGATE_LOG_DIR (of `settings`, else of the environment now); else `log` in the data folder when one is
+    given (LOCKGATE_DATA_DIR, `--data-dir`), so processes of different data folders keep their logs apart; else
+    the platform's user log folder (e.g. ~/.local/state/lockgate/log)."""
     if settings is None:
         # Here, not at the top: the supervisor's process configures its logging without pydantic-settings.
         from engine.settings import load_settings
@@ -73,6 +76,8 @@ def log_folder(settings: LockgateSettings | None = None) -> Path:
     configured = settings.log_dir
     if configured is not None:
         return configured
+    if settings.data_dir is not None:
+        return settings.data_dir / DATA_FOLDER_LOGS
     return Path(platformdirs.user_log_dir(APP_NAME, appauthor=False))
 
 

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from app.engine_process import EngineProcess
 from engine.config import EngineConfig
 from engine.flow import load_flow_text
 from engine.host import EngineServices
@@ -117,3 +118,22 @@ def test_the_app_writes_its_own_log(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "started: lockgate" in (logs / "app.log").read_text() and " app, pid " in (logs / "app.log").read_text()
     assert (logs / "app-faults.log").exists()
+
+
+def test_each_data_folder_keeps_its_own_log(tmp_path: Path, redis_url: str, key_prefix: str) -> None:
+    example = str(EXAMPLES / "hello.flow.json")
+    for name in ("one", "two"):
+        env = cli_env(tmp_path / name, redis_url, key_prefix)
+        del env["LOCKGATE_LOG_DIR"]  # no log folder named: the data folder's
+        done = lockgate(env, "validate", example)
+        assert done.returncode == 0, done.stderr
+    for name in ("one", "two"):
+        log = tmp_path / name / "data" / "log" / "cli.log"
+        assert log.read_text().count("started: lockgate") == 1, log
+
+
+def test_the_app_puts_its_engine_childs_log_beside_its_own(tmp_path: Path) -> None:
+    config = EngineConfig(data_dir=tmp_path / "data")
+    child = EngineProcess(config, "redis://127.0.0.1:6379/0", workers=1, log_dir=tmp_path / "app-logs")
+    assert child.environment()["LOCKGATE_LOG_DIR"] == str(tmp_path / "app-logs")
+    assert child.environment()["LOCKGATE_DATA_DIR"] == str(tmp_path / "data")
