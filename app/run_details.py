@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from app.live import run_row, step_ports, step_status_text
 from app.panels.rows import local_time, tokens_text, usd
-from app.panels.tables import fit_columns
+from app.panels.tables import compact_rows, fit_columns
 from app.panels.timeline import TimelineWidget
 from app.readable import readable_json, short_run_id
 from app.theme import status_colour
@@ -97,7 +97,7 @@ class RunDetails(QDialog):
         self.steps.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.steps.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.steps.setWordWrap(False)
-        self.steps.verticalHeader().setDefaultSectionSize(24)
+        compact_rows(self.steps)
         fit_columns(self.steps, STEP_SAMPLES, stretch=ERROR_COLUMN)
         self.steps.itemSelectionChanged.connect(self._show_selected_step)
         self.step_given = _json_view("stepGiven")

@@ -3,6 +3,8 @@ fix from one of its own controls gets a button that opens it (a missing budget: 
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -26,12 +28,21 @@ SEVERITY_WIDTH = 28
 """The severity icon's column."""
 PROBLEM_WIDTHS = (
     {CODE_COLUMN: "unreachable_node", NODE_COLUMN: "approve_refund"},
-    {MESSAGE_COLUMN: 'node "approve" (approval): timeout is required'},
+    {MESSAGE_COLUMN: "config.timeout is required; set it"},
     {CODE_COLUMN: "park_inside_finance_chain", NODE_COLUMN: "classify_ticket_text"},
 )
 """What the columns get, in order, as room allows (`ColumnWidths`): a typical code and node, the start of a
 message, the longest codes; the message takes the rest. Cells that do not fit elide, in full as their tooltip
 (and the current problem's whole text shows under the table)."""
+
+
+def message_cell(diagnostic: Diagnostic) -> str:
+    """The message as its table cell shows it: without the `node "id" (type): ` it starts with, which the Node
+    column beside it already says."""
+    if not diagnostic.node:
+        return diagnostic.message
+    named = re.match(rf'node "{re.escape(diagnostic.node)}"(?: \([^)]*\))?: ', diagnostic.message)
+    return diagnostic.message[named.end():] if named else diagnostic.message
 
 
 class ProblemsPanel(QWidget):
@@ -94,10 +105,10 @@ class ProblemsPanel(QWidget):
             severity.setToolTip(diagnostic.severity)
             severity.setData(Qt.ItemDataRole.UserRole, diagnostic.severity)
             cells = (severity, QTableWidgetItem(diagnostic.code), QTableWidgetItem(diagnostic.node or "—"),
-                     QTableWidgetItem(diagnostic.message))
+                     QTableWidgetItem(message_cell(diagnostic)))
             for column, item in enumerate(cells):
                 if column != SEVERITY_COLUMN:
-                    item.setToolTip(item.text())
+                    item.setToolTip(item.text() if column != MESSAGE_COLUMN else diagnostic.message)
                 self.table.setItem(row, column, item)
             button = self._fix_button(diagnostic)
             if button is not None:

@@ -22,6 +22,7 @@ from app.panels.column_widths import ColumnWidths, ElideStartDelegate
 from app.panels.empty_state import EmptyStateStack
 from app.panels.rows import RUN_STATUSES, RunRow, cents, local_time, short_time, tokens_text, usd
 from app.panels.table_model import RowsModel
+from app.panels.tables import compact_rows
 from app.theme import status_colour
 from engine.runtime.transitions import TERMINAL
 
@@ -96,6 +97,7 @@ class RunsPanel(QWidget):
         self.table.setShowGrid(False)
         self.table.setAlternatingRowColors(True)
         self.table.setWordWrap(False)  # one line a run: a long place elides (in full as its tooltip)
+        compact_rows(self.table)
         self.table.setItemDelegateForColumn(RUN_COLUMN, ElideStartDelegate(self.table))
         self.column_widths = ColumnWidths(self.table, RUN_WIDTHS, stretch=WHERE_COLUMN, optional=OPTIONAL_COLUMNS,
                                           must_fit=3)

@@ -8,6 +8,8 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableView
 
 CELL_GAP = 8
 """Room beside a cell's text, so neighbouring columns do not touch."""
+ROW_PADDING = 10
+"""Room above and below a row's line of text: a push button in a cell (a fix, Enable, Copy URL) still fits."""
 
 
 def read_only_table(name: str, columns: Sequence[str], parent: QWidget | None = None) -> QTableWidget:
@@ -18,7 +20,14 @@ def read_only_table(name: str, columns: Sequence[str], parent: QWidget | None = 
     table.verticalHeader().hide()
     table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     table.setShowGrid(False)
+    compact_rows(table)
     return table
+
+
+def compact_rows(table: QTableView) -> None:
+    """Rows one line of text high. The style's default (about two lines) leaves a dock at a third of a small
+    window showing three rows."""
+    table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + ROW_PADDING)
 
 
 def text_width(table: QTableView, text: str) -> int:

@@ -200,7 +200,7 @@ def noon_today() -> datetime:
     return datetime.now().astimezone().replace(hour=12, minute=0, second=0, microsecond=0)
 
 
-def parked_runs(now: datetime, count: int = 8) -> list[RunRow]:
+def parked_runs(now: datetime, count: int = 12) -> list[RunRow]:
     """Runs parked on an approval for a day, started within seconds (their ids alike but for the last digits),
     each with a model call's tokens: more than the dock shows, so its vertical scroll bar takes room too."""
     return [RunRow(time_ordered_id(), "ticket-triage", 3, "waiting", now - timedelta(seconds=5 + index), None,
