@@ -24,16 +24,17 @@ _IMPORTED_AT = time.perf_counter()
 
 
 def engine_config(settings: AppSettings, lockgate: LockgateSettings) -> EngineConfig:
-    """The app settings' engine locations; LOCKGATE_DATA_DIR / _REDIS_URL / _DB_URL (e.g. `--data-dir`) win."""
+    """The app settings' engine locations; LOCKGATE_DATA_DIR / _REDIS_URL / _DB_URL (e.g. `--data-dir`) win.
+    The Redis key namespace and the events journal come from LOCKGATE_KEY_PREFIX / _EVENT_JOURNAL alone."""
     config = settings.engine_config()
-    overrides: dict[str, object] = {}
+    overrides: dict[str, object] = {"key_prefix": lockgate.key_prefix, "event_journal": lockgate.event_journal}
     if lockgate.data_dir is not None:
         overrides["data_dir"] = lockgate.data_dir
     if lockgate.redis_url:
         overrides["redis_url"] = lockgate.redis_url
     if lockgate.db_url:
         overrides["db_url"] = lockgate.db_url
-    return dataclasses.replace(config, **overrides) if overrides else config  # type: ignore[arg-type]
+    return dataclasses.replace(config, **overrides)  # type: ignore[arg-type]
 
 
 def give_starter_budget(settings: AppSettings, config: EngineConfig) -> bool:

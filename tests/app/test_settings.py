@@ -7,6 +7,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings
 
+from app.engine_process import EngineProcess
+from app.gui import engine_config
 from app.settings import (
     AppSettings,
     BudgetSetting,
@@ -17,6 +19,7 @@ from app.settings import (
     provider_secret_name,
 )
 from app.settings_dialog import SettingsDialog, SettingsError, parse_price_table
+from engine.settings import LockgateSettings
 from tests.app.cells import cell
 
 
@@ -129,3 +132,13 @@ def test_dialog_refuses_bad_rows_with_a_fix(qtbot, app_settings: AppSettings) ->
         assert "not JSON" in str(exc)
     else:
         raise AssertionError("a broken price table was accepted")
+
+
+def test_the_app_keeps_to_the_key_namespace_and_journal_it_is_given(app_settings: AppSettings, tmp_path: Path) -> None:
+    # A shared Redis: the app's engine (and its child, through EngineProcess's environment) writes only under
+    # LOCKGATE_KEY_PREFIX, as every other process of the deployment does.
+    given = LockgateSettings(data_dir=tmp_path / "data", key_prefix="team-a:", event_journal=500)
+    config = engine_config(app_settings, given)
+    assert (config.key_prefix, config.event_journal) == ("team-a:", 500)
+    child = EngineProcess(config, "redis://127.0.0.1:6379/0", workers=1)
+    assert child.environment()["LOCKGATE_KEY_PREFIX"] == "team-a:"
