@@ -53,6 +53,7 @@ class TriggersPanel(QWidget):
         self.caption.setWordWrap(True)
         self.refusals = QLabel(self)
         self.refusals.setObjectName("webhookRefusals")
+        self.refusals.setWordWrap(True)  # one line would set the dock's, and so the window's, least width
         self.table = read_only_table("triggersTable", COLUMNS)
         for column, name in enumerate(COLUMNS):
             title_item = self.table.horizontalHeaderItem(column)

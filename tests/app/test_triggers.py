@@ -186,3 +186,18 @@ def test_a_poll_that_changes_a_count_keeps_the_row_buttons_under_the_mouse(qtbot
     panel.set_triggers("tickets", 1, True, [replace(hook, state="disabled", enabled=False, url=url + "x")], {})
     assert panel.table.cellWidget(0, COPY_COLUMN) is not copy and panel.table.cellWidget(0, TOGGLE_COLUMN) is not toggle
     assert isinstance(toggle := panel.table.cellWidget(0, TOGGLE_COLUMN), QPushButton) and toggle.text() == "Enable"
+
+
+def test_the_refusal_counts_wrap_so_the_dock_does_not_widen_the_window(qtbot) -> None:
+    from app.panels.triggers import TriggersPanel
+    from app.trigger_rows import TriggerRow
+
+    panel = TriggersPanel()
+    qtbot.addWidget(panel)
+    hook = TriggerRow("hook", "trigger.webhook", "Hook", switchable=True, enabled=True, state="enabled",
+                      url="http://127.0.0.1:8321/webhooks/whk_abc", token="whk_abc")
+    panel.set_triggers("tickets", 1, True, [hook],
+                       {"webhook_unsigned": 12, "webhook_bad_signature": 3, "webhook_unknown_token": 1})
+    # A bottom dock beside the canvas in a 1100 px window is about 500 px wide.
+    assert panel.minimumSizeHint().width() <= 400
+    assert "unsigned 12" in panel.refusals.text() and "unknown token 1" in panel.refusals.text()
