@@ -31,7 +31,7 @@ from app.live import (
     waiting_text,
 )
 from app.panels.rows import BudgetRow, HoldRow, local_time
-from app.readable import short_run_id
+from app.readable import counted, short_run_id
 from app.waiting import run_waiting
 from engine.runtime.transitions import TERMINAL
 
@@ -165,11 +165,17 @@ class EngineController(QObject):
                 return
             document.history_id = flow.id
             document.id_follows_name = False
-            missing = [d for d in document.validate_now() if isinstance(d, BudgetDiagnostic)]
+            checked = document.validate_now()
+            missing = [d for d in checked if isinstance(d, BudgetDiagnostic)]
             if missing:
                 names = ", ".join(sorted({f'"{d.budget}"' for d in missing}))
                 self._say(f"{flow.id} v{version.version} published, but the engine has no budget {names}: runs "
                           "will be refused until it does (add it in Settings ▸ Budgets; see Problems)")
+                self.window.docks["Problems"].show()
+                self.window.docks["Problems"].raise_()
+            elif warnings := [d for d in checked if d.severity != "error"]:
+                self._say(f"{flow.id} v{version.version} published with {counted(len(warnings), 'warning')} "
+                          "(see Problems)")
                 self.window.docks["Problems"].show()
                 self.window.docks["Problems"].raise_()
             else:

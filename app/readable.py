@@ -15,6 +15,11 @@ RUN_ID_SHOWN = 8
 random, and also a piece of the full id to search for in logs and the CLI's output."""
 
 
+def counted(count: int, noun: str) -> str:
+    """`count` with `noun`, plural unless it is one: "1 error", "3 warnings"."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def short_run_id(run_id: str) -> str:
     """The part of a run id that tells it from the others: its last `RUN_ID_SHOWN` characters."""
     return run_id[-RUN_ID_SHOWN:]

@@ -52,6 +52,7 @@ from app.panels.problems import ProblemsPanel
 from app.panels.properties import PropertiesPanel
 from app.panels.runs import RunsPanel
 from app.panels.triggers import TriggersPanel
+from app.readable import counted
 from app.settings import AppSettings, ThemeMode
 from app.start_page import StartPage
 from app.trigger_watch import TriggerWatch
@@ -614,7 +615,8 @@ class MainWindow(QMainWindow):
         if not diagnostics:
             self.statusBar().showMessage("Valid: no problems found.", STATUS_MESSAGE_MS)
         else:
-            self.statusBar().showMessage(f"{errors} error(s), {warnings} warning(s): see Problems.", STATUS_MESSAGE_MS)
+            self.statusBar().showMessage(f"{counted(errors, 'error')}, {counted(warnings, 'warning')}: see Problems.",
+                                         STATUS_MESSAGE_MS)
 
     def publish(self, then: Callable[[], None] | None = None, document: FlowDocument | None = None) -> None:
         """Validate, then publish `document` (default: the current flow), asking first when its id is another
@@ -628,8 +630,8 @@ class MainWindow(QMainWindow):
             self.docks["Problems"].raise_()
             errors = sum(1 for d in diagnostics if d.severity == "error")
             self.statusBar().showMessage(
-                f"Publish refused: {errors} error(s) in {document.flow_ref().id}; fix them (see Problems) and "
-                "publish again.", STATUS_MESSAGE_MS)
+                f"Publish refused: {counted(errors, 'error')} in {document.flow_ref().id}; fix "
+                f"{'it' if errors == 1 else 'them'} (see Problems) and publish again.", STATUS_MESSAGE_MS)
             return
         if not self._needs_engine("Publish") or self.engine is None or self.bridge is None:
             return

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 from app.budget_check import BudgetDiagnostic
 from app.panels.column_widths import ColumnWidths
 from app.panels.tables import read_only_table
+from app.readable import counted
 from engine.validation import Diagnostic
 
 COLUMNS = ("", "Code", "Node", "Message", "Fix")
@@ -126,8 +127,7 @@ class ProblemsPanel(QWidget):
         elif not ordered:
             self.summary.setText("No problems: this flow can be published.")
         else:
-            self.summary.setText(f"{errors} error{'s' if errors != 1 else ''}, "
-                                 f"{warnings} warning{'s' if warnings != 1 else ''}"
+            self.summary.setText(f"{counted(errors, 'error')}, {counted(warnings, 'warning')}"
                                  + (" — fix the errors to publish." if errors else "."))
         self._show_detail()
         self.counts_changed.emit(errors, warnings)

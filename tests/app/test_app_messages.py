@@ -240,3 +240,18 @@ def test_unsaved_flows_of_one_name_are_numbered(window: MainWindow) -> None:
     window.close_tab(1)
     assert window.tabs.tabText(0) == "Ticket triage"
     assert window.tabs.document_at(0) is first
+
+
+def test_a_publish_with_warnings_says_how_many_and_shows_them(qtbot, engine_window: MainWindow) -> None:
+    window = engine_window
+    stray = {**FAILS, "id": "stray", "nodes": [*FAILS["nodes"],  # type: ignore[list-item]
+                                             {"id": "orphan", "type": "set", "position": [0, 200],
+                                              "config": {"values": {"note": "never set"}}}]}
+    _open_flow(qtbot, window, stray)
+    window.docks["Runs"].raise_()
+    window.publish()
+    qtbot.waitUntil(lambda: "stray v1 published" in _status(window), timeout=10_000)
+    warnings = window.problems.diagnostics
+    assert "unreachable_node" in [d.code for d in warnings] and all(d.severity == "warning" for d in warnings)
+    assert _status(window) == f"stray v1 published with {len(warnings)} warnings (see Problems)"
+    assert not window.docks["Problems"].visibleRegion().isEmpty()
