@@ -113,6 +113,20 @@ class BottomDockHeight(_FollowsWindow):
         """The layout was just restored: keep the share it gives the bottom docks rather than impose one."""
         self.share = None
 
+    def keep_share(self, share: float) -> None:
+        """The layout was just restored, and the bottom docks had `share` of the window's height when it was
+        saved: give them that share of the height the window has now. The restored layout keeps the dock area's
+        height in pixels, which would be a larger share each time a window comes back smaller than it was saved
+        (another screen) and is then made larger again."""
+        self.share = share
+        self._window_height = None
+        QTimer.singleShot(0, self._follow)
+
+    def current_share(self) -> float | None:
+        """The bottom dock area's height over the window's, or None while no dock is docked there."""
+        height = self.area_height()
+        return height / self.window.height() if height is not None and self.window.height() > 0 else None
+
     def area_height(self) -> int | None:
         """The bottom dock area's height (its tab bar included), or None while no dock is docked there."""
         dock = self._bottom_dock()

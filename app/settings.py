@@ -179,6 +179,23 @@ class AppSettings:
         self.qsettings.setValue("window/geometry", geometry)
         self.qsettings.setValue("window/state", state)
 
+    @property
+    def bottom_dock_share(self) -> float | None:
+        """The bottom dock area's share of the window's height at the last quit; None: not saved."""
+        raw = self.qsettings.value("window/bottom_share")
+        try:
+            share = float(raw) if raw is not None else None
+        except (TypeError, ValueError):
+            return None
+        return share if share is not None and 0 < share < 1 else None
+
+    @bottom_dock_share.setter
+    def bottom_dock_share(self, share: float | None) -> None:
+        if share is None:
+            self.qsettings.remove("window/bottom_share")
+        else:
+            self.qsettings.setValue("window/bottom_share", share)
+
     # -- providers and budgets (provider keys are secrets, kept apart)
     def providers(self) -> list[ProviderSetting]:
         return [ProviderSetting(**item) for item in self._json_list("engine/providers")]

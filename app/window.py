@@ -296,10 +296,15 @@ class MainWindow(QMainWindow):
         if geometry:
             self.restoreGeometry(QByteArray(geometry))
         if state and self.restoreState(QByteArray(state)):
-            self.bottom_dock_height.keep_current()
+            share = self.settings.bottom_dock_share
+            if share is not None:
+                self.bottom_dock_height.keep_share(share)
+            else:
+                self.bottom_dock_height.keep_current()
 
     def save_layout(self) -> None:
         self.settings.save_window_state(bytes(self.saveGeometry().data()), bytes(self.saveState().data()))
+        self.settings.bottom_dock_share = self.bottom_dock_height.current_share()
         self.settings.sync()
 
     # ----- documents ----------------------------------------------------------------

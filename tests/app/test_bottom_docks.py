@@ -149,11 +149,34 @@ def test_a_restored_layout_keeps_its_bottom_height(qtbot, window: MainWindow, ap
     again.show()
     qtbot.waitExposed(again)
     settle(qtbot, 100)
-    restored = again.height()  # the offscreen screen may fit the saved geometry to its own size
-    assert abs(bottom_height(again) - 200) <= 2  # not a third of the window: the layout the user left
-    again.resize(1440, 900 if restored != 900 else 700)
+    # Not a third of the window: the share the user left, of the height the window came back with (the offscreen
+    # screen may fit the saved geometry to its own size).
+    saved_height = window.height()
+    assert abs(bottom_height(again) - 200 * again.height() / saved_height) <= 3
+    again.resize(1440, 900 if again.height() != 900 else 700)
     settle(qtbot, 100)
-    assert abs(bottom_height(again) - 200 * again.height() / restored) <= 3
+    assert abs(bottom_height(again) - 200 * again.height() / saved_height) <= 3
+
+
+def test_restarts_in_a_smaller_window_do_not_grow_the_bottom_docks(qtbot, window: MainWindow,
+                                                                 app_settings: AppSettings) -> None:
+    window.resize(1440, 900)
+    window.docks["Runs"].raise_()
+    settle(qtbot, 100)
+    first = bottom_height(window)
+    heights = []
+    for _ in range(3):
+        window.save_layout()
+        window = create_main_window(create_application(), app_settings, start_engine=False)
+        qtbot.addWidget(window)
+        window.resize(1000, 640)  # another screen: the window comes back smaller, then is made large again
+        window.show()
+        qtbot.waitExposed(window)
+        settle(qtbot, 100)
+        window.resize(1440, 900)
+        settle(qtbot, 100)
+        heights.append(bottom_height(window))
+    assert all(abs(height - first) <= 3 for height in heights), (first, heights)
 
 
 # ----- money reads the same everywhere ------------------------------------------------------------------------
