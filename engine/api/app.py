@@ -453,9 +453,15 @@ def _validation_answer(request: Request, exc: Exception) -> Response:
     unknown = _unknown_by_id(errors)
     if unknown is not None:
         return unknown
-    problems = []
+    problems: list[str] = []
     for error in errors[:10]:
-        where = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
+        parts = [str(part) for part in error.get("loc", ()) if part != "body"]
+        if len(parts) > 1 and parts[0] in ONE_OF_MEANS:  # each member of a union refused it: what it may be, once
+            problem = f"{parts[0]}: must be {ONE_OF_MEANS[parts[0]]}"
+            if problem not in problems:
+                problems.append(problem)
+            continue
+        where = ".".join(parts)
         if error.get("type") == "extra_forbidden":
             problems.append(f"{where}: {_not_a_field(request, str(error.get('loc', ('',))[-1]))}")
             continue
@@ -482,8 +488,14 @@ PATTERN_MEANS = {
     "callback_url": "an http:// or https:// URL the engine can POST the run's execution.finished webhook to",
     "last-event-id": "the id of an event of this stream, a sequence number",
     "cursor": "the next_cursor of a page, as it was given",
+    "name": "a test name: letters, digits, '-' and '_' (at most 64), starting with a letter or digit",
 }
 """What a value refused for its pattern must be, by the field's name, said instead of the pattern."""
+ONE_OF_MEANS = {
+    "version": 'a version number (1 or more), "original" or "current"',
+}
+"""What a body field of several types (a rerun's `version`) must be, said once instead of each type's refusal
+under pydantic's names for them (`version.constrained-int`, `version.literal['original','current']`)."""
 UNKNOWN_BY_ID = {
     "run_id": ("unknown_run", "run", "list runs with GET /api/v1/runs"),
     "flow_id": ("unknown_flow", "flow", "list flows with GET /api/v1/flows"),

@@ -14,7 +14,16 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
-from engine.cli.run import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, live_api, print_run, stop_on_signals
+from engine.cli.run import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    RunProgress,
+    live_api,
+    print_run,
+    stop_on_signals,
+)
 
 if TYPE_CHECKING:
     from engine.facade import EngineApi
@@ -90,7 +99,7 @@ def rerun_command(args: argparse.Namespace) -> int:
             if args.json:
                 print_json(started)
             return EXIT_OK
-        run = api.wait_for_run(started.run_id)
+        run = api.wait_for_run(started.run_id, on_change=RunProgress(steps=False))  # says where it parks, as `run`
         print_run(run, args.json)
         return EXIT_OK if run.status == "succeeded" else EXIT_FAILED
     except KeyboardInterrupt:

@@ -83,17 +83,23 @@ def _when(epoch: float | None) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-class _Progress:
-    def __init__(self) -> None:
+class RunProgress:
+    """Prints each step's new status (unless `steps` is False) and the run's, with where it parks, on stderr.
+    `types`: node id -> type, for the steps whose record names none (a skipped step's)."""
+
+    def __init__(self, types: dict[str, str] | None = None, *, steps: bool = True) -> None:
+        self.types = types or {}
+        self.steps = steps
         self.seen: dict[str, str] = {}
         self.status = ""
 
     def __call__(self, run: Run) -> None:
-        for step in run.steps:
+        for step in run.steps if self.steps else ():
             if self.seen.get(step.step) != step.status:
                 self.seen[step.step] = step.status
                 extra = f": {step.error}" if step.error and step.status == "failed" else ""
-                print(f"  {step.step} ({step.type or '?'}): {step.status}{extra}", file=sys.stderr)
+                kind = step.type or self.types.get(step.node) or "?"
+                print(f"  {step.step} ({kind}): {step.status}{extra}", file=sys.stderr)
         if run.status != self.status:
             self.status = run.status
             waiting = run.waiting_on if isinstance(run.waiting_on, dict) else None
@@ -199,8 +205,9 @@ def run_command(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         print(f"run {created.run_id} queued (flow {flow.id} v{published.version})", file=sys.stderr)
         wait_for = frozenset({"waiting", *TERMINAL}) if args.detach else TERMINAL
+        progress = RunProgress({node.id: node.type for node in flow.nodes})
         try:
-            run = api.wait_for_run(created.run_id, timeout=args.timeout, statuses=wait_for, on_change=_Progress())
+            run = api.wait_for_run(created.run_id, timeout=args.timeout, statuses=wait_for, on_change=progress)
         except TimeoutError as exc:
             print(f"lockgate run: {exc}; it continues with the next engine on this data folder", file=sys.stderr)
             print_run(api.get_run(created.run_id), args.json)
