@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtGui import QCursor
+from PySide6.QtWidgets import QApplication, QMessageBox
 from pytestqt.exceptions import TimeoutError as WaitTimeout
 
 from app.bridge import EngineBridge
@@ -22,6 +23,33 @@ from engine.clock import Clock
 from engine.config import EngineConfig
 
 ENGINE_START_MS = 30_000
+# Where the pointer rests between tests: off every screen, so under no window.
+POINTER_PARKED = (-10_000, -10_000)
+
+
+def park_pointer() -> None:
+    """Move the (offscreen) pointer off every window and deliver the leave events."""
+    app = QApplication.instance()
+    if app is None:
+        return
+    QCursor.setPos(*POINTER_PARKED)
+    app.processEvents()
+
+
+@pytest.fixture(autouse=True)
+def pointer_under_no_window(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test starts and ends with the pointer under no window.
+
+    Tests with real mouse moves (the Edit menu's, the bottom docks' separator drag) leave the process's one
+    pointer where they moved it, e.g. over the toolbar's Undo button. A later test's window is shown in the same
+    place, so whenever Qt re-enters the widget under that pointer (the window shown, a menu or completion list
+    closed) the button's status tip replaces the status bar's message, and a test waiting for "... published"
+    sees "Undo the last edit" instead."""
+    if "qapp" in request.fixturenames:
+        request.getfixturevalue("qapp")  # the test's QApplication, made now rather than a moment later
+    park_pointer()
+    yield
+    park_pointer()
 
 
 @pytest.fixture

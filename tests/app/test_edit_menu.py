@@ -7,8 +7,9 @@ import itertools
 from pathlib import Path
 
 from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QCursor
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QApplication, QMenu, QToolButton
 
 from app.window import MainWindow
 
@@ -75,3 +76,19 @@ def test_edit_menu_runs_the_canvas_commands(qtbot, window: MainWindow, triage_pa
         _choose(qtbot, window, "Undo")
         assert document.undo_stack.index() == left
     assert document.text() == original
+
+
+def test_a_later_tests_window_is_not_under_the_menus_pointer(qtbot, window: MainWindow) -> None:
+    """The clicks above leave the pointer on the Edit menu's Undo entry, over where a later window's toolbar has
+    its Undo button. The pointer is parked off every window between tests (tests/app/conftest.py), so no status
+    tip takes the place of this window's message, not even when a closing popup re-enters the widget under it."""
+    assert window.statusBar().currentMessage() == ""
+    window.statusBar().showMessage("untitled v1 published")
+    menu = window.menus["&Edit"]
+    menu.popup(window.mapToGlobal(window.rect().center()))
+    qtbot.waitUntil(menu.isVisible)
+    menu.close()
+    qtbot.waitUntil(lambda: not menu.isVisible())
+    assert window.statusBar().currentMessage() == "untitled v1 published"
+    assert QApplication.widgetAt(QCursor.pos()) is None
+    assert not any(button.underMouse() for button in window.toolbar.findChildren(QToolButton))
