@@ -70,6 +70,13 @@ SUMMARY_MAX_PX = 16.0
 TITLE_MAX_PX = 20.0
 MIN_TITLE_PX = 9.0
 """Titles are bold and say the most: a little smaller on screen before they grow, so fewer are cut short."""
+MIN_TITLE_FIT_PX = 7.5
+"""Zoomed out, a title too long for its node at MIN_TITLE_PX shrinks down to this on-screen size before it is cut
+short: a whole title a little smaller reads better than a bigger one cut to "Ticket web…"."""
+TITLE_LEFT = 31.0
+"""Where the title starts in the header, after the type icon (scene units)."""
+TITLE_ROOM = NODE_WIDTH - TITLE_LEFT - 9
+"""The title's width in the header; it ends before the error badge's centre."""
 
 
 def readable_font(font: QFont, zoom: float, largest: float, smallest_px: float = MIN_TEXT_PX) -> QFont:
@@ -80,6 +87,23 @@ def readable_font(font: QFont, zoom: float, largest: float, smallest_px: float =
     grown = QFont(font)
     grown.setPixelSize(round(wanted))
     return grown
+
+
+def fitted_title(title: str, zoom: float) -> tuple[QFont, str]:
+    """The font and text a node's `title` is drawn with at `zoom`: grown to at least MIN_TITLE_PX on screen when
+    it fits TITLE_ROOM, else as large as fits (down to MIN_TITLE_FIT_PX on screen, never below TITLE_FONT), else
+    cut short with "…" at that smallest size."""
+    wanted = readable_font(TITLE_FONT, zoom, TITLE_MAX_PX, MIN_TITLE_PX)
+    if QFontMetricsF(wanted).horizontalAdvance(title) <= TITLE_ROOM:
+        return wanted, title
+    smallest = max(TITLE_FONT.pixelSize(), min(wanted.pixelSize(), round(MIN_TITLE_FIT_PX / max(zoom, 0.01))))
+    font = wanted
+    for pixels in range(wanted.pixelSize() - 1, smallest - 1, -1):
+        font = QFont(wanted)
+        font.setPixelSize(pixels)
+        if QFontMetricsF(font).horizontalAdvance(title) <= TITLE_ROOM:
+            return font, title
+    return font, QFontMetricsF(font).elidedText(title, Qt.TextElideMode.ElideRight, TITLE_ROOM)
 
 
 class LiveState:
@@ -158,8 +182,9 @@ class NodeItem(QGraphicsRectItem):
         """An approval's quorum progress: (badge text such as "2 of 3 approved", tooltip line); ("", "") for none."""
         self.port_items: list[PortItem] = []
         self.input_item: PortItem | None = None
-        self._title = ""
         self._title_full = ""
+        self._titles: dict[int, tuple[QFont, str]] = {}
+        """The title's font and text per on-screen size (zoom in hundredths), as painted."""
         self._summary = ""
         self.setFlags(
             QGraphicsItem.GraphicsItemFlag.ItemIsSelectable
@@ -185,11 +210,22 @@ class NodeItem(QGraphicsRectItem):
             self._rebuild_ports()
         spec = node_type(node.type)
         title = node.title or (spec.title if spec is not None else node.id)
-        self._title_full = title
-        self._title = QFontMetricsF(TITLE_FONT).elidedText(title, Qt.TextElideMode.ElideRight, NODE_WIDTH - 44)
+        if title != self._title_full:
+            self._title_full = title
+            self._titles.clear()
         self._summary = config_summary(node)
         self._refresh_tooltip()
         self.update()
+
+    def title_at(self, zoom: float) -> tuple[QFont, str]:
+        """The font and text the title is painted with at `zoom` (see `fitted_title`)."""
+        key = round(zoom * 100)
+        found = self._titles.get(key)
+        if found is None:
+            if len(self._titles) > 32:
+                self._titles.clear()
+            found = self._titles[key] = fitted_title(self._title_full, max(key, 1) / 100)
+        return found
 
     def _rebuild_ports(self) -> None:
         scene = self.scene()
@@ -376,11 +412,9 @@ class NodeItem(QGraphicsRectItem):
         painter.fillRect(QRectF(0.5, 6, 3, HEADER_HEIGHT - 6), accent)
         paint_type_icon(painter, QRectF(9, (HEADER_HEIGHT - 16) / 2, 16, 16), self.node.type, accent)
         painter.setPen(theme.text)
-        title_font = readable_font(TITLE_FONT, lod, TITLE_MAX_PX, MIN_TITLE_PX)
+        title_font, title = self.title_at(lod)
         painter.setFont(title_font)
-        title = self._title if title_font is TITLE_FONT else QFontMetricsF(title_font).elidedText(
-            self._title_full, Qt.TextElideMode.ElideRight, NODE_WIDTH - 44)
-        painter.drawText(QRectF(31, 0, NODE_WIDTH - 40, HEADER_HEIGHT), Qt.AlignmentFlag.AlignVCenter, title)
+        painter.drawText(QRectF(TITLE_LEFT, 0, TITLE_ROOM + 4, HEADER_HEIGHT), Qt.AlignmentFlag.AlignVCenter, title)
         if self._summary:
             port_font = readable_font(PORT_FONT, lod, SUMMARY_MAX_PX)
             summary_font = readable_font(SUMMARY_FONT, lod, SUMMARY_MAX_PX)

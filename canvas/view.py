@@ -26,10 +26,19 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QFrame, QGraphicsView, QMenu, QWidget
 
 from canvas.bindings import BINDINGS, NUDGE_KEYS
-from canvas.document import FRAGMENT_FORMAT, FlowDocument
-from canvas.geometry import GRID_SIZE, HEADER_HEIGHT, NODE_WIDTH, input_port_offset, node_height
-from canvas.items import DETAIL_ZOOM, NodeItem
-from canvas.layout import free_position
+from canvas.document import FRAGMENT_FORMAT, STARTER_CONFIG, FlowDocument
+from canvas.geometry import (
+    GRID_SIZE,
+    HEADER_HEIGHT,
+    NODE_WIDTH,
+    PORT_RADIUS,
+    has_input,
+    input_port_offset,
+    node_height,
+    output_ports,
+)
+from canvas.items import DETAIL_ZOOM, OVERLAY_ABOVE, OVERLAY_BELOW, NodeItem
+from canvas.layout import FREE_GAP, free_position
 from canvas.live import LiveOverlay
 from canvas.minimap import Minimap
 from canvas.quick_add import QuickAddBox
@@ -37,15 +46,20 @@ from canvas.scene import FlowScene
 from canvas.theme import CanvasTheme, current_theme, theme_notifier
 from canvas.title_editor import TitleEditor, title_rect
 from canvas.zoom_bar import ZoomBar
+from engine.flow import Node
 
 NODE_TYPE_MIME = "application/x-lockgate-node-type"
 MIN_ZOOM = 0.05
 MAX_ZOOM = 3.0
 FIT_MAX_ZOOM = 1.25
+FIT_MIN_ZOOM = 0.5
+"""A fit never zooms out below this: nodes keep their titles (they go at DETAIL_ZOOM) and a flow too big for the
+view shows its start, the rest a scroll away; fitting again shows it whole."""
 GRID_MIN_ZOOM = 0.5
 CORNER_MARGIN = 12
 FIT_MARGIN = 40.0
 PASTE_STEP = 40.0
+SCROLL_MARGIN = 8.0
 
 
 class FlowView(QGraphicsView):
@@ -85,6 +99,9 @@ class FlowView(QGraphicsView):
         self._paste_count = 0
         self._last_paste_at: QPointF | None = None
         self._hover_point: QPoint | None = None
+        self._readable_fit: tuple[float, int, int, tuple[str, ...]] | None = None
+        """(zoom, scroll x, scroll y, selection) right after a fit that stopped at FIT_MIN_ZOOM: fitting again
+        from there shows the whole flow."""
         self.context_menu: QMenu | None = None
         self.node_menu_hook: Callable[[QMenu, str], object] | None = None
         """Adds the app's entries to a node's menu (e.g. Rerun from here); the canvas knows nothing of them."""
@@ -107,7 +124,7 @@ class FlowView(QGraphicsView):
             "duplicate": self.duplicate_selection,
             "rename": self.rename_selected,
             "select_all": self.select_all,
-            "fit": self.fit_selection_or_all,
+            "fit": lambda: self.fit_selection_or_all(announce=True),
             "quick_add": self.open_quick_add,
             "auto_layout": document.auto_layout,
             "zoom_in": lambda: self.zoom_by(1.25),
@@ -130,7 +147,9 @@ class FlowView(QGraphicsView):
         self.zoom_bar.zoom_out.clicked.connect(self._handlers["zoom_out"])
         self.zoom_bar.zoom_in.clicked.connect(self._handlers["zoom_in"])
         self.zoom_bar.percent.clicked.connect(self._handlers["reset_zoom"])
-        self.zoom_bar.fit.clicked.connect(self.fit_selection_or_all)
+        self.zoom_bar.fit.clicked.connect(self._handlers["fit"])
+        self.zoom_bar.fit.setToolTip("Frame the selection, or the whole flow, where titles stay readable; "
+                                     "press again to see all of a big flow (F)")
         self.zoom_bar.minimap.toggled.connect(self.set_minimap_shown)
         self.zoom_changed.connect(self.zoom_bar.show_zoom)
         self.live = LiveOverlay(self.flow_scene, self)
@@ -184,41 +203,128 @@ class FlowView(QGraphicsView):
         self.zoom_changed.emit(self.zoom())
         self._follow_title_editor()
 
-    def fit_selection_or_all(self) -> None:
+    def fit_selection_or_all(self, whole: bool | None = None, announce: bool = False) -> None:
         """F: frame the selected nodes, or every node when none is selected, in the part of the view the
-        corner controls leave free."""
+        corner controls leave free (`free_area`).
+
+        The fit stops at FIT_MIN_ZOOM, where nodes still show their titles; a flow too big for that shows its start
+        (its triggers, else its leftmost nodes) with the rest a scroll away. Fitting again right after shows all of
+        it however small; `whole` forces either. `announce` says so in `status` (the F key, the Fit button)."""
         selected = self.flow_scene.selected_node_ids()
         rect = self.flow_scene.nodes_bounding_rect(selected or None)
         if rect.isNull():
             return
         rect = rect.adjusted(-FIT_MARGIN, -FIT_MARGIN, FIT_MARGIN, FIT_MARGIN)
+        if whole is None:
+            whole = self._readable_fit is not None and self._readable_fit == self._fit_state(selected)
+        self._readable_fit = None
         area = self.free_area(rect)
         level = min(area.width() / rect.width(), area.height() / rect.height(), FIT_MAX_ZOOM)
+        if whole or level >= FIT_MIN_ZOOM:
+            self.set_zoom(level)
+            self._show_in_area(rect.center(), area)
+            if whole and announce:
+                self.status.emit("Showing the whole flow; press F again to zoom in to where titles show.")
+            self.minimap.update()
+            return
+        level = FIT_MIN_ZOOM
+        area = self._area_showing_most(rect, level)
         self.set_zoom(level)
-        # Centre the flow on the free area: the viewport centre sits that far from it, in scene units.
-        offset = QPointF(self.viewport().rect().center()) - area.center()
-        self.centerOn(rect.center() + offset / self.zoom())
+        # What the free area holds at this zoom, in scene units, over the flow's start.
+        width, height = area.width() / level, area.height() / level
+        start = self._start_rect(selected or None)
+
+        def centre(low: float, high: float, room: float, wanted: float) -> float:
+            return (low + high) / 2 if high - low <= room else min(max(wanted, low + room / 2), high - room / 2)
+
+        self._show_in_area(QPointF(centre(rect.left(), rect.right(), width, start.center().x()),
+                                   centre(rect.top(), rect.bottom(), height, start.center().y())), area)
+        self._readable_fit = self._fit_state(selected)
+        if announce:
+            self.status.emit(f"Zoomed to {round(level * 100)}%, where titles show: scroll for the rest, "
+                             "or press F again to see the whole flow.")
         self.minimap.update()
+
+    def _fit_state(self, selected: list[str]) -> tuple[float, int, int, tuple[str, ...]]:
+        return (round(self.zoom(), 6), self.horizontalScrollBar().value(), self.verticalScrollBar().value(),
+                tuple(selected))
+
+    def _show_in_area(self, scene_point: QPointF, area: QRectF) -> None:
+        """Scroll so `scene_point` sits at the centre of `area` (viewport pixels)."""
+        offset = QPointF(self.viewport().rect().center()) - area.center()
+        self.centerOn(scene_point + offset / self.zoom())
+
+    def _start_rect(self, node_ids: list[str] | None) -> QRectF:
+        """Where a flow (or the nodes `node_ids`) starts: its triggers, else its leftmost nodes (scene units)."""
+        items = [item for node_id, item in self.flow_scene.node_items.items()
+                 if node_ids is None or node_id in node_ids]
+        starts = [item for item in items if not has_input(item.node)]
+        if not starts:
+            left = min(item.pos().x() for item in items)
+            starts = [item for item in items if item.pos().x() < left + NODE_WIDTH]
+        rect = QRectF()
+        for item in starts:
+            rect = rect.united(item.sceneBoundingRect())
+        return rect
 
     def free_area(self, rect: QRectF | None = None) -> QRectF:
         """The viewport rectangle no corner control covers: beside the minimap or above it, whichever holds
         `rect` (scene units) larger; the zoom bar's row is kept clear either way."""
-        view = QRectF(self.viewport().rect())
-        bar_top = self.zoom_bar.geometry().top() - CORNER_MARGIN / 2
-        above_bar = QRectF(view.left(), view.top(), view.width(), max(1.0, bar_top - view.top()))
-        if not self.minimap_shown():
-            return above_bar
-        map_rect = QRectF(self.minimap.geometry())
-        beside = QRectF(view.left(), view.top(), max(1.0, map_rect.left() - CORNER_MARGIN), above_bar.height())
-        above = QRectF(view.left(), view.top(), view.width(),
-                       max(1.0, min(map_rect.top(), bar_top) - CORNER_MARGIN / 2 - view.top()))
-        if rect is None or rect.isEmpty():
-            return above
+        areas = self._free_areas()
+        if rect is None or rect.isEmpty() or len(areas) == 1:
+            return areas[-1]
 
         def scale(area: QRectF) -> float:
             return min(area.width() / rect.width(), area.height() / rect.height())
 
+        beside, above = areas
         return beside if scale(beside) > scale(above) else above
+
+    def _free_areas(self) -> list[QRectF]:
+        """[beside the minimap, above it] when it shows, else [above the zoom bar] (viewport pixels)."""
+        view = QRectF(self.viewport().rect())
+        bar_top = self.zoom_bar.geometry().top() - CORNER_MARGIN / 2
+        above_bar = QRectF(view.left(), view.top(), view.width(), max(1.0, bar_top - view.top()))
+        if not self.minimap_shown():
+            return [above_bar]
+        map_rect = QRectF(self.minimap.geometry())
+        beside = QRectF(view.left(), view.top(), max(1.0, map_rect.left() - CORNER_MARGIN), above_bar.height())
+        above = QRectF(view.left(), view.top(), view.width(),
+                       max(1.0, min(map_rect.top(), bar_top) - CORNER_MARGIN / 2 - view.top()))
+        return [beside, above]
+
+    def _area_showing_most(self, rect: QRectF, level: float) -> QRectF:
+        """The free area that shows the largest share of `rect` (scene units) at zoom `level`."""
+        def share(area: QRectF) -> float:
+            return (min(1.0, area.width() / (rect.width() * level))
+                    * min(1.0, area.height() / (rect.height() * level)))
+
+        return max(reversed(self._free_areas()), key=share)
+
+    def scroll_into_free_area(self, scene_rect: QRectF, centre: bool = False) -> None:
+        """Scroll (no zoom) so `scene_rect` lies in `free_area`: the least way, or with `centre` as near the
+        viewport's centre as the area allows; nothing moves when it is there already and `centre` is off."""
+        area = self.free_area(QRectF(0, 0, scene_rect.width(), scene_rect.height()))
+        box = QRectF(self.mapFromScene(scene_rect).boundingRect())
+        if not centre and area.contains(box):
+            return
+        # A few pixels clear of the edges, when there is room, so rounding never leaves it a pixel under a control.
+        margin_x = max(0.0, min(SCROLL_MARGIN, (area.width() - box.width()) / 2))
+        margin_y = max(0.0, min(SCROLL_MARGIN, (area.height() - box.height()) / 2))
+        area = area.adjusted(margin_x, margin_y, -margin_x, -margin_y)
+        target = QRectF(box)
+        if centre:
+            target.moveCenter(QPointF(self.viewport().rect().center()))
+
+        def inside(low: float, size: float, area_low: float, area_size: float) -> float:
+            # Keep the start (left, top) in view when the box is bigger than the area.
+            return max(area_low, min(low, area_low + area_size - size)) if size <= area_size else area_low
+
+        target.moveTo(inside(target.left(), target.width(), area.left(), area.width()),
+                      inside(target.top(), target.height(), area.top(), area.height()))
+        shift = (target.center() - box.center()) / self.zoom()
+        self.centerOn(self.mapToScene(self.viewport().rect().center()) - shift)
+        self.minimap.update()
 
     def minimap_shown(self) -> bool:
         return not self.minimap.isHidden()
@@ -230,15 +336,23 @@ class FlowView(QGraphicsView):
             self.zoom_bar.minimap.setChecked(shown)
 
     def select_node(self, node_id: str) -> None:
-        """Select only `node_id` and bring it into view (e.g. from a diagnostic)."""
+        """Select only `node_id` and bring it into view (e.g. from a diagnostic): centred when it is not wholly in
+        the free area, else left where it is."""
         self.flow_scene.select_nodes([node_id])
-        self.center_on_node(node_id)
+        item = self.flow_scene.node_items.get(node_id)
+        if item is not None and not self._in_free_area(item):
+            self.center_on_node(node_id)
 
     def center_on_node(self, node_id: str) -> None:
+        """Scroll `node_id` to the viewport's centre, or as near it as keeps it clear of the corner controls."""
         item = self.flow_scene.node_items.get(node_id)
         if item is not None:
-            self.centerOn(item.sceneBoundingRect().center())
-            self.minimap.update()
+            self.scroll_into_free_area(item.mapRectToScene(item.node_rect()), centre=True)
+
+    def _in_free_area(self, item: NodeItem) -> bool:
+        box = item.mapRectToScene(item.node_rect())
+        return self.free_area(QRectF(0, 0, box.width(), box.height())).contains(
+            QRectF(self.mapFromScene(box).boundingRect()))
 
     def selected_node_ids(self) -> list[str]:
         return self.flow_scene.selected_node_ids()
@@ -345,7 +459,7 @@ class FlowView(QGraphicsView):
         item = self.flow_scene.node_items.get(node_id)
         if item is None:
             return False
-        if not self._visible_in_view(item):
+        if not self._in_free_area(item):
             self.center_on_node(node_id)
         self.title_editor.start(node_id, item.node.title or item.node_id, self._title_area(item), self.zoom())
         return True
@@ -364,20 +478,34 @@ class FlowView(QGraphicsView):
         if self.document.node(node_id) is not None:  # an undo while typing may have taken the node away
             self.document.rename_node(node_id, title)
 
-    def _visible_in_view(self, item: NodeItem) -> bool:
-        visible = self.mapToScene(self.viewport().rect()).boundingRect()
-        return visible.contains(item.sceneBoundingRect())
-
     def add_node_where_free(self, type_name: str, near: QPointF | None = None) -> str:
-        """Add a node as close to `near` (default: the view's centre) as it goes without overlapping another."""
-        centre = near if near is not None else self.mapToScene(self.viewport().rect().center())
+        """Add a node as close to `near` (default: the centre of `free_area`) as it goes without overlapping
+        another, inside the free area when there is room there; the view scrolls to it when there is not."""
+        # The new node's whole paint area (ports, badges above and labels below) must keep clear of the others.
+        height = node_height(len(output_ports(Node(id="new", type=type_name, title="", position=(0, 0),
+                                                   config=dict(STARTER_CONFIG.get(type_name, {}))))))
+        paint = QRectF(-PORT_RADIUS - 2, -OVERLAY_ABOVE, NODE_WIDTH + 2 * PORT_RADIUS + 4,
+                       height + OVERLAY_ABOVE + OVERLAY_BELOW)
+        size = (paint.width(), paint.height())
+        area = self.mapToScene(self.free_area(QRectF(0, 0, *size)).toRect()).boundingRect()
+        centre = near if near is not None else area.center()
         occupied = []
         for item in self.flow_scene.node_items.values():
             box = item.sceneBoundingRect()
             occupied.append((box.x(), box.y(), box.width(), box.height()))
-        size = (NODE_WIDTH, node_height(1))
-        x, y = free_position(occupied, size, (centre.x(), centre.y()), GRID_SIZE)
-        return self.add_node_at(type_name, QPointF(x + NODE_WIDTH / 2, y + HEADER_HEIGHT / 2))
+        # The world outside the free area counts as taken, so the search keeps to what the user sees.
+        far = 1e7
+        walls = [(area.left() - far, area.top() - far, far, 3 * far), (area.right(), area.top() - far, far, 3 * far),
+                 (area.left() - far, area.top() - far, 3 * far, far), (area.left() - far, area.bottom(), 3 * far, far)]
+        x, y = free_position(occupied + walls, size, (centre.x(), centre.y()), GRID_SIZE)
+        if not _clear(occupied + walls, (x, y, *size)):
+            x, y = free_position(occupied, size, (centre.x(), centre.y()), GRID_SIZE)
+        x, y = x - paint.left(), y - paint.top()
+        node_id = self.add_node_at(type_name, QPointF(x + NODE_WIDTH / 2, y + HEADER_HEIGHT / 2))
+        added = self.flow_scene.node_items.get(node_id)
+        if added is not None:
+            self.scroll_into_free_area(added.mapRectToScene(added.node_rect()))
+        return node_id
 
     def open_quick_add(
         self, scene_point: QPointF | None = None, wire: tuple[str, str | None] | None = None
@@ -717,6 +845,13 @@ class FlowView(QGraphicsView):
 
     def node_item(self, node_id: str) -> NodeItem | None:
         return self.flow_scene.node_items.get(node_id)
+
+
+def _clear(occupied: list[tuple[float, float, float, float]], box: tuple[float, float, float, float]) -> bool:
+    """Whether `box` keeps FREE_GAP from every box of `occupied` (as `free_position` requires)."""
+    x, y, width, height = box
+    return all(x + width + FREE_GAP <= ox or ox + ow + FREE_GAP <= x or y + height + FREE_GAP <= oy
+               or oy + oh + FREE_GAP <= y for ox, oy, ow, oh in occupied)
 
 
 def _shift_as_ctrl(event: QMouseEvent) -> QMouseEvent:
