@@ -3,7 +3,9 @@
 A decision in flight disables the buttons until its answer is back; a refusal is shown here, with the comment
 kept. After an accepted decision the selection moves to the neighbouring row only once the list no longer holds
 the decided one, and the panel says which run is selected now, so a second click never acts on a run the user
-did not see chosen.
+did not see chosen. With nothing chosen the first waiting approval is selected, and the user's choice stays
+across refreshes; when the chosen approval leaves the list unasked (decided elsewhere, timed out) nothing else is
+selected in its place until the user picks one, and the panel says so.
 
 Approvals v2: the Progress column shows a quorum's "2 of 3 approved", "escalated" and the reminders sent;
 below the table, the selected approval's decisions so far (who, when, comment).
@@ -71,6 +73,8 @@ class ApprovalsPanel(QWidget):
         """The approval whose decision is in flight or accepted but still listed: the buttons wait for it."""
         self._decided_row = 0
         self._answered = False
+        self._choice_gone = ""
+        """The note shown while the user's chosen approval has left the list and no other is chosen for them."""
         self.table = read_only_table("approvalsTable", COLUMNS)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -131,6 +135,7 @@ class ApprovalsPanel(QWidget):
 
     def set_unavailable(self, reason: str) -> None:
         self.deciding = None
+        self._choice_gone = ""
         self.approvals = []
         self.table.setRowCount(0)
         self.stack.show_message(reason)
@@ -143,6 +148,8 @@ class ApprovalsPanel(QWidget):
         decided_gone = self.deciding is not None and all(a.approval_id != self.deciding for a in self.approvals)
         now = self.now()
         self.table.blockSignals(True)
+        self.table.clearSelection()  # rows shift: the choice is made again below, by approval id
+        kept = False
         self.table.setRowCount(len(self.approvals))
         for row, approval in enumerate(self.approvals):
             cells = (
@@ -164,11 +171,14 @@ class ApprovalsPanel(QWidget):
                 self.table.setItem(row, column, item)
             if selected is not None and approval.approval_id == selected.approval_id:
                 self.table.selectRow(row)
+                kept = True
         self._show_progress_column(any(approval.progress() for approval in self.approvals))
         if decided_gone:
             self.table.clearSelection()
             if self._answered:
                 self._select_after_decision()
+        elif self.deciding is None:
+            self._choose(selected, kept)
         self.table.blockSignals(False)
         if self.approvals:
             self.stack.show_content()
@@ -176,6 +186,20 @@ class ApprovalsPanel(QWidget):
             self.stack.show_message("No approvals are waiting.")
         self._update_buttons()
         self.count_changed.emit(len(self.approvals))
+
+    def _choose(self, selected: ApprovalRow | None, kept: bool) -> None:
+        """After a refresh with no decision in flight: keep the user's choice; with none, select the first row;
+        when the chosen approval has gone, select none (a click meant for it must not land on its neighbour)."""
+        if not self.approvals:
+            self._choice_gone = ""
+            return
+        if selected is not None and not kept:
+            self.table.clearSelection()
+            self._choice_gone = (f"{selected.flow_id} run {short_run_id(selected.run_id)} is no longer waiting "
+                                 f"(decided elsewhere or timed out). Select an approval to decide it.")
+            self._say(self._choice_gone, problem=False)
+        elif selected is None and not self._choice_gone:
+            self.table.selectRow(0)
 
     def _show_progress_column(self, shown: bool) -> None:
         if self.table.isColumnHidden(PROGRESS_COLUMN) == shown:
@@ -242,6 +266,10 @@ class ApprovalsPanel(QWidget):
 
     def _update_buttons(self) -> None:
         selected = self.selected_approval()
+        if selected is not None and self._choice_gone:  # the user chose again
+            if self.result_label.text() == self._choice_gone:
+                self._say("", problem=False)
+            self._choice_gone = ""
         self._show_decided(selected)
         chosen = selected is not None and self.deciding is None
         self.approve_button.setEnabled(chosen)
