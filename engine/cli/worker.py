@@ -22,6 +22,9 @@ import threading
 from typing import Any
 
 SWITCH_INTERVAL_SECONDS = 0.001
+STOP_DEADLINE_SECONDS = 10.0
+"""After SIGINT/SIGTERM, how long the clean stop may take before the process exits anyway (a second signal exits at
+once): a stop that waits on a Redis or database that does not answer must not keep the process alive."""
 ROLES = ("all", "executor", "projector", "http")
 log = logging.getLogger("lockgate.worker")
 
@@ -104,6 +107,20 @@ def role_options(role: str, workers: int) -> dict[str, Any]:
     return {"workers": workers}
 
 
+def _exit_now(label: str, why: str) -> None:
+    """End the process at once, with what each thread was doing on stderr (written to its descriptor directly: no lock
+    a stuck thread holds can stop it). Jobs in hand stay pending and are redelivered, as after a crash."""
+    import faulthandler
+    import os
+
+    try:
+        os.write(2, f"{label}: {why}; exiting without a clean stop. Threads:\n".encode())
+        faulthandler.dump_traceback(sys.stderr.fileno() if sys.stderr is not None else 2, all_threads=True)
+    except (OSError, ValueError):
+        pass
+    os._exit(1)
+
+
 def worker_command(args: argparse.Namespace) -> int:
     if args.processes is not None:
         from engine.cli.supervise import supervise_command
@@ -157,9 +174,17 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
         # more CPU a sync start, at no gain in starts a second.
         sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     stop = threading.Event()
+    deadlines: list[threading.Timer] = []
 
     def on_signal(signum: int, _frame: Any) -> None:
+        if stop.is_set():
+            _exit_now(label, f"a second {signal.Signals(signum).name} while stopping")
         stop.set()
+        deadline = threading.Timer(STOP_DEADLINE_SECONDS, _exit_now,
+                                   (label, f"the stop took longer than {STOP_DEADLINE_SECONDS:g}s"))
+        deadline.daemon = True
+        deadlines.append(deadline)
+        deadline.start()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     options = role_options(args.role, max(1, args.workers))
@@ -246,5 +271,7 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
         services.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        for deadline in deadlines:
+            deadline.cancel()  # stopped in time (this function may run inside a longer-lived process)
     print(f"{label}: stopped", file=sys.stderr)
     return refused
