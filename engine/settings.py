@@ -18,6 +18,8 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, SecretStr, ValidationError, ValidationInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from engine.transport.keys import prefix_problem
+
 ENV_PREFIX = "LOCKGATE_"
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 DEFAULT_MAX_INPUT_DEPTH = 64
@@ -97,6 +99,14 @@ def _present(raw: Any) -> bool:
     return bool(raw) if isinstance(raw, bool) else bool(str(raw).strip())
 
 
+def _key_prefix(raw: Any, info: ValidationInfo) -> str:
+    prefix = str(raw).strip()
+    problem = prefix_problem(prefix)
+    if problem is not None:
+        raise ValueError(f"{variable(str(info.field_name))}={problem}")
+    return prefix
+
+
 def _folder(raw: Any) -> Path:
     return Path(str(raw)).expanduser()
 
@@ -120,7 +130,7 @@ class LockgateSettings(BaseSettings):
     """Redis the engine uses; None: the data folder's embedded Redis (Valkey) server."""
     db_url: str | None = None
     """SQLAlchemy URL of the store; None: the SQLite file `lockgate.db` in the data folder."""
-    key_prefix: str = "lg"
+    key_prefix: Annotated[str, BeforeValidator(_key_prefix)] = "lg"
     """Namespace of every Redis key, so deployments (and tests) can share one server."""
     event_journal: Annotated[int, _whole_number(0, 100000)] = 0
     """Applied events the projector keeps in the events journal stream (0: none)."""

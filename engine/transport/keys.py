@@ -13,6 +13,14 @@ from dataclasses import dataclass
 DEFAULT_PREFIX = "lg"
 
 
+def prefix_problem(prefix: str) -> str | None:
+    """Why `prefix` cannot name a keyspace (said after what names it), or None when it can."""
+    if not prefix or any(ch in prefix for ch in " :*?[]{}"):
+        return (f"{prefix!r} is not usable: it must be non-empty and contain no spaces, ':' or glob characters; "
+                "pick a plain word such as 'lg'")
+    return None
+
+
 @dataclass(frozen=True)
 class Keyspace:
     """The names of everything the engine keeps in Redis, under one prefix."""
@@ -20,11 +28,9 @@ class Keyspace:
     prefix: str = DEFAULT_PREFIX
 
     def __post_init__(self) -> None:
-        if not self.prefix or any(ch in self.prefix for ch in " :*?[]{}"):
-            raise ValueError(
-                f"key prefix {self.prefix!r} is not usable: it must be non-empty and contain no spaces, "
-                "':' or glob characters; pick a plain word such as 'lg'"
-            )
+        problem = prefix_problem(self.prefix)
+        if problem is not None:
+            raise ValueError(f"key prefix {problem}")
 
     def _key(self, *parts: str) -> str:
         return ":".join((self.prefix, *parts))

@@ -102,7 +102,7 @@ BAD = [("LOCKGATE_EVENT_JOURNAL", "abc"), ("LOCKGATE_EVENT_JOURNAL", "-1"), ("LO
        ("LOCKGATE_MAX_INPUT_DEPTH", "0"), ("LOCKGATE_MAX_INPUT_DEPTH", "deep"), ("LOCKGATE_MAX_INPUT_BYTES", "1MB"),
        ("LOCKGATE_MAX_CALL_DEPTH", "0"), ("LOCKGATE_HEARTBEAT_TIMEOUT", "soon"), ("LOCKGATE_JOB_IDLE_TIMEOUT", "0"),
        ("LOCKGATE_JOB_RETRY_CAP", "2.5"), ("LOCKGATE_LOG_LEVEL", "loud"), ("LOCKGATE_SIMULATOR_PORT", "70000"),
-       ("LOCKGATE_AUTO_MIGRATE", "maybe")]
+       ("LOCKGATE_AUTO_MIGRATE", "maybe"), ("LOCKGATE_KEY_PREFIX", "team:a"), ("LOCKGATE_KEY_PREFIX", "lg*")]
 
 
 @pytest.mark.parametrize(("name", "raw"), BAD)
@@ -162,7 +162,7 @@ def test_a_bad_value_given_in_code_is_refused_too() -> None:
 
 
 @pytest.mark.parametrize(("name", "raw"), [("LOCKGATE_EVENT_JOURNAL", "abc"), ("LOCKGATE_MAX_INPUT_DEPTH", "500"),
-                                           ("LOCKGATE_HEARTBEAT_TIMEOUT", "soon")])
+                                           ("LOCKGATE_HEARTBEAT_TIMEOUT", "soon"), ("LOCKGATE_KEY_PREFIX", "team:")])
 def test_the_cli_refuses_a_bad_value_by_name(tmp_path: Path, name: str, raw: str) -> None:
     env = {**os.environ, "LOCKGATE_DATA_DIR": str(tmp_path / "data"), "LOCKGATE_LOG_DIR": str(tmp_path / "logs"),
            name: raw}
