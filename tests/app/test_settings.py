@@ -137,8 +137,8 @@ def test_dialog_refuses_bad_rows_with_a_fix(qtbot, app_settings: AppSettings) ->
 def test_the_app_keeps_to_the_key_namespace_and_journal_it_is_given(app_settings: AppSettings, tmp_path: Path) -> None:
     # A shared Redis: the app's engine (and its child, through EngineProcess's environment) writes only under
     # LOCKGATE_KEY_PREFIX, as every other process of the deployment does.
-    given = LockgateSettings(data_dir=tmp_path / "data", key_prefix="team-a:", event_journal=500)
+    given = LockgateSettings(data_dir=tmp_path / "data", key_prefix="team-a", event_journal=500)
     config = engine_config(app_settings, given)
-    assert (config.key_prefix, config.event_journal) == ("team-a:", 500)
+    assert (config.key_prefix, config.event_journal) == ("team-a", 500)
     child = EngineProcess(config, "redis://127.0.0.1:6379/0", workers=1)
-    assert child.environment()["LOCKGATE_KEY_PREFIX"] == "team-a:"
+    assert child.environment()["LOCKGATE_KEY_PREFIX"] == "team-a"
