@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QFont, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 from app.live import run_row, step_ports, step_status_text
 from app.panels.rows import local_time, tokens_text, usd
 from app.panels.tables import compact_rows, fit_columns
-from app.panels.timeline import TimelineWidget
+from app.panels.timeline import ROW_HEIGHT, TimelineWidget
 from app.readable import readable_json, short_run_id
 from app.theme import status_colour
 from engine.read_models import Run, RunSummary, Step
@@ -41,6 +41,23 @@ STEP_SAMPLES = {0: "classify_ticket", 1: "trigger.schedule", 2: "succeeded", 4: 
                 5: "12,345 ms", 6: "1,234 in · 56 out", 7: "approved"}
 """Typical cells the step columns are sized for; the error takes the room left."""
 MASK = "***"
+TABS_SHARE = 0.2
+TABS_LEAST = 140
+"""The step's Given / Produced tabs keep at least this share of the panes' height, and this many pixels;
+the timeline and the steps table get what they need of the rest (the table before the timeline when short)."""
+TIMELINE_LEAST = ROW_HEIGHT * 4
+"""When the timeline and the steps table do not both fit, the table gets its rows and the timeline the rest, but
+at least this much (its time axis and three bars; it scrolls to the selected step's bar)."""
+
+
+class _PaneSplitter(QSplitter):
+    """A splitter that says when it has been resized (after its panes are)."""
+
+    resized = Signal()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.resized.emit()
 
 
 class RunDetails(QDialog):
@@ -83,8 +100,9 @@ class RunDetails(QDialog):
         self.related.linkActivated.connect(self._open_linked)
         self.related.linkHovered.connect(lambda link: _tip_run_link(self.related, link))
         self.related.hide()
-        top = QHBoxLayout()
-        top.addWidget(self.header, 1)
+        top = QHBoxLayout()  # under the header, which has the window's width: it breaks only between phrases
+        top.addWidget(self.related, 1)
+        top.addStretch(0)
         top.addWidget(self.rerun_button)
         top.addWidget(self.save_test_button)
         top.addWidget(self.cancel_button)
@@ -134,19 +152,27 @@ class RunDetails(QDialog):
         self.tabs.addTab(self.errors_text, "Errors")
         tabs = self.tabs
         self.timeline = TimelineWidget()
-        scroller = QScrollArea()
-        scroller.setWidgetResizable(True)
-        scroller.setWidget(self.timeline)
-        splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(scroller)
-        splitter.addWidget(self.steps)
-        splitter.addWidget(tabs)
-        splitter.setSizes([150, 200, 280])
-        splitter.setChildrenCollapsible(False)
+        self.timeline_area = QScrollArea()
+        self.timeline_area.setObjectName("runTimelineArea")
+        self.timeline_area.setWidgetResizable(True)
+        self.timeline_area.setWidget(self.timeline)
+        self.panes = _PaneSplitter(Qt.Orientation.Vertical)
+        self.panes.setObjectName("runPanes")
+        self.panes.addWidget(self.timeline_area)
+        self.panes.addWidget(self.steps)
+        self.panes.addWidget(tabs)
+        self.panes.setChildrenCollapsible(False)
+        for index, stretch in enumerate((2, 3, 2)):  # a taller window goes mostly to the steps
+            self.panes.setStretchFactor(index, stretch)
+        self.panes_moved = False
+        """The user dragged a pane's edge: their sizes are kept (no longer fitted to the run)."""
+        self.panes.splitterMoved.connect(self._panes_moved)
+        self.panes.resized.connect(self._panes_resized)
         layout = QVBoxLayout(self)
+        layout.setSpacing(4)
+        layout.addWidget(self.header)
         layout.addLayout(top)
-        layout.addWidget(self.related)
-        layout.addWidget(splitter)
+        layout.addWidget(self.panes, 1)
 
     def show_run(self, run: Run, secret_inputs: frozenset[str] | None = None) -> None:
         if secret_inputs is not None:
@@ -162,20 +188,22 @@ class RunDetails(QDialog):
             f"cost {usd(row.cost_usd)}" if row.cost_usd is not None else "",
             f"tokens {tokens_text(row.tokens_in, row.tokens_out)}",
         ) if part)
-        finished = f" &nbsp; finished {local_time(row.finished_at)}" if row.finished_at else ""
         asked = " (cancel requested)" if run.cancel_requested else ""
-        self.header.setText(
-            f"<b>{row.flow_id}</b> v{row.version} &nbsp; <span style='color:{colour}'>● {row.status}{asked}</span>"
-            f" &nbsp; started {local_time(row.started_at)}{finished} &nbsp; took {row.duration(_now())}"
-            + (f" &nbsp; at <b>{where}</b>" if where else "")
-            + f"<br>run {row.run_id} &nbsp; {spent}"
-        )
+        self.header.setText(_phrases(
+            f"<b>{_html(row.flow_id)}</b> v{row.version}",
+            f"<span style='color:{colour}'>● {row.status}{asked}</span>",
+            f"started {local_time(row.started_at)}",
+            f"finished {_finished(row.started_at, row.finished_at)}" if row.finished_at else "",
+            f"took {row.duration(_now())}",
+            f"at <b>{_html(where)}</b>" if where else "",
+        ) + "<br>" + _phrases(f"run {row.run_id}", spent))
         related = related_runs_html(run)
         self.related.setText(related)
         self.related.setVisible(bool(related))
         steps = run.steps
         self.timeline.set_run(run, _now().timestamp())
         self.steps.blockSignals(True)
+        refit = not same_run or self.steps.rowCount() != len(steps)
         self.steps.setRowCount(len(steps))
         for index, step in enumerate(steps):
             reused = bool(step.reused_from)
@@ -210,7 +238,9 @@ class RunDetails(QDialog):
             "Save this run as a flow test: its inputs, the answers of its model, HTTP, script and approval steps, "
             "and what it did, replayed by Flow ▸ Run tests and `lockgate test`"
             if self.save_test_button.isEnabled() else "A test is saved from a finished run.")
-        self._select_step(kept_step if kept_step is not None else _interesting_step(steps))
+        if refit:
+            self._fit_panes()
+        self._select_step(kept_step if kept_step is not None else _interesting_step(steps), reveal=not same_run)
 
     def _masked(self, inputs: dict[str, object]) -> dict[str, object]:
         return {name: (MASK if name in self.secret_inputs else value) for name, value in inputs.items()}
@@ -223,13 +253,72 @@ class RunDetails(QDialog):
     def _steps(self) -> list[Step]:
         return self.run.steps if self.run is not None else []
 
-    def _select_step(self, key: str | None) -> None:
+    def _select_step(self, key: str | None, reveal: bool = True) -> None:
+        """Select step `key`; `reveal` scrolls the table and the timeline to it (not on the refresh of the run
+        shown, which would take a user's scrolling away from them each second)."""
         for index, step in enumerate(self._steps()):
             if key is not None and step.step == key:
+                self.steps.blockSignals(True)
                 self.steps.selectRow(index)
-                self._show_selected_step()
+                self.steps.blockSignals(False)
+                self._show_selected_step(reveal)
                 return
-        self._show_selected_step()
+        self._show_selected_step(reveal)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        QTimer.singleShot(0, self._reveal_selected_step)  # the panes have their first sizes only now
+
+    def _panes_moved(self) -> None:
+        self.panes_moved = True
+
+    def _panes_resized(self) -> None:
+        self._fit_panes()
+        self._reveal_selected_step()
+
+    def _fit_panes(self) -> None:
+        """Give the timeline and the steps table the height their rows need, the Given / Produced tabs at least
+        `TABS_SHARE` (and `TABS_LEAST` px); when both do not fit, the table comes first and the timeline keeps
+        `TIMELINE_LEAST`. Not once the user has dragged a pane's edge."""
+        panes = self.panes
+        total = panes.height() - panes.handleWidth() * (panes.count() - 1)
+        if self.panes_moved or total <= 0:
+            return
+        # Its time axis and a row a bar (its size hint adds a spare row below the last).
+        timeline_need = ROW_HEIGHT * (max(len(self.timeline.bars), 1) + 1) + 2 * self.timeline_area.frameWidth()
+        steps_need = self._steps_height()
+        room = max(0, total - max(TABS_LEAST, round(total * TABS_SHARE)))
+        if timeline_need + steps_need <= room:
+            timeline, steps = timeline_need, steps_need
+        else:
+            timeline = max(room - steps_need, min(timeline_need, TIMELINE_LEAST + 2 * self.timeline_area.frameWidth()))
+            steps = room - timeline
+        panes.setSizes([timeline, steps, total - timeline - steps])
+
+    def _steps_height(self) -> int:
+        """The steps table's height with every row shown whole (and its horizontal scroll bar, when its columns
+        are wider than the window)."""
+        table = self.steps
+        frame = 2 * table.frameWidth()
+        height = table.horizontalHeader().sizeHint().height() + frame
+        height += table.verticalHeader().defaultSectionSize() * table.rowCount()
+        header = table.horizontalHeader()  # the error column stretches: the others' widths say if they fit
+        columns = sum(header.sectionSize(c) for c in range(header.count()) if c != ERROR_COLUMN)
+        if columns + header.minimumSectionSize() > table.width() - frame:
+            height += table.horizontalScrollBar().sizeHint().height()
+        return height
+
+    def _reveal_selected_step(self) -> None:
+        """Scroll the selected step's row, and its bar on the timeline, into view."""
+        rows = self.steps.selectionModel().selectedRows()
+        steps = self._steps()
+        if not rows or rows[0].row() >= len(steps):
+            return
+        self.steps.scrollTo(rows[0], QAbstractItemView.ScrollHint.EnsureVisible)
+        node = steps[rows[0].row()].node
+        bar = next((index for index, bar in enumerate(self.timeline.bars) if bar.node == node), None)
+        if bar is not None:
+            self.timeline_area.ensureVisible(0, ROW_HEIGHT * (bar + 1) + ROW_HEIGHT // 2, 0, ROW_HEIGHT // 2)
 
     def rerun_node(self) -> str | None:
         """The node Rerun from here would start at: the selected step's, if the run finished and the step is
@@ -239,7 +328,9 @@ class RunDetails(QDialog):
             return None
         return key
 
-    def _show_selected_step(self) -> None:
+    def _show_selected_step(self, reveal: bool = True) -> None:
+        if reveal:
+            self._reveal_selected_step()
         node = self.rerun_node()
         self.rerun_button.setEnabled(node is not None)
         self.rerun_button.setToolTip(f"A new run that reuses the steps before {node} and executes {node} and "
@@ -311,6 +402,18 @@ def related_runs_html(run: RunSummary) -> str:
     return " &nbsp;·&nbsp; ".join(parts)
 
 
+def _phrases(*parts: str) -> str:
+    """The header's phrases, each kept on one line, with a break allowed between them: a narrow window moves a
+    whole `started 2026-12-07 20:08:07` or `at done` to the next line."""
+    return "&nbsp;&nbsp; ".join(f"<span style='white-space:nowrap'>{part}</span>" for part in parts if part)
+
+
+def _finished(started: datetime | None, finished: datetime) -> str:
+    """When a run finished: its time alone on the day it started, else its date and time."""
+    whole = local_time(finished)
+    return whole[len("2026-12-31 "):] if started is not None and local_time(started)[:10] == whole[:10] else whole
+
+
 def _step_tokens(step: Step) -> str:
     tokens_in, tokens_out = step.tokens_in, step.tokens_out
     if tokens_in is None and tokens_out is None:
@@ -335,6 +438,7 @@ def _json_view(name: str) -> QPlainTextEdit:
     view.setObjectName(name)
     view.setReadOnly(True)
     view.setFont(mono)
+    view.setMinimumHeight(view.fontMetrics().lineSpacing() * 2 + 2 * view.frameWidth())  # the tables first
     return view
 
 
