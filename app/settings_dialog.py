@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -99,6 +99,30 @@ def parse_price_table(text: str, provider: str) -> dict[str, dict[str, float]]:
                                 "million tokens, zero or more")
         prices[str(model)] = {k: float(v) for k, v in entry.items()}
     return prices
+
+
+def providers_hint(data_dir: Path) -> str:
+    """What the empty Providers tab says: which provider the engine uses with none set here (the bundled
+    simulator as `local`, or the entries written by hand in providers.json) and how to add one."""
+    from app.provider_file import SETTINGS_MANAGER, existing_providers, simulator_entry_wanted
+    from engine.providers.registry import PROVIDERS_FILE
+
+    add = ("To call a real provider, press <b>Add</b> and give its name (what an AI model node's Provider field "
+           "says), its base URL (an OpenAI-compatible API, e.g. https://api.openai.com/v1), its API key and, for "
+           "costs, its prices.")
+    if simulator_entry_wanted(data_dir):
+        return ("No providers are set here, so AI model nodes use <b>local</b>: the provider simulator that comes "
+                "with Lockgate, which the app starts with its engine on this machine (models sim-small and "
+                "sim-large, made-up answers at demo prices, no key; nothing leaves the machine). The examples "
+                f"call it.<br><br>{add}")
+    path = data_dir / PROVIDERS_FILE
+    try:
+        names = [p.name for p in existing_providers(data_dir) if p.managed_by != SETTINGS_MANAGER]
+    except ValueError as exc:
+        return f"No providers are set here, and {html.escape(str(path))} cannot be read: {html.escape(str(exc))}"
+    listed = ", ".join(f"<b>{html.escape(name)}</b>" for name in names) or "none"
+    return (f"No providers are set here; the engine uses the ones written by hand in {html.escape(str(path))}: "
+            f"{listed}.<br><br>{add}")
 
 
 class SettingsDialog(QDialog):
@@ -201,10 +225,31 @@ class SettingsDialog(QDialog):
         # Headers whole: the short columns fit their header (and a typical value), the base URL takes the rest.
         self.providers_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         fit_columns(self.providers_table, {0: "openai", 2: "sk-…abcd"}, stretch=1)
+        self.providers_hint = QLabel(self.providers_table.viewport())
+        self.providers_hint.setObjectName("emptyHint")
+        self.providers_hint.setTextFormat(Qt.TextFormat.RichText)
+        self.providers_hint.setWordWrap(True)
+        self.providers_hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.providers_hint.setText(providers_hint(self.settings.data_dir))
+        self.providers_table.viewport().installEventFilter(self)
+        model = self.providers_table.model()
+        model.rowsInserted.connect(self._show_providers_hint)
+        model.rowsRemoved.connect(self._show_providers_hint)
         for provider in self.settings.providers():
             self._add_provider_row(provider)
+        self._show_providers_hint()
         self.providers_table.itemChanged.connect(self._provider_item_changed)
         return self._with_buttons(self.providers_table, lambda: self._add_provider_row(None), self._remove_provider)
+
+    def _show_providers_hint(self) -> None:
+        """The hint fills the empty table (under its headers) and goes once a row is added."""
+        self.providers_hint.setGeometry(self.providers_table.viewport().rect())
+        self.providers_hint.setVisible(self.providers_table.rowCount() == 0)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.providers_table.viewport() and event.type() == QEvent.Type.Resize:
+            self.providers_hint.setGeometry(self.providers_table.viewport().rect())
+        return super().eventFilter(watched, event)
 
     def _budgets_tab(self) -> QWidget:
         self.budgets_table = _table(("Name", "Limit (USD)", "Period"))
