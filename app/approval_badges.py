@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from app.panels.rows import ApprovalRow, ApprovalVoteRow
 from app.readable import short_run_id
 from engine.read_models import Approval
 
+if TYPE_CHECKING:
+    from engine.flow import Flow
 
-def approval_row(approval: Approval) -> ApprovalRow:
-    """A panel row from the engine's `Approval` read model."""
+
+def node_title(flow: Flow | None, node_id: str) -> str:
+    """The title node `node_id` has in `flow` (a published version); '' when unknown or untitled."""
+    node = flow.node(node_id) if flow is not None else None
+    return node.title.strip() if node is not None else ""
+
+
+def approval_row(approval: Approval, title: str = "") -> ApprovalRow:
+    """A panel row from the engine's `Approval` read model; `title`: its node's title in the run's published
+    version (the read model carries only the node's id)."""
     votes = tuple(
         ApprovalVoteRow(vote.by, vote.decision, vote.comment, datetime.fromtimestamp(vote.at, UTC))
         for vote in approval.decisions
@@ -28,6 +39,7 @@ def approval_row(approval: Approval) -> ApprovalRow:
         votes,
         approval.escalated,
         approval.reminders_sent,
+        title,
     )
 
 

@@ -41,7 +41,7 @@ FLOW_COLUMN, RUN_COLUMN, NODE_COLUMN, MESSAGE_COLUMN, REQUESTED_COLUMN, TIME_LEF
 APPROVAL_WIDTHS = (
     {RUN_COLUMN: "…c6d7e8f9"},
     {FLOW_COLUMN: "ticket-triage", MESSAGE_COLUMN: "Refund ticket T-42?"},
-    {NODE_COLUMN: "approve_refund", REQUESTED_COLUMN: "17:26:33", TIME_LEFT_COLUMN: "23h59m",
+    {NODE_COLUMN: "Refund approval", REQUESTED_COLUMN: "17:26:33", TIME_LEFT_COLUMN: "23h59m",
      PROGRESS_COLUMN: "2 of 3 approved"},
     {MESSAGE_COLUMN: "Refund ticket T-42 (120 EUR) to the customer?", REQUESTED_COLUMN: "Dec 31 23:59",
      PROGRESS_COLUMN: "2 of 3 approved · escalated · 2 reminders sent"},
@@ -155,7 +155,7 @@ class ApprovalsPanel(QWidget):
             cells = (
                 QTableWidgetItem(approval.flow_id),
                 QTableWidgetItem(approval.run_id),
-                QTableWidgetItem(approval.node),
+                QTableWidgetItem(approval.node_label),
                 QTableWidgetItem(approval.message),
                 QTableWidgetItem(short_time(approval.requested_at, now)),
                 QTableWidgetItem(time_left(approval.expires_at, now) if approval.expires_at else "no limit"),
@@ -165,6 +165,8 @@ class ApprovalsPanel(QWidget):
             for item in cells:  # any cell may elide in a narrow dock
                 item.setToolTip(item.text())
             cells[REQUESTED_COLUMN].setToolTip(local_time(approval.requested_at))
+            cells[NODE_COLUMN].setToolTip(f"{approval.title} (node {approval.node})" if approval.title
+                                          else f"node {approval.node}")
             if approval.decisions:
                 cells[PROGRESS_COLUMN].setToolTip(f"{approval.progress()}\n{approval.decided_so_far()}")
             for column, item in enumerate(cells):
@@ -235,7 +237,7 @@ class ApprovalsPanel(QWidget):
         self.table.selectRow(row)
         shown = self.approvals[row]
         self._say(f"{self.result_label.text()} Selected now: {shown.flow_id} run {short_run_id(shown.run_id)} "
-                  f"({shown.message or shown.node}).", problem=False)
+                  f"({shown.message or shown.node_label}).", problem=False)
 
     def _say(self, text: str, problem: bool) -> None:
         self.result_label.setText(text)

@@ -82,6 +82,13 @@ class ApprovalRow:
     decisions: tuple[ApprovalVoteRow, ...] = field(default_factory=tuple)
     escalated: bool = False
     reminders_sent: int = 0
+    title: str = ""
+    """The node's title in the run's published version ('' while unknown, or when the node has none)."""
+
+    @property
+    def node_label(self) -> str:
+        """What the panel calls the node: its title, else its id."""
+        return self.title or self.node
 
     @property
     def is_quorum(self) -> bool:
