@@ -25,13 +25,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engine.api.allowed_methods import allowed_methods
 from engine.api.body_limit import BodyLimit
-from engine.api.errors import ApiError, key_refused, missing_key
+from engine.api.errors import ApiError, http_hinted, key_refused, missing_key, unknown
 from engine.api.known_query import KnownQuery, meant
 from engine.api.loop_event import LoopEvent
 from engine.api.rerun import rerun_answer
@@ -89,6 +89,20 @@ REFUSAL_STATUS = {"unknown_approval": 404, "bad_decision": 422, "not_allowed": 4
                   "self_decision": 403, "malformed_key": 401, "unknown_key": 401, "revoked_key": 401}
 """Refused decisions by reason; any other refusal is a conflict with the approval's state (409)."""
 RECORD_REFUSAL_STATUS = {"unknown_run": 404, "bad_name": 422, "run_not_finished": 409, "run_not_replayable": 409}
+
+
+HTTP_CANCEL_REASON = "cancelled through the HTTP API"
+"""The reason a cancel without one records (the CLI's is "cancelled from the command line")."""
+
+
+class CancelRequest(BaseModel):
+    """The body of `POST /api/v1/runs/{id}/cancel`, which may be left out."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str | None = Field(default=None, min_length=1, max_length=1000,
+                               description="recorded with the cancel, as `lockgate runs cancel --reason` records it: "
+                               f"the cancelled run's `error` (default: {HTTP_CANCEL_REASON})")
 
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -157,10 +171,10 @@ def _checked(engine: EngineApi, key: str, scope: str | None) -> Caller:
 def _key_with(scope: str | None) -> Callable[..., Awaitable[Caller]]:
     """The dependency checking a request's key for `scope` (see `_checked`)."""
 
-    async def api_key(engine: Engine,
+    async def api_key(request: Request, engine: Engine,
                       credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Caller:
         if credentials is None or not credentials.credentials.strip():
-            raise missing_key()
+            raise missing_key(request.headers.get("authorization"))
         return await run_in_threadpool(_checked, engine, credentials.credentials.strip(), scope)
 
     return api_key
@@ -182,7 +196,7 @@ async def later_key(request: Request,
     """The presented key, checked by the route in the same trip to the thread pool as its engine call (`_checked`);
     a request refused by validation has its key checked first, so a bad key is still a 401 whatever the body."""
     if credentials is None or not credentials.credentials.strip():
-        raise missing_key()
+        raise missing_key(request.headers.get("authorization"))
     key = request.scope[UNCHECKED_KEY] = credentials.credentials.strip()
     return key
 
@@ -321,29 +335,34 @@ def api_routes() -> APIRouter:
                                           "ran out", "headers": {"Retry-After": {"schema": {"type": "integer"}}}},
                                     **_errors(402, 404, 409)})
 
-    @router.get("/runs", response_model=RunList, tags=["runs"])
+    @router.get("/runs", response_model=RunList, tags=["runs"], responses=_errors(404))
     def list_runs(engine: Engine, _key: Reader, status: RunStatus | None = None,
                   flow_id: Annotated[str | None, Query(max_length=128)] = None,
                   limit: Annotated[int, Query(ge=1, le=MAX_LIST_LIMIT)] = 50,
                   cursor: Annotated[str | None, Query(max_length=512, pattern=r"^[A-Za-z0-9_-]+$")] = None) -> Response:
         try:
-            return json_answer(engine.list_runs(status=status, flow_id=flow_id, limit=limit, cursor=cursor))
+            runs = engine.list_runs(status=status, flow_id=flow_id, limit=limit, cursor=cursor)
         except BadCursor as exc:
             raise ApiError(422, "bad_cursor", str(exc)) from None
+        if flow_id and not runs.runs and engine.flow_versions(flow_id) is None:  # a run's flow is always published
+            raise unknown("unknown_flow", "flow", flow_id)
+        return json_answer(runs)
 
     @router.get("/runs/{run_id}", response_model=Run, tags=["runs"], responses=_errors(404))
     def get_run(run_id: Annotated[str, Path(pattern=RUN_ID)], engine: Engine, _key: Reader) -> Response:
         run = engine.get_run(run_id)
         if run is None:
-            raise ApiError(404, "unknown_run", f'run "{run_id}" does not exist; list runs with GET /api/v1/runs')
+            raise unknown("unknown_run", "run", run_id)
         return json_answer(run)
 
     @router.post("/runs/{run_id}/cancel", response_model=CancelledRun, tags=["runs"], responses=_errors(404))
-    def cancel_run(run_id: Annotated[str, Path(pattern=RUN_ID)], engine: Engine, _key: Starter) -> Response:
+    def cancel_run(run_id: Annotated[str, Path(pattern=RUN_ID)], engine: Engine, _key: Starter,
+                   body: CancelRequest | None = None) -> Response:
+        reason = body.reason if body is not None and body.reason is not None else HTTP_CANCEL_REASON
         try:
-            return json_answer(engine.cancel_run(run_id, "cancelled through the HTTP API"))
+            return json_answer(engine.cancel_run(run_id, reason))
         except LookupError as exc:
-            raise ApiError(404, "unknown_run", str(exc)) from None
+            raise ApiError(404, "unknown_run", http_hinted("unknown_run", str(exc))) from None
 
     @router.post("/runs/{run_id}/rerun", response_model=RerunStarted, status_code=201, tags=["runs"],
                  responses={200: {"model": RerunStarted, "description": "`dry_run`: what it would reuse and "
@@ -359,7 +378,8 @@ def api_routes() -> APIRouter:
         try:
             return json_answer(engine.record_test(run_id, body.name))
         except RecordRefused as exc:
-            raise ApiError(RECORD_REFUSAL_STATUS.get(exc.reason, 409), exc.reason, str(exc)) from None
+            raise ApiError(RECORD_REFUSAL_STATUS.get(exc.reason, 409), exc.reason,
+                           http_hinted(exc.reason, str(exc))) from None
 
     @router.get("/flows", response_model=FlowList, tags=["flows"])
     def list_flows(engine: Engine, _key: Reader) -> Response:
@@ -391,7 +411,8 @@ def api_routes() -> APIRouter:
         decision = engine.decide_with_key(approval_id, body.decision, key.key, body.comment)
         if decision.accepted:
             return json_answer(decision)
-        raise ApiError(REFUSAL_STATUS.get(decision.reason or "", 409), decision.reason or "refused", decision.message)
+        reason = decision.reason or "refused"
+        raise ApiError(REFUSAL_STATUS.get(reason, 409), reason, http_hinted(reason, decision.message))
 
     return router
 
@@ -477,6 +498,7 @@ def _not_a_field(request: Request, name: str) -> str:
     route = request.scope.get("route")
     body = getattr(getattr(route, "body_field", None), "field_info", None)
     model = getattr(body, "annotation", None)
+    model = next((arg for arg in getattr(model, "__args__", ()) if arg is not type(None)), model)  # an optional body
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
         return "not a field of this request"
     fields = list(model.model_fields)
@@ -497,9 +519,9 @@ ONE_OF_MEANS = {
 """What a body field of several types (a rerun's `version`) must be, said once instead of each type's refusal
 under pydantic's names for them (`version.constrained-int`, `version.literal['original','current']`)."""
 UNKNOWN_BY_ID = {
-    "run_id": ("unknown_run", "run", "list runs with GET /api/v1/runs"),
-    "flow_id": ("unknown_flow", "flow", "list flows with GET /api/v1/flows"),
-    "approval_id": ("unknown_approval", "approval", "list pending approvals with GET /api/v1/approvals"),
+    "run_id": ("unknown_run", "run"),
+    "flow_id": ("unknown_flow", "flow"),
+    "approval_id": ("unknown_approval", "approval"),
 }
 """A path's id no such thing can have: the 404 its lookup would give, by the path parameter's name."""
 
@@ -512,8 +534,8 @@ def _unknown_by_id(errors: Sequence[Any]) -> Response | None:
     known = UNKNOWN_BY_ID.get(str(location[-1])) if len(location) == 2 and location[0] == "path" else None
     if known is None:
         return None
-    code, noun, hint = known
-    return error_response(404, code, f'{noun} "{str(errors[0].get("input"))[:100]}" does not exist; {hint}')
+    code, noun = known
+    return error_response(404, code, http_hinted(code, f'{noun} "{str(errors[0].get("input"))[:100]}" does not exist'))
 
 
 def _http_answer(request: Request, exc: Exception) -> Response:

@@ -18,10 +18,41 @@ class ApiError(Exception):
         return {"error": {"code": self.code, "message": self.message, **self.extra}}
 
 
-def missing_key() -> ApiError:
-    """The answer to a request without a `Bearer` key."""
-    return ApiError(401, "missing_key", "send an API key as `Authorization: Bearer lgk_...`; create one with "
-                    "`lockgate keys create NAME`")
+HTTP_HINTS = {
+    "unknown_run": "list runs with GET /api/v1/runs",
+    "unknown_flow": "list flows with GET /api/v1/flows",
+    "unknown_approval": "list pending approvals with GET /api/v1/approvals",
+}
+"""What to do next about a refusal, said the HTTP way, by its kind. The engine's messages name no surface; the
+CLI adds its own hints (`engine.cli.output.CLI_HINTS`)."""
+
+
+def http_hinted(kind: str, message: str) -> str:
+    """`message` with the HTTP API's hint for a refusal of `kind` (as it was when `kind` has none)."""
+    hint = HTTP_HINTS.get(kind)
+    return f"{message}; {hint}" if hint else message
+
+
+def unknown(kind: str, noun: str, ident: str) -> ApiError:
+    """The 404 of an id that names nothing (`kind` `unknown_run`, `unknown_flow`, `unknown_approval`)."""
+    what = "is not published" if kind == "unknown_flow" else "does not exist"
+    return ApiError(404, kind, http_hinted(kind, f'{noun} "{ident}" {what}'))
+
+
+def missing_key(authorization: str | None = None) -> ApiError:
+    """The answer to a request without a `Bearer` key; `authorization`: the header as it came, if it did."""
+    sent = (authorization or "").strip()
+    if not sent:
+        return ApiError(401, "missing_key", "send an API key as `Authorization: Bearer lgk_...`; create one with "
+                        "`lockgate keys create NAME`")
+    scheme, _, rest = sent.partition(" ")
+    if scheme.lower() == "bearer":
+        problem = "the Authorization header has no key after `Bearer`"
+    elif not rest.strip():
+        problem = "the Authorization header has a key without `Bearer` before it"
+    else:
+        problem = f"the Authorization header uses the {scheme[:20]!r} scheme, not Bearer"
+    return ApiError(401, "missing_key", f"{problem}; send the key as `Authorization: Bearer <key>`")
 
 
 def key_refused(refusal: str, message: str) -> ApiError:

@@ -25,9 +25,10 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
-from engine.api.errors import ApiError, key_refused, missing_key
+from engine.api.errors import ApiError, key_refused, missing_key, unknown
 from engine.api.live_feed import CLOSING, OVERFLOW, RESYNC, LiveFeed, LiveReader, LiveUnavailable
 from engine.approvals.keys import READ_SCOPE, check_key
+from engine.publish import list_versions
 from engine.read_models import Error
 from engine.runtime.live_change import LiveChange
 from engine.runtime.queries import RunAt, changes_after, get_run_at
@@ -45,7 +46,7 @@ SSE_RESPONSES: dict[int | str, dict[str, Any]] = {
           "content": {"text/event-stream": {"schema": {"type": "string"}}}},
     401: {"description": "no or bad API key", "model": Error},
     403: {"description": "a key without the read right", "model": Error},
-    404: {"description": "unknown run", "model": Error},
+    404: {"description": "unknown run, or a `flow_id` no published flow has", "model": Error},
     422: {"description": "a malformed run id, Last-Event-ID or filter", "model": Error},
 }
 
@@ -92,7 +93,7 @@ def key_checker(sql: sa.Engine) -> Callable[..., str]:
     def api_key(authorization: Annotated[str | None, Header()] = None) -> str:
         scheme, _, key = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not key.strip():
-            raise missing_key()
+            raise missing_key(authorization)
         check = check_key(sql, key.strip(), READ_SCOPE)
         if check.refusal is not None:
             raise key_refused(check.refusal, check.message)
@@ -220,7 +221,7 @@ def live_router(sql: sa.Engine, feed: LiveFeed, settings: LiveSettings | None = 
                          last_event_id: Annotated[str, Header(pattern=r"^[0-9]{1,18}$")] = "",
                          ) -> StreamingResponse:
         if RUN_ID.match(run_id) is None:
-            raise ApiError(404, "unknown_run", f'run "{run_id}" does not exist; list runs with GET /api/v1/runs')
+            raise unknown("unknown_run", "run", run_id)
         after = _last_event_id(last_event_id or None)
         reader = await _open(feed, run_id=run_id)  # subscribed before the store is read: nothing falls between
         try:
@@ -230,7 +231,7 @@ def live_router(sql: sa.Engine, feed: LiveFeed, settings: LiveSettings | None = 
             raise
         if start is None:
             feed.close_reader(reader)
-            raise ApiError(404, "unknown_run", f'run "{run_id}" does not exist; list runs with GET /api/v1/runs')
+            raise unknown("unknown_run", "run", run_id)
         # The snapshot is the run as GET gives it, the flag a cancel waiting for the run's worker sets included.
         start.run["cancel_requested"] = await run_in_threadpool(cancel_requested, run_id, str(start.run["status"]))
         stream = _RunStream(sql, reader, feed, settings, run_id, start, after)
@@ -240,6 +241,8 @@ def live_router(sql: sa.Engine, feed: LiveFeed, settings: LiveSettings | None = 
     @router.get("/api/v1/live", response_class=StreamingResponse, responses=SSE_RESPONSES,
                 summary="Every run's live changes as Server-Sent Events")
     async def live(flow_id: str | None = None) -> StreamingResponse:
+        if flow_id and not await run_in_threadpool(list_versions, sql, flow_id):  # as GET /api/v1/runs?flow_id=
+            raise unknown("unknown_flow", "flow", flow_id)
         reader = await _open(feed, flow_id=flow_id or None)
         return StreamingResponse(_every_run(reader, feed, settings), media_type="text/event-stream",
                                  headers=SSE_HEADERS, background=BackgroundTask(feed.close_reader, reader))

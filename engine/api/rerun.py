@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.api.errors import ApiError
+from engine.api.errors import ApiError, http_hinted
 from engine.api.runs import input_error, refused_run_error
 from engine.read_models import RerunRequest, RerunStarted
 from engine.runtime.create import RunRefused
@@ -29,7 +29,7 @@ def rerun_answer(engine: EngineApi, run_id: str, body: RerunRequest) -> tuple[in
             extra["nodes"] = list(exc.nodes)
         if exc.original_version is not None:
             extra["original_version"] = exc.original_version
-        raise ApiError(REFUSAL_STATUS.get(exc.kind, 409), exc.kind, str(exc), extra) from None
+        raise ApiError(REFUSAL_STATUS.get(exc.kind, 409), exc.kind, http_hinted(exc.kind, str(exc)), extra) from None
     except InputError as exc:
         raise input_error(exc, sent_in_body=False) from None
     except RunRefused as exc:

@@ -110,7 +110,7 @@ def decide(handles: EngineHandles, approval_id: str, decision: str, actor: str,
         row = conn.execute(_APPROVAL_WITH_RUN.where(APPROVALS.c.id == approval_id)).first()
     if row is None:
         return _refuse(handles, approval_id, actor, decision, "unknown_approval",
-                       f'approval "{approval_id}" does not exist; see pending ones with `lockgate approvals list`')
+                       f'approval "{approval_id}" does not exist')  # each surface adds how to list pending ones
     claimed = read_claim(handles.client, handles.keys, approval_id)
     if claimed is not None or row.status != "pending":
         by = claimed.decided_by if claimed else row.decided_by

@@ -121,7 +121,7 @@ def notify_secret_command(args: argparse.Namespace) -> int:
 
 
 def decide_command(args: argparse.Namespace) -> int:
-    from engine.cli.output import print_json
+    from engine.cli.output import cli_hinted, print_json
     from engine.cli.session import EngineUnavailable, engine_api, report_unavailable
     from engine.cli.settings import command_settings
 
@@ -136,6 +136,8 @@ def decide_command(args: argparse.Namespace) -> int:
             result = api.decide_with_key(args.approval_id, args.decision, key, args.comment)
     except EngineUnavailable as exc:
         return report_unavailable(exc)
+    if not result.accepted:
+        result = result.model_copy(update={"message": cli_hinted(result.reason, result.message)})
     if args.json:
         print_json(result)
     if not result.accepted:

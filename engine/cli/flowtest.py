@@ -80,6 +80,7 @@ def test_command(args: argparse.Namespace) -> int:
 
 
 def save_test_command(args: argparse.Namespace) -> int:
+    from engine.cli.output import cli_hinted
     from engine.cli.session import EngineUnavailable, engine_api, report_unavailable
     from engine.flowtest.model import file_name, save_test
     from engine.flowtest.record import RecordRefused
@@ -90,7 +91,7 @@ def save_test_command(args: argparse.Namespace) -> int:
     except EngineUnavailable as exc:
         return report_unavailable(exc)
     except RecordRefused as exc:
-        print(f"lockgate runs save-test: {exc}", file=sys.stderr)
+        print(f"lockgate runs save-test: {cli_hinted(exc.reason, str(exc))}", file=sys.stderr)
         return EXIT_FAILED if exc.reason != "bad_name" else EXIT_USAGE
     directory = Path(args.dir)
     if not directory.is_dir():

@@ -3,7 +3,8 @@
 `create` prints the new key alone on stdout, once; only its hash is stored. A key has every right unless
 `--rights` names some: `read` (runs, flows, approvals, live streams), `start` (start, cancel and rerun runs),
 `publish` (publish flows), `decide` (decide approvals).
-Exit codes: 0 done, 1 refused (taken or unknown name, already revoked).
+Exit codes: 0 done, 1 refused (taken or unknown name, already revoked), 2 usage (an unknown right, a name no key
+can have).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
+EXIT_USAGE = 2
 
 
 def register(subparsers: Any) -> None:
@@ -47,14 +49,18 @@ def open_sql() -> Any:
 
 
 def create_command(args: argparse.Namespace) -> int:
-    from engine.approvals.keys import ALL_SCOPES, KeyProblem, create_key, rights_named, scopes_of_rights
+    from engine.approvals.keys import ALL_SCOPES, NAME_PATTERN, KeyProblem, create_key, rights_named, scopes_of_rights
 
     try:
         scopes = ALL_SCOPES if args.rights is None else scopes_of_rights(args.rights)
+    except KeyProblem as exc:
+        print(f"lockgate keys create: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
         key = create_key(open_sql(), args.name, scopes=scopes)
     except KeyProblem as exc:
         print(f"lockgate keys create: {exc}", file=sys.stderr)
-        return EXIT_REFUSED
+        return EXIT_REFUSED if NAME_PATTERN.match(args.name) else EXIT_USAGE  # taken, or a name no key can have
     print(key)
     rights = "every right" if scopes == ALL_SCOPES else "the rights " + ", ".join(rights_named(scopes))
     print(f'key "{args.name}" created with {rights}; it is shown only this once, so store it now', file=sys.stderr)

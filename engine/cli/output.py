@@ -9,6 +9,18 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 Cell = str | int | float | None
+CLI_HINTS = {
+    "unknown_run": "list runs with `lockgate runs list`",
+    "unknown_approval": "see pending ones with `lockgate approvals list`",
+}
+"""What to do next about a refusal, said the command line's way, by its kind (the engine's messages name no
+surface; the HTTP API adds its own, `engine.api.errors.HTTP_HINTS`)."""
+
+
+def cli_hinted(kind: str | None, message: str) -> str:
+    """`message` with the command line's hint for a refusal of `kind` (as it was when `kind` has none)."""
+    hint = CLI_HINTS.get(kind or "")
+    return f"{message}; {hint}" if hint else message
 
 
 def for_people() -> bool:

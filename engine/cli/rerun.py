@@ -1,4 +1,4 @@
-"""`lockgate runs rerun ID --from NODE [--version N|current] [--yes] [--detach] [--json]`.
+"""`lockgate runs rerun ID --from NODE [--version N|current|original] [--yes] [--detach] [--json]`.
 
 Starts the rerun on this data folder's engine (the same input check and budget preflight as any run) and
 waits for it like `lockgate run`. A non-idempotent node at or after NODE that already had its effect in the
@@ -33,8 +33,9 @@ def register_rerun(commands: Any) -> None:
     rerun = commands.add_parser("rerun", help="a new run that reuses the steps before NODE and executes NODE on")
     rerun.add_argument("run_id", metavar="ID", help="a finished run")
     rerun.add_argument("--from", dest="from_node", metavar="NODE", required=True, help="the node to execute again")
-    rerun.add_argument("--version", default="original", metavar="N|current",
-                       help="the original run's version (default), `current` (the newest published) or a number")
+    rerun.add_argument("--version", default="original", metavar="N|current|original",
+                       help="`original`, the original run's version (default), `current` (the newest published) or a "
+                            "number")
     rerun.add_argument("--yes", action="store_true",
                        help="start even though non-idempotent nodes that already had their effect run again")
     rerun.add_argument("--detach", action="store_true", help="return once the rerun is queued")
@@ -53,7 +54,7 @@ def parse_version(text: str) -> int | str:
 
 
 def rerun_command(args: argparse.Namespace) -> int:
-    from engine.cli.output import print_json
+    from engine.cli.output import cli_hinted, print_json
     from engine.cli.settings import command_config, command_settings
     from engine.host import EngineServices
     from engine.read_models import RerunRequest
@@ -83,7 +84,7 @@ def rerun_command(args: argparse.Namespace) -> int:
                 return EXIT_FAILED
             started = api.rerun(args.run_id, RerunRequest.model_validate({**request, "repeat_effects": args.yes}))
         except RerunRefused as exc:
-            print(f"lockgate runs rerun: {exc.kind}: {exc}", file=sys.stderr)
+            print(f"lockgate runs rerun: {exc.kind}: {cli_hinted(exc.kind, str(exc))}", file=sys.stderr)
             if exc.nodes and exc.kind == "upstream_changed":  # the other kinds' messages name their nodes
                 print(f"differing nodes: {', '.join(exc.nodes)}", file=sys.stderr)
             return EXIT_FAILED

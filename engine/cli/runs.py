@@ -63,9 +63,9 @@ def register(subparsers: Any) -> None:
 
 
 def unknown_run(command: str, run_id: str) -> int:
-    print(
-        f"lockgate runs {command}: run {run_id!r} does not exist; list runs with `lockgate runs list`", file=sys.stderr
-    )
+    from engine.cli.output import CLI_HINTS
+
+    print(f"lockgate runs {command}: run {run_id!r} does not exist; {CLI_HINTS['unknown_run']}", file=sys.stderr)
     return EXIT_UNKNOWN
 
 

@@ -1,7 +1,8 @@
 """`lockgate validate FILE... [--json]`: the Publish button's checks, from the command line.
 
 Exit codes: 0 no file has an error, 1 some file has one, 2 usage error or a path that cannot be read (the files
-that can be read are still checked and reported).
+that can be read are still checked and reported; with `--json` a path that cannot be read is reported too, as a
+file with one `unreadable_file` error, the code `lockgate publish --json` gives it).
 """
 
 from __future__ import annotations
@@ -46,20 +47,25 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run_validate)
 
 
-def read_flow_files(paths: list[str]) -> tuple[list[tuple[str, bytes]], list[str]]:
-    """(path as given, bytes) per readable file, and one message per path that cannot be read."""
-    contents: list[tuple[str, bytes]] = []
-    problems: list[str] = []
-    for path in paths:
-        try:
-            contents.append((path, Path(path).read_bytes()))
-        except IsADirectoryError:
-            problems.append(f"lockgate validate: {path}: is a directory; pass the *.flow.json files inside it")
-        except FileNotFoundError:
-            problems.append(f"lockgate validate: {path}: no such file; check the path")
-        except OSError as exc:
-            problems.append(f"lockgate validate: {path}: cannot be read ({exc.strerror or exc}); check its permissions")
-    return contents, problems
+UNREADABLE = "unreadable_file"
+"""The code of a path that cannot be read, in `--json` (as `lockgate publish --json` reports one)."""
+
+
+def read_flow_file(path: str) -> bytes | str:
+    """The file's bytes, or why it cannot be read (a message without the path)."""
+    try:
+        return Path(path).read_bytes()
+    except IsADirectoryError:
+        return "is a directory; pass the *.flow.json files inside it"
+    except FileNotFoundError:
+        return "no such file; check the path"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc}); check its permissions"
+
+
+def unreadable_report(path: str, problem: str) -> FileReport:
+    """A path that cannot be read, as `--json` reports it: one `unreadable_file` error."""
+    return FileReport(path, [{"code": UNREADABLE, "severity": "error", "node": None, "message": problem}])
 
 
 def check_file(path: str, content: bytes) -> FileReport:
@@ -107,16 +113,23 @@ def store_call_warnings(flow: Any) -> list[Any]:
 
 def run_validate(args: argparse.Namespace) -> int:
     """Handler of `lockgate validate`."""
-    contents, problems = read_flow_files(list(args.files))
-    for message in problems:
-        print(message, file=sys.stderr)
-    reports = [check_file(path, content) for path, content in contents]
-    if reports:  # the files that could be read are checked whatever became of the others
+    reports: list[FileReport] = []
+    unreadable = False
+    for path in args.files:  # the files that can be read are checked whatever becomes of the others
+        content = read_flow_file(path)
+        if isinstance(content, str):
+            unreadable = True
+            print(f"lockgate validate: {path}: {content}", file=sys.stderr)
+            if args.json:  # stdout stays one JSON document: the path is in it, with why it was not checked
+                reports.append(unreadable_report(path, content))
+        else:
+            reports.append(check_file(path, content))
+    if reports:
         if args.json:
             print_json(reports, several=len(args.files) > 1, out=sys.stdout)
         else:
             print_human(reports, out=sys.stdout)
-    if problems:
+    if unreadable:
         return EXIT_USAGE
     return EXIT_OK if all(report.ok for report in reports) else EXIT_INVALID
 

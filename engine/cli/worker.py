@@ -75,8 +75,10 @@ def register(subparsers: Any) -> None:
 
 def parse_http_address(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
-    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+    if not host or not port.isdigit():
         raise ValueError(f"--http {text!r} is not HOST:PORT; write e.g. 127.0.0.1:8080")
+    if int(port) > 65535:
+        raise ValueError(f"--http {text!r}: port {int(port)} is out of range (1-65535); write e.g. 127.0.0.1:8080")
     return host, int(port)
 
 

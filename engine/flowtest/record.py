@@ -111,7 +111,7 @@ def record_test(sql: sa.Engine, run_id: str, name: str, box: SecretBox | None = 
         )
     run = get_run(sql, run_id)
     if run is None:
-        raise RecordRefused("unknown_run", f'run "{run_id}" does not exist; list runs with `lockgate runs list`')
+        raise RecordRefused("unknown_run", f'run "{run_id}" does not exist')  # each surface adds its hint
     if run["status"] not in TERMINAL:
         raise RecordRefused(
             "run_not_finished",

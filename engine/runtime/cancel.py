@@ -81,12 +81,13 @@ def cancel_run(handles: EngineHandles, run_id: str, reason: str = "cancelled by 
     """Cancel a run: one no worker holds (queued, waiting) at once, one a worker runs at its next step boundary.
 
     Returns the run's status as seen (`cancelled` when it was stopped at once, `cancelling` for a
-    running run, the terminal status unchanged for a finished one). Raises LookupError for an unknown run.
+    running run, the terminal status unchanged for a finished one). Raises LookupError for an unknown run (its
+    message says no more: the CLI and the HTTP API each add how to list runs their way).
     """
     with reading(handles.sql) as conn:
         row = conn.execute(sa.select(Run.status, Run.last_seq).where(Run.id == run_id)).first()
     if row is None:
-        raise LookupError(f'run "{run_id}" does not exist; list runs with `lockgate runs list`')
+        raise LookupError(f'run "{run_id}" does not exist')  # each surface adds how to list runs its way
     status, last_seq = str(row.status), row.last_seq or 0
     if status in TERMINAL:
         return status

@@ -100,7 +100,7 @@ def _read(sql: sa.Engine, run_id: str) -> tuple[Any, list[dict[str, Any]], dict[
     with reading(sql) as conn:
         run = conn.execute(sa.select(RUNS).where(RUNS.c.id == run_id)).mappings().first()
         if run is None:
-            raise RerunRefused("unknown_run", f'run "{run_id}" does not exist; list runs with `lockgate runs list`')
+            raise RerunRefused("unknown_run", f'run "{run_id}" does not exist')  # each surface adds its hint
         changes = [orjson.loads(text) for text in conn.execute(
             sa.select(APPLIED.c.change).where(APPLIED.c.run_id == run_id, APPLIED.c.seq.is_not(None))
             .order_by(APPLIED.c.seq)).scalars() if text is not None]

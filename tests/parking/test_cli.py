@@ -29,7 +29,7 @@ def test_keys_create_list_revoke(tmp_path: Path, redis_url: str, key_prefix: str
     bot = lockgate(env, "keys", "create", "approver", "--rights", "decide,read")
     assert bot.returncode == 0 and "with the rights read, decide" in bot.stderr, bot.stderr
     wrong = lockgate(env, "keys", "create", "other", "--rights", "read,approve")
-    assert wrong.returncode == 1 and "unknown right 'approve'" in wrong.stderr and wrong.stdout == ""
+    assert wrong.returncode == 2 and "unknown right 'approve'" in wrong.stderr and wrong.stdout == ""
     assert "approver\tactive\tread,decide\n" in lockgate(env, "keys", "list").stdout
     assert key not in lockgate(env, "keys", "list").stdout
     assert lockgate(env, "keys", "revoke", "ops-bot").returncode == 0
