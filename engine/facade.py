@@ -294,7 +294,7 @@ class EngineApi:
             flow = flow_from_data(parse_document(document))
         except FlowLoadError as exc:
             return PublishRefusal(error=ErrorDetail(code="bad_document", message=str(exc)), diagnostics=[
-                Diagnostic(code="bad_document", severity="error", message=f"{path}: {message}")
+                Diagnostic(code="invalid_document", severity="error", message=f"{path}: {message}")
                 for path, message in exc.problems])
         try:
             return self.publish(flow)

@@ -25,6 +25,8 @@ def test_publishing_over_http_answers_the_new_version_or_the_diagnostics(api: Ap
     assert refused.json()["diagnostics"] and all(d["code"] for d in refused.json()["diagnostics"])
     not_a_flow = api.http.post("/api/v1/flows", content=b'{"format": "x"}', headers=api.headers())
     assert (not_a_flow.status_code, not_a_flow.json()["error"]["code"]) == (422, "bad_document")
+    # The diagnostics are lockgate validate --json's: the same code for a document that is not a flow.
+    assert [d["code"] for d in not_a_flow.json()["diagnostics"]] == ["invalid_document"]
     assert "$.format" in not_a_flow.json()["diagnostics"][0]["message"]
     assert api.http.get("/api/v1/flows/hello/versions", headers=api.headers()).json()["versions"][-1]["version"] == 2
     assert api.http.post("/api/v1/flows", json=HELLO).status_code == 401
