@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from jinja2 import StrictUndefined, Template, TemplateSyntaxError, nodes
+from jinja2 import StrictUndefined, Template, TemplateSyntaxError, meta, nodes
 from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -251,6 +251,19 @@ def template_input_refs(source: str) -> frozenset[str]:
             if isinstance(key, str):
                 refs.add(key)
     return frozenset(refs)
+
+
+@lru_cache(maxsize=2048)
+def template_names(source: str) -> frozenset[str]:
+    """The top-level names a template reads (`inputs`, `state`, `request`, ...) other than the engine's own
+    globals; raises TemplateProblem."""
+    if not is_template(source):
+        return frozenset()
+    try:
+        tree = _env.parse(source)
+    except TemplateSyntaxError as exc:
+        raise TemplateProblem(f"line {exc.lineno}: {(exc.message or 'syntax error').rstrip('.')}") from None
+    return frozenset(meta.find_undeclared_variables(tree) - _env.globals.keys())
 
 
 def _is_inputs(node: nodes.Node) -> bool:

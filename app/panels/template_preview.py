@@ -12,9 +12,11 @@ from jinja2 import Undefined
 from app.readable import short_run_id
 from engine.flow import Flow
 from engine.read_models import Run
-from engine.templates import TemplateProblem, evaluate, is_template, template_input_refs
+from engine.templates import TemplateProblem, evaluate, is_template, template_input_refs, template_names
 
 PREVIEW_CHARS = 240
+DELIVERY_NAME = "request"
+"""What a webhook trigger's dedupe key reads: the delivery, which only exists once one arrives."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,14 @@ def _inputs_without_value(source: str, context: PreviewContext) -> list[str]:
     return sorted(name for name in read if name in inputs and inputs[name] is None)
 
 
+def _names_missing(source: str, context: PreviewContext) -> frozenset[str]:
+    """Top-level names the template reads that the preview context does not hold."""
+    try:
+        return template_names(source) - context.names.keys()
+    except TemplateProblem:
+        return frozenset()
+
+
 def _plain(message: str) -> str:
     """The sandbox's undefined-value message said plainly: `UndefinedError: 'dict object' has no attribute 'tickt'`
     is `nothing named "tickt" there`; any other message as it is."""
@@ -70,6 +80,9 @@ def preview_text(source: str, context: PreviewContext) -> tuple[str, bool]:
     """(what the field would hold, whether that is a problem) for `source` in `context`."""
     if not is_template(source):
         return "", False
+    if DELIVERY_NAME in _names_missing(source, context):
+        return (f"worked out for each webhook delivery from {DELIVERY_NAME}.headers, .body and .json; no preview "
+                "before one arrives"), False
     unset = _inputs_without_value(source, context)
     if unset:  # nothing wrong with the template: the preview has no value to show it with
         names = ", ".join(f"inputs.{name}" for name in unset)

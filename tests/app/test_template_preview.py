@@ -85,3 +85,11 @@ def test_an_input_without_a_default_is_no_error_and_a_missing_name_is_said_plain
         'cannot be worked out with input defaults: nothing named "tickt" there', True)
     run = Run(id="9876543201234567", flow_id="greets", version=1, status="succeeded", inputs={"ticket": None}, state={})
     assert preview_text("{{ inputs.ticket }}", context_for(flow, run)) == ("= null with run 01234567", False)
+
+
+def test_a_webhook_dedupe_key_is_no_error_before_a_delivery() -> None:
+    context = context_for(flow_from_data(FLOW), None)
+    text, problem = preview_text("{{ request.headers['X-Delivery-Id'] }}", context)
+    assert not problem and text.startswith("worked out for each webhook delivery from request.headers")
+    # A name nothing provides is still an error.
+    assert preview_text("{{ requst.headers['X-Delivery-Id'] }}", context)[1]
