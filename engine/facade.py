@@ -284,24 +284,48 @@ class EngineApi:
 
     def publish(self, flow: Flow) -> PublishedFlow:
         """Validate and store the flow's next version (`engine.publish.PublishRefused` on validation errors)."""
+        return self._publish(flow)[0]
+
+    def _publish(self, flow: Flow) -> tuple[PublishedFlow, bool]:
+        """The published version, and whether this call stored it (False: the same content as the latest version,
+        which is answered again). Told by the flow's latest version before and after: a concurrent publish of the
+        same new content may make both callers think they stored it, never neither."""
+        before = self._latest_version(flow.id)
         published = self.services.publish_flow(flow)
-        return PublishedFlow(flow_id=published.flow_id, version=published.version,
-                             content_hash=published.content_hash, published_at=published.published_at.isoformat())
+        answer = PublishedFlow(flow_id=published.flow_id, version=published.version,
+                               content_hash=published.content_hash, published_at=published.published_at.isoformat())
+        return answer, published.version > before
+
+    def _latest_version(self, flow_id: str) -> int:
+        import sqlalchemy as sa
+
+        from engine.store.db import reading
+        from engine.store.models import FlowRecord
+
+        with reading(self._sql) as conn:
+            latest = conn.execute(sa.select(FlowRecord.latest_version).where(FlowRecord.id == flow_id)).scalar()
+        return int(latest or 0)
 
     def publish_document(self, document: bytes) -> PublishedFlow | PublishRefusal:
         """`POST /api/v1/flows`: a flow file's bytes published as its next version, or why they were not."""
+        return self.publish_answer(document)[1]
+
+    def publish_answer(self, document: bytes) -> tuple[int, PublishedFlow | PublishRefusal]:
+        """`publish_document` with its HTTP status: 201 a new version stored, 200 the same content as the latest
+        version (nothing stored; that version answered again), 422 refused."""
         try:
             flow = flow_from_data(parse_document(document))
         except FlowLoadError as exc:
-            return PublishRefusal(error=ErrorDetail(code="bad_document", message=str(exc)), diagnostics=[
+            return 422, PublishRefusal(error=ErrorDetail(code="bad_document", message=str(exc)), diagnostics=[
                 Diagnostic(code="invalid_document", severity="error", message=f"{path}: {message}")
                 for path, message in exc.problems])
         try:
-            return self.publish(flow)
+            published, created = self._publish(flow)
         except PublishRefused as exc:
-            return PublishRefusal(error=ErrorDetail(code="publish_refused", message=str(exc)), diagnostics=[
+            return 422, PublishRefusal(error=ErrorDetail(code="publish_refused", message=str(exc)), diagnostics=[
                 Diagnostic(code=d.code, severity=d.severity, node=d.node, message=d.message)
                 for d in exc.diagnostics])
+        return (201 if created else 200), published
 
     def list_flows(self) -> FlowList:
         return FlowList(flows=[FlowSummary(flow_id=row["id"], name=row["name"] or "", version=row["latest_version"],

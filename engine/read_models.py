@@ -186,10 +186,11 @@ class RerunRequest(BaseModel):
     from_node: str = Field(min_length=1, max_length=128, description="the node to execute again, and what follows")
     version: Annotated[int, Field(ge=1, le=MAX_VERSION)] | Literal["original", "current"] = Field(
         default="original", description="the original run's version, the current published one, or a number")
-    dry_run: bool = Field(default=False, description="answer what the rerun would reuse and repeat, start nothing")
-    repeat_effects: bool = Field(default=False, description="start it even though non-idempotent nodes that "
-                                 "already had their effect in the original run execute again (`repeated_effects`); "
-                                 "else such a rerun is refused with `repeats_effects`")
+    dry_run: bool = Field(default=False, strict=True, description="answer what the rerun would reuse and repeat, "
+                          "start nothing")
+    repeat_effects: bool = Field(default=False, strict=True, description="start it even though non-idempotent nodes "
+                                 "that already had their effect in the original run execute again "
+                                 "(`repeated_effects`); else such a rerun is refused with `repeats_effects`")
 
 
 class RerunStarted(ReadModel):

@@ -386,12 +386,14 @@ def api_routes() -> APIRouter:
         return json_answer(engine.list_flows())
 
     @router.post("/flows", response_model=PublishedFlow, status_code=201, tags=["flows"],
-                 responses={422: {"model": PublishRefusal, "description": "the flow has validation errors"}},
+                 responses={200: {"model": PublishedFlow, "description": "the same content as the flow's latest "
+                                  "version: nothing stored, that version answered"},
+                            422: {"model": PublishRefusal, "description": "the flow has validation errors"}},
                  openapi_extra={"requestBody": {"required": True, "description": "a flow document "
                                 "(flow-format.md)", "content": {"application/json": {"schema": {"type": "object"}}}}})
     async def publish_flow(request: Request, engine: Engine, _key: Publisher) -> Response:
-        answer = await run_in_threadpool(engine.publish_document, await request.body())
-        return json_answer(answer, 201 if isinstance(answer, PublishedFlow) else 422)
+        status, answer = await run_in_threadpool(engine.publish_answer, await request.body())
+        return json_answer(answer, status)
 
     @router.get("/flows/{flow_id}/versions", response_model=FlowVersions, tags=["flows"], responses=_errors(404))
     def flow_versions(flow_id: Annotated[str, Path(pattern=FLOW_ID)], engine: Engine, _key: Reader) -> Response:

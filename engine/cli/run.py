@@ -84,11 +84,10 @@ def _when(epoch: float | None) -> str:
 
 
 class RunProgress:
-    """Prints each step's new status (unless `steps` is False) and the run's, with where it parks, on stderr.
-    `types`: node id -> type, for the steps whose record names none (a skipped step's)."""
+    """Prints each step's new status, with its node's type (unless `steps` is False), and the run's, with where it
+    parks, on stderr."""
 
-    def __init__(self, types: dict[str, str] | None = None, *, steps: bool = True) -> None:
-        self.types = types or {}
+    def __init__(self, *, steps: bool = True) -> None:
         self.steps = steps
         self.seen: dict[str, str] = {}
         self.status = ""
@@ -98,7 +97,7 @@ class RunProgress:
             if self.seen.get(step.step) != step.status:
                 self.seen[step.step] = step.status
                 extra = f": {step.error}" if step.error and step.status == "failed" else ""
-                kind = step.type or self.types.get(step.node) or "?"
+                kind = step.type or "?"
                 print(f"  {step.step} ({kind}): {step.status}{extra}", file=sys.stderr)
         if run.status != self.status:
             self.status = run.status
@@ -205,7 +204,7 @@ def run_command(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         print(f"run {created.run_id} queued (flow {flow.id} v{published.version})", file=sys.stderr)
         wait_for = frozenset({"waiting", *TERMINAL}) if args.detach else TERMINAL
-        progress = RunProgress({node.id: node.type for node in flow.nodes})
+        progress = RunProgress()
         try:
             run = api.wait_for_run(created.run_id, timeout=args.timeout, statuses=wait_for, on_change=progress)
         except TimeoutError as exc:

@@ -50,7 +50,7 @@ _RUN_MUTABLE = ("status", "state", "result", "error", "error_type", "errors", "w
                 "tokens_in", "tokens_out", "last_seq", "started_at", "first_parked_at", "finished_at", "updated_at")
 _STEP_MUTABLE = ("node_type", "status", "attempts", "input", "output", "ports", "error", "error_type",
                  "duration_ms", "tokens_in", "tokens_out", "started_at", "finished_at")
-_STEP_FINAL = frozenset({"succeeded", "failed", "skipped"})
+_STEP_FINAL = frozenset({"succeeded", "failed", "skipped", "cancelled"})
 _RUN_LOADED = (RUNS.c.id, RUNS.c.flow_id, RUNS.c.version, RUNS.c.parent_run_id,
                *(RUNS.c[name] for name in _RUN_MUTABLE))
 _APPLIED_COLUMNS = ("event_id", "run_id", "seq", "event_type", "applied_at", "change")
@@ -346,6 +346,15 @@ def _apply(work: _Work, event: Event) -> LiveChange:
             run["finished_at"] = at
             run["waiting_on"] = None
         case "run_failed" | "run_cancelled" | "run_interrupted":
+            if event.type == "run_cancelled" and run["waiting_on"]:
+                # The step the run was parked on waits no more: it ends with its run, as `cancelled`.
+                parked_at = run["waiting_on"].get("node")
+                parked = work.steps.get((event.run_id, parked_at)) if parked_at else None
+                if parked is not None and parked["status"] == "suspended":
+                    work.dirty_steps.add((event.run_id, parked_at))
+                    parked.update(status="cancelled", finished_at=at)
+                    node = node or parked_at
+                    step_key, step_status = parked_at, "cancelled"
             run["finished_at"] = at
             run["waiting_on"] = None
             if event.type == "run_failed":

@@ -225,10 +225,49 @@ def _read_run_of(sql: sa.Engine, run_id: str, with_steps: bool) -> tuple[dict[st
         return _read_run(_CoreRows(conn), run_id, with_steps)
 
 
+_NODE_TYPES: dict[tuple[str, str, int], dict[str, str]] = {}
+"""Node id -> type by (store, flow id, version): a published version never changes, and a sync start's answer
+reads it for every run with a skipped step."""
+_NODE_TYPES_KEPT = 512
+
+
+def _node_types(sql: sa.Engine, flow_id: str, version: int) -> dict[str, str] | None:
+    key = (str(sql.url), flow_id, version)
+    types = _NODE_TYPES.get(key)
+    if types is None:
+        from engine.publish import UnknownFlowVersion, get_version  # not at the top: a run's read rarely needs it
+
+        try:
+            flow = get_version(sql, flow_id, version)[1]
+        except UnknownFlowVersion:  # a run's version is always published; a hand-edited store may lack it
+            return None
+        if len(_NODE_TYPES) >= _NODE_TYPES_KEPT:
+            _NODE_TYPES.clear()
+        types = _NODE_TYPES[key] = {node.id: node.type for node in flow.nodes}
+    return types
+
+
+def _with_types(sql: sa.Engine, found: tuple[dict[str, Any], int] | None) -> tuple[dict[str, Any], int] | None:
+    """Each step's `type` from the run's published flow version where its record names none (a skipped step's:
+    `step_skipped` carries no type)."""
+    if found is None:
+        return None
+    run = found[0]
+    steps = run.get("steps") or ()
+    if all(step["type"] is not None for step in steps):
+        return found
+    types = _node_types(sql, run["flow_id"], run["version"])
+    if types is not None:
+        for step in steps:
+            if step["type"] is None:
+                step["type"] = types.get(step["node"])
+    return found
+
+
 def get_run(sql: sa.Engine, run_id: str, *, with_steps: bool = True) -> dict[str, Any] | None:
-    """A run with its steps (ordered by start, each with `started_at` / `finished_at`) and step counts, its
-    `parent_run_id` and `child_run_ids` (flow.call), or None."""
-    found = _read_run_of(sql, run_id, with_steps)
+    """A run with its steps (ordered by start, each with `started_at` / `finished_at` and its node's `type`) and
+    step counts, its `parent_run_id` and `child_run_ids` (flow.call), or None."""
+    found = _with_types(sql, _read_run_of(sql, run_id, with_steps))
     return found[0] if found is not None else None
 
 
@@ -243,7 +282,7 @@ class RunAt:
 def get_run_at(sql: sa.Engine, run_id: str) -> RunAt | None:
     """`get_run` with the run's last applied sequence, read in one read-only transaction (never blocking the
     projector), so the answer holds every change up to `seq` and none after it."""
-    found = _read_run_of(sql, run_id, True)
+    found = _with_types(sql, _read_run_of(sql, run_id, True))
     return RunAt(*found) if found is not None else None
 
 

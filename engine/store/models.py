@@ -25,7 +25,7 @@ NAMING_CONVENTION = {
 
 RUN_STATUSES = ("queued", "running", "waiting", "succeeded", "failed", "interrupted", "cancelled")
 TERMINAL_RUN_STATUSES = ("succeeded", "failed", "interrupted", "cancelled")
-STEP_STATUSES = ("pending", "running", "suspended", "succeeded", "failed", "skipped")
+STEP_STATUSES = ("pending", "running", "suspended", "succeeded", "failed", "skipped", "cancelled")
 HOLD_STATES = ("placed", "charged", "released")
 APPROVAL_STATUSES = ("pending", "approved", "rejected", "expired")
 

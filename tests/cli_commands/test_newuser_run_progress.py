@@ -1,5 +1,5 @@
-"""`lockgate run`'s progress on stderr names each step's node type, the skipped steps' too (their records carry
-none): `  late (terminal): skipped`, not `  late (?): skipped`."""
+"""`lockgate run`'s progress on stderr names each step's node type, the skipped steps' too (the read model fills
+theirs from the run's flow version): `  late (terminal): skipped`, not `  late (?): skipped`."""
 
 from __future__ import annotations
 
@@ -29,9 +29,9 @@ BRANCHED = make_flow(
 def test_a_skipped_step_is_shown_with_its_nodes_type(capsys: pytest.CaptureFixture[str]) -> None:
     run = Run(id="r1", flow_id="branched", version=1, status="running", steps=[
         Step(step="route", node="route", type="router", status="succeeded"),
-        Step(step="late", node="late", type=None, status="skipped"),
+        Step(step="late", node="late", type="terminal", status="skipped"),
     ])
-    RunProgress({"route": "router", "late": "terminal"})(run)
+    RunProgress()(run)
     lines = capsys.readouterr().err.splitlines()
     assert "  late (terminal): skipped" in lines, lines
     assert "  route (router): succeeded" in lines, lines
