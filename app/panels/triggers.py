@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -60,6 +60,7 @@ class TriggersPanel(QWidget):
             if title_item is not None and name in HEADER_TIPS:
                 title_item.setToolTip(HEADER_TIPS[name])
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # a webhook URL keeps its host and its token's end
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(WHERE_COLUMN, QHeaderView.ResizeMode.Stretch)
@@ -117,6 +118,8 @@ class TriggersPanel(QWidget):
             item = QTableWidgetItem(text)
             if column == 2 and not row.enabled:
                 item.setToolTip(row.notice()[1])
+            elif column == WHERE_COLUMN:
+                item.setToolTip(text)  # a URL one line high is cut in its middle: the whole of it here
             self.table.setItem(index, column, item)
         # A button that would be made again the same is kept: a poll that changed another cell of its row must
         # not take away a button under the mouse (its click would land on a deleted widget).

@@ -201,3 +201,17 @@ def test_the_refusal_counts_wrap_so_the_dock_does_not_widen_the_window(qtbot) ->
     # A bottom dock beside the canvas in a 1100 px window is about 500 px wide.
     assert panel.minimumSizeHint().width() <= 400
     assert "unsigned 12" in panel.refusals.text() and "unknown token 1" in panel.refusals.text()
+
+
+def test_a_webhook_url_cut_to_one_line_keeps_its_end_and_shows_whole_in_its_tooltip(qtbot) -> None:
+    from app.panels.triggers import WHERE_COLUMN, TriggersPanel
+    from app.trigger_rows import TriggerRow
+
+    panel = TriggersPanel()
+    qtbot.addWidget(panel)
+    hook = TriggerRow("hook", "trigger.webhook", "Hook", switchable=True, enabled=True, state="enabled",
+                      url="http://127.0.0.1:8321/webhooks/whk_abcdefgh12345678", token="whk_abcdefgh12345678")
+    panel.set_triggers("tickets", 1, True, [hook], {})
+    item = panel.table.item(0, WHERE_COLUMN)
+    assert item is not None and item.toolTip() == item.text() and item.text().endswith("5678")
+    assert panel.table.textElideMode() == Qt.TextElideMode.ElideMiddle
