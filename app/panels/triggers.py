@@ -60,6 +60,7 @@ class TriggersPanel(QWidget):
             if title_item is not None and name in HEADER_TIPS:
                 title_item.setToolTip(HEADER_TIPS[name])
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.table.setWordWrap(False)  # one line a trigger: a long URL elides instead of wrapping out of sight
         self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # a webhook URL keeps its host and its token's end
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)

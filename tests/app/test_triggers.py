@@ -214,4 +214,4 @@ def test_a_webhook_url_cut_to_one_line_keeps_its_end_and_shows_whole_in_its_tool
     panel.set_triggers("tickets", 1, True, [hook], {})
     item = panel.table.item(0, WHERE_COLUMN)
     assert item is not None and item.toolTip() == item.text() and item.text().endswith("5678")
-    assert panel.table.textElideMode() == Qt.TextElideMode.ElideMiddle
+    assert panel.table.textElideMode() == Qt.TextElideMode.ElideMiddle and not panel.table.wordWrap()
