@@ -288,23 +288,11 @@ class EngineApi:
 
     def _publish(self, flow: Flow) -> tuple[PublishedFlow, bool]:
         """The published version, and whether this call stored it (False: the same content as the latest version,
-        which is answered again). Told by the flow's latest version before and after: a concurrent publish of the
-        same new content may make both callers think they stored it, never neither."""
-        before = self._latest_version(flow.id)
+        which is answered again)."""
         published = self.services.publish_flow(flow)
         answer = PublishedFlow(flow_id=published.flow_id, version=published.version,
                                content_hash=published.content_hash, published_at=published.published_at.isoformat())
-        return answer, published.version > before
-
-    def _latest_version(self, flow_id: str) -> int:
-        import sqlalchemy as sa
-
-        from engine.store.db import reading
-        from engine.store.models import FlowRecord
-
-        with reading(self._sql) as conn:
-            latest = conn.execute(sa.select(FlowRecord.latest_version).where(FlowRecord.id == flow_id)).scalar()
-        return int(latest or 0)
+        return answer, published.created
 
     def publish_document(self, document: bytes) -> PublishedFlow | PublishRefusal:
         """`POST /api/v1/flows`: a flow file's bytes published as its next version, or why they were not."""

@@ -35,6 +35,8 @@ class PublishedVersion:
     version: int
     content_hash: str
     published_at: datetime
+    created: bool = True
+    """False when `publish` stored nothing: the content was the latest version's, answered again."""
 
 
 class PublishRefused(ValueError):
@@ -64,8 +66,8 @@ def content_hash(document: str) -> str:
     return hashlib.sha256(document.encode("utf-8")).hexdigest()
 
 
-def _version_of(row: FlowVersion) -> PublishedVersion:
-    return PublishedVersion(row.flow_id, row.version, row.content_hash, row.published_at)
+def _version_of(row: FlowVersion, created: bool = True) -> PublishedVersion:
+    return PublishedVersion(row.flow_id, row.version, row.content_hash, row.published_at, created)
 
 
 @contextmanager
@@ -134,7 +136,7 @@ def publish(target: Target, flow: Flow, *, now: datetime | None = None) -> Publi
                 )
             ).one()
             if latest.content_hash == digest:
-                return _version_of(latest)
+                return _version_of(latest, created=False)
         record.latest_version += 1
         record.name = flow.name
         record.updated_at = stamp
