@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 import sys
 import threading
 from dataclasses import asdict, dataclass
@@ -24,6 +23,7 @@ from engine.logs import configure_logging
 from engine.relaunch import lockgate_command, python_command
 from engine.runtime.supervisor import Supervisor, child_env, layout
 from engine.shown_urls import shown_url
+from engine.stop_signals import StopSignals
 from engine.transport.embedded import EmbeddedRedis
 
 log = logging.getLogger("lockgate.supervisor")
@@ -79,11 +79,7 @@ def exec_supervisor(plan: SupervisorPlan) -> None:
 def run(plan: SupervisorPlan) -> int:
     """Supervise `plan`'s children until SIGINT/SIGTERM or one refuses to start (its exit code is returned)."""
     stop = threading.Event()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signals = StopSignals(lambda _signal: stop.set()).install()
     # One Redis for all children: the configured one, or the data folder's embedded server, owned here so it
     # lives exactly as long as the supervisor.
     server = None
@@ -111,8 +107,7 @@ def run(plan: SupervisorPlan) -> int:
             os.close(fd)
         if server is not None:
             server.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        signals.restore()
     if refused:
         print(f"{plan.label}: a child refused to start (exit code {refused}, its message above); stopped",
               file=sys.stderr)

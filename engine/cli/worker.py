@@ -165,6 +165,7 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
     from engine.malloc_arenas import one_malloc_arena
     from engine.outages import outage, unreachable
     from engine.shown_urls import shown_url
+    from engine.stop_signals import StopSignals
     from engine.store.schema_check import SchemaMismatch
 
     one_malloc_arena()
@@ -178,9 +179,9 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
     stop = threading.Event()
     deadlines: list[threading.Timer] = []
 
-    def on_signal(signum: int, _frame: Any) -> None:
+    def on_signal(received: signal.Signals) -> None:
         if stop.is_set():
-            _exit_now(label, f"a second {signal.Signals(signum).name} while stopping")
+            _exit_now(label, f"a second {received.name} while stopping")
         stop.set()
         deadline = threading.Timer(STOP_DEADLINE_SECONDS, _exit_now,
                                    (label, f"the stop took longer than {STOP_DEADLINE_SECONDS:g}s"))
@@ -188,7 +189,7 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
         deadlines.append(deadline)
         deadline.start()
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signals = StopSignals(on_signal).install()
     options = role_options(args.role, max(1, args.workers))
     services = EngineServices(config, migrate=auto_migrate(config), role=args.role, settings=command_settings(),
                               **options)
@@ -271,8 +272,7 @@ def run_engine(args: argparse.Namespace, http_address: tuple[str, int] | None, l
             logging.getLogger().removeHandler(publisher)
             publisher.close()
         services.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        signals.restore()
         for deadline in deadlines:
             deadline.cancel()  # stopped in time (this function may run inside a longer-lived process)
     print(f"{label}: stopped", file=sys.stderr)
