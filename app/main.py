@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import logging
 import os
@@ -15,6 +16,8 @@ from engine.cli.worker import add_log_level
 EXIT_BROKEN_PIPE = 141
 """stdout's reader went away (128 + SIGPIPE, what a shell shows for a command a pipe's end stopped)."""
 EXIT_INTERRUPTED = 130
+PARSER_KEY = "command_parser"
+"""Names, in the parsed namespace, the parser of the command typed (for its usage errors)."""
 
 # Each module defines `register(subparsers)`; it adds its parser and sets `handler=fn(args) -> int`.
 # Keep imports inside handlers so `lockgate --help` stays fast.
@@ -48,7 +51,35 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    _name_each_parser(parser)
     return parser
+
+
+def _name_each_parser(parser: argparse.ArgumentParser) -> None:
+    """Every command's parser puts itself in the namespace as `PARSER_KEY`; a nested command's parses last, so
+    the namespace ends up naming the command that was typed (`lockgate runs list`)."""
+    parser.set_defaults(**{PARSER_KEY: parser})
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                _name_each_parser(sub)
+
+
+def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line read, or a usage error (exit 2) from the command typed: an unknown option is named by
+    `lockgate run`'s usage, with the option it may have meant, not by the top level's."""
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        typed: argparse.ArgumentParser = getattr(args, PARSER_KEY)
+        unknown = [extra for extra in extras if extra.startswith("-") and extra != "-"]
+        if not unknown:
+            typed.error(f"unexpected argument(s): {' '.join(extras)}")
+        known = [option for action in typed._actions for option in action.option_strings]
+        first = unknown[0].partition("=")[0]
+        close = difflib.get_close_matches(first, known, n=1, cutoff=0.6)
+        typed.error(f"unknown option {first}" + (f"; did you mean {close[0]}?" if close else "")
+                    + (f" (also unknown: {' '.join(unknown[1:])})" if len(unknown) > 1 else ""))
+    return args
 
 
 def log_file_name(command: str | None) -> str:
@@ -63,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from engine.settings import SettingsError, load_settings
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_command_line(parser, argv)
     if args.data_dir:
         os.environ["LOCKGATE_DATA_DIR"] = args.data_dir  # the children this process starts read it too
     try:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from app.main import main
 from tests.cli import cli_env, lockgate
 from tests.cli_commands.conftest import Served, serve, write_flow
 from tests.engine.conftest import make_flow
@@ -90,3 +91,23 @@ def test_unknown_ids_keep_the_command_lines_hints(served: Served) -> None:
     assert decided.returncode == 1
     assert decided.stderr.strip() == f"lockgate approvals decide: refused (unknown_approval): {message}"
     assert json.loads(decided.stdout)["message"] == message
+
+
+@pytest.mark.parametrize(("argv", "usage", "error"), [
+    (["run", "--inptu", "x=1", "f.flow.json"], "usage: lockgate run ",
+     "lockgate run: error: unknown option --inptu; did you mean --input?"),
+    (["runs", "list", "--limt=3"], "usage: lockgate runs list ",
+     "lockgate runs list: error: unknown option --limt; did you mean --limit?"),
+    (["runs", "list", "--zzz", "--yyy"], "usage: lockgate runs list ",
+     "lockgate runs list: error: unknown option --zzz (also unknown: --yyy)"),
+    (["runs", "list", "extra"], "usage: lockgate runs list ",
+     "lockgate runs list: error: unexpected argument(s): extra"),
+])
+def test_a_mistyped_option_is_refused_by_the_command_typed(argv: list[str], usage: str, error: str,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    assert ended.value.code == 2
+    stderr = capsys.readouterr().err
+    assert stderr.startswith(usage), stderr
+    assert stderr.strip().splitlines()[-1] == error
