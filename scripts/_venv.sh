@@ -24,4 +24,8 @@ ensure_venv() {
     fi
     echo "$wanted" > "$stamp"
   fi
+  # Bytecode for Lockgate's own modules, written even where PYTHONDONTWRITEBYTECODE is set: every process it
+  # starts (the engine child, workers, each CLI command) then loads them instead of compiling them again
+  # (about 0.2 s of CPU a command). Up-to-date files are skipped; stale ones are still recompiled by Python.
+  .venv/bin/python -m compileall -q -j 0 engine app canvas > /dev/null || true
 }
