@@ -30,7 +30,7 @@ BUSY_TIMEOUT_MS = 30_000
 READ_ONLY_OPTION = "lockgate_read_only"
 # Any constant works; both processes just need the same one.
 _PG_MIGRATION_LOCK_ID = 0x4C6F636B  # "Lock"
-SCHEMA_HEAD = "0007_key_rights"
+SCHEMA_HEAD = "0008_cancelled_parked_steps"
 _SQLITE_TRANSIENT = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL,
                      sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PROTOCOL}
 """SQLite's primary result codes for a file that is busy, locked, unwritable or full for now."""

@@ -15,7 +15,7 @@ from engine.config import EngineConfig
 from engine.store.db import init_db, make_engine, open_store, schema_revision
 from engine.store.models import Base
 
-HEAD = "0007_key_rights"
+HEAD = "0008_cancelled_parked_steps"
 
 
 def test_models_and_migrations_agree(store: sa.Engine) -> None:
@@ -151,4 +151,39 @@ def test_keys_made_before_rights_keep_every_right_they_had(db_url: str) -> None:
     init_db(engine)
     assert [info.scopes for info in list_keys(engine)] == [list(ALL_SCOPES)]
     assert check_key(engine, key, START_SCOPE).refusal is None
+    engine.dispose()
+
+
+def test_parked_steps_of_runs_cancelled_before_0008_end_cancelled_with_their_run(db_url: str) -> None:
+    from alembic import command
+
+    from engine.store.db import _alembic_config
+
+    engine = make_engine(db_url)
+    with engine.begin() as connection:
+        command.upgrade(_alembic_config(connection), "0007_key_rights")
+    with engine.begin() as connection:
+        connection.execute(sa.text("INSERT INTO flows (id, name, latest_version, enabled, created_at, updated_at) "
+                                   "VALUES ('f', 'f', 1, true, '2026-01-01', '2026-01-01')"))
+        connection.execute(sa.text("INSERT INTO flow_versions (flow_id, version, content_hash, document, "
+                                   "published_at) VALUES ('f', 1, 'h', '{}', '2026-01-01')"))
+        for run_id, status, finished in (("r-cancelled", "cancelled", "2026-01-02 10:00:00"),
+                                         ("r-waiting", "waiting", None)):
+            connection.execute(sa.text("INSERT INTO runs (id, flow_id, version, status, inputs, state, cost_micros, "
+                                       "last_seq, created_at, updated_at, finished_at) VALUES (:id, 'f', 1, :status, "
+                                       "'{}', '{}', 0, 0, '2026-01-01', '2026-01-01', :finished)"),
+                               {"id": run_id, "status": status, "finished": finished})
+            for step, step_status in (("start", "succeeded"), ("wait", "suspended")):
+                connection.execute(sa.text("INSERT INTO steps (run_id, step, node_id, status, attempts) "
+                                           "VALUES (:run, :step, :step, :status, 1)"),
+                                   {"run": run_id, "step": step, "status": step_status})
+    init_db(engine)
+    assert schema_revision(engine) == HEAD
+    with engine.connect() as connection:
+        rows = connection.execute(sa.text("SELECT steps.run_id, step, steps.status, "
+                                          "steps.finished_at = runs.finished_at FROM steps JOIN runs "
+                                          "ON runs.id = steps.run_id ORDER BY steps.run_id, step")).all()
+    assert [tuple(row) for row in rows] == [
+        ("r-cancelled", "start", "succeeded", None), ("r-cancelled", "wait", "cancelled", True),
+        ("r-waiting", "start", "succeeded", None), ("r-waiting", "wait", "suspended", None)]
     engine.dispose()
