@@ -10,18 +10,11 @@ from app.readable import short_run_id
 from engine.read_models import Approval
 
 if TYPE_CHECKING:
-    from engine.flow import Flow
+    pass
 
 
-def node_title(flow: Flow | None, node_id: str) -> str:
-    """The title node `node_id` has in `flow` (a published version); '' when unknown or untitled."""
-    node = flow.node(node_id) if flow is not None else None
-    return node.title.strip() if node is not None else ""
-
-
-def approval_row(approval: Approval, title: str = "") -> ApprovalRow:
-    """A panel row from the engine's `Approval` read model; `title`: its node's title in the run's published
-    version (the read model carries only the node's id)."""
+def approval_row(approval: Approval) -> ApprovalRow:
+    """A panel row from the engine's `Approval` read model."""
     votes = tuple(
         ApprovalVoteRow(vote.by, vote.decision, vote.comment, datetime.fromtimestamp(vote.at, UTC))
         for vote in approval.decisions
@@ -39,7 +32,7 @@ def approval_row(approval: Approval, title: str = "") -> ApprovalRow:
         votes,
         approval.escalated,
         approval.reminders_sent,
-        title,
+        approval.node_title,
     )
 
 

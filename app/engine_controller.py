@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QDialog, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout
 
-from app.approval_badges import approval_row, node_title, quorum_badges
+from app.approval_badges import approval_row, quorum_badges
 from app.bridge import EngineBridge
 from app.budget_check import BudgetDiagnostic
 from app.engine_messages import run_refusal, without_cli_hints
@@ -121,12 +121,7 @@ class EngineController(QObject):
         """(PublishedVersion, Flow) by (flow id, version), read once: a published version never changes, and
         the followed run is re-read every second. Cleared when the engine stops (its data folder may change)."""
         self.pending: list[Approval] = []
-        """The approvals listed last, shown again when a node title they wait for has been read."""
-        self._title_reads: set[tuple[str, int] | str] = set()
-        """Published versions (flow id, version), and runs (id) whose version is not known here, read once for
-        the titles of the nodes approvals wait at. Cleared when the engine stops."""
-        self._run_versions: dict[str, int] = {}
-        """Versions of runs read for a title (runs not yet in the runs list nor heard live)."""
+        """The approvals listed last (their rows and the canvas's quorum badges are made from them)."""
         self.versions_dialog: QDialog | None = None
         self.ask_test_target: Callable[[str, Path | None], tuple[str, Path] | None] = self._ask_test_target
         """Save as test…: (flow id, the open flow's folder) -> (test name, folder), or None; tests replace it."""
@@ -149,8 +144,6 @@ class EngineController(QObject):
         else:
             self._countdown.stop()
             self.published_versions.clear()
-            self._title_reads.clear()
-            self._run_versions.clear()
             self.pending = []
 
     # ----- publish and run ---------------------------------------------------------------
@@ -314,66 +307,16 @@ class EngineController(QObject):
                 return
             self.pending = pending
             self._show_approvals()
-            self._read_node_titles(pending)
 
         if self.bridge.available:
             self.bridge.pending_approvals(done)
 
     def _show_approvals(self) -> None:
-        if not self.bridge.available:  # a title read answered after the engine stopped
-            return
-        rows = [approval_row(a, self._node_title(a)) for a in self.pending]
+        rows = [approval_row(a) for a in self.pending]
         self.window.approvals.set_approvals(rows)
         editor = self.window.tabs.current_editor()
         if editor is not None:
             editor.view.set_quorum_badges(quorum_badges(rows, editor.document.flow_ref().id, self.selected_run))
-
-    def _run_version(self, run_id: str) -> int | None:
-        """The published version a run runs, as the runs list and live changes told it; None: not heard yet."""
-        place = self.live.runs.get(run_id)
-        if place is not None:
-            return place.version
-        row = self.window.runs.rows.get(run_id)
-        return row.version if row is not None else self._run_versions.get(run_id)
-
-    def _node_title(self, approval: Approval) -> str:
-        """The title of the node `approval` waits at, from its run's published version once read ('' before)."""
-        version = self._run_version(approval.run_id)
-        found = self.published_versions.get((approval.flow_id, version)) if version is not None else None
-        return node_title(found[1] if found is not None else None, approval.node_id)
-
-    def _read_node_titles(self, pending: list[Approval]) -> None:
-        """Read each published version the approvals' runs run (first the run, when its version is not known
-        here), once; the approvals are shown again with their nodes' titles when one arrives."""
-        for approval in pending:
-            version = self._run_version(approval.run_id)
-            if version is None:
-                if approval.run_id not in self._title_reads:
-                    self._title_reads.add(approval.run_id)
-                    self.bridge.get_run(approval.run_id, self._run_read_for_title)
-            else:
-                self._read_version_for_title(approval.flow_id, version)
-
-    def _run_read_for_title(self, run: Run | None, error: BaseException | None) -> None:
-        if error is None and run is not None:
-            self._run_versions[run.id] = run.version
-            if (run.flow_id, run.version) in self.published_versions:
-                self._show_approvals()
-            else:
-                self._read_version_for_title(run.flow_id, run.version)
-
-    def _read_version_for_title(self, flow_id: str, version: int) -> None:
-        key = (flow_id, version)
-        if key in self.published_versions or key in self._title_reads:
-            return
-        self._title_reads.add(key)
-
-        def found(version_read: PublishedVersion | None, problem: BaseException | None) -> None:
-            if problem is None and version_read is not None:
-                self.published_versions[key] = version_read
-                self._show_approvals()
-
-        self.bridge.flow_version(flow_id, version, found)
 
     def decide(self, approval_id: str, approved: bool, comment: str) -> None:
         """Decide as Settings ▸ General ▸ Your name; the answer goes back to the Approvals panel."""

@@ -237,6 +237,8 @@ class Approval(ReadModel):
     decisions: list[ApprovalVote] = Field(default_factory=list, description="each approver's accepted decision")
     escalated: bool = Field(default=False, description="escalate_to may decide as well")
     reminders_sent: int = 0
+    node_title: str = Field(default="", description="the node's title in the run's published version ('' when it "
+                                                  "has none)")
 
 
 class ApprovalList(ReadModel):

@@ -8,6 +8,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 
 from engine.runtime.handles import EngineHandles
+from engine.runtime.queries import version_nodes
 from engine.store.db import reading
 from engine.store.models import Approval, ApprovalAttempt, Run
 
@@ -44,6 +45,8 @@ class PendingApproval:
     decisions: list[Vote] = field(default_factory=list)
     escalated: bool = False
     reminders_sent: int = 0
+    node_title: str = ""
+    """The node's title in the run's published version ('' when it has none)."""
 
     def to_data(self) -> dict[str, Any]:
         return {**self.__dict__, "decisions": [vote.to_data() for vote in self.decisions]}
@@ -67,7 +70,7 @@ def list_pending(handles: EngineHandles, *, include_expired: bool = False) -> li
     """Approvals still open, soonest to expire first: no decision claimed yet, the run still waiting for it
     (not cancelled meanwhile) and (unless asked) not timed out."""
     with reading(handles.sql) as conn:
-        rows = conn.execute(sa.select(APPROVALS).join(RUNS, RUNS.c.id == APPROVALS.c.run_id)
+        rows = conn.execute(sa.select(APPROVALS, RUNS.c.version).join(RUNS, RUNS.c.id == APPROVALS.c.run_id)
                             .where(APPROVALS.c.status == "pending", RUNS.c.status.in_(("waiting", "running")))
                             .order_by(APPROVALS.c.expires_at, APPROVALS.c.id)).mappings().all()
         if not rows:
@@ -79,6 +82,12 @@ def list_pending(handles: EngineHandles, *, include_expired: bool = False) -> li
     return [PendingApproval(row["id"], row["flow_id"], row["run_id"], row["node_id"], row["message"] or "",
                             row["requested_at"].timestamp(), row["expires_at"].timestamp(), int(row["required"] or 1),
                             sum(1 for vote in votes[row["id"]] if vote.decision == "approve"), votes[row["id"]],
-                            row["escalated_at"] is not None, int(row["reminders_sent"] or 0))
+                            row["escalated_at"] is not None, int(row["reminders_sent"] or 0),
+                            _node_title(handles, row["flow_id"], row["version"], row["node_id"]))
             for row, claim in zip(rows, claimed, strict=True)
             if claim is None and (include_expired or row["expires_at"].timestamp() > now)]
+
+
+def _node_title(handles: EngineHandles, flow_id: str, version: int, node_id: str) -> str:
+    facts = (version_nodes(handles.sql, flow_id, version) or {}).get(node_id)
+    return facts.title if facts is not None else ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 import orjson
 import sqlalchemy as sa
@@ -225,26 +225,35 @@ def _read_run_of(sql: sa.Engine, run_id: str, with_steps: bool) -> tuple[dict[st
         return _read_run(_CoreRows(conn), run_id, with_steps)
 
 
-_NODE_TYPES: dict[tuple[str, str, int], dict[str, str]] = {}
-"""Node id -> type by (store, flow id, version): a published version never changes, and a sync start's answer
+class NodeFacts(NamedTuple):
+    """What a published version says of one of its nodes, for reads that name a node by id."""
+
+    type: str
+    title: str
+
+
+_VERSION_NODES: dict[tuple[str, str, int], dict[str, NodeFacts]] = {}
+"""Node id -> facts by (store, flow id, version): a published version never changes, and a sync start's answer
 reads it for every run with a skipped step."""
-_NODE_TYPES_KEPT = 512
+_VERSION_NODES_KEPT = 512
 
 
-def _node_types(sql: sa.Engine, flow_id: str, version: int) -> dict[str, str] | None:
+def version_nodes(sql: sa.Engine, flow_id: str, version: int) -> dict[str, NodeFacts] | None:
+    """Each node's type and title in `flow_id` v`version` (read once per store and version), or None when the
+    store holds no such version."""
     key = (str(sql.url), flow_id, version)
-    types = _NODE_TYPES.get(key)
-    if types is None:
+    nodes = _VERSION_NODES.get(key)
+    if nodes is None:
         from engine.publish import UnknownFlowVersion, get_version  # not at the top: a run's read rarely needs it
 
         try:
             flow = get_version(sql, flow_id, version)[1]
         except UnknownFlowVersion:  # a run's version is always published; a hand-edited store may lack it
             return None
-        if len(_NODE_TYPES) >= _NODE_TYPES_KEPT:
-            _NODE_TYPES.clear()
-        types = _NODE_TYPES[key] = {node.id: node.type for node in flow.nodes}
-    return types
+        if len(_VERSION_NODES) >= _VERSION_NODES_KEPT:
+            _VERSION_NODES.clear()
+        nodes = _VERSION_NODES[key] = {node.id: NodeFacts(node.type, node.title.strip()) for node in flow.nodes}
+    return nodes
 
 
 def _with_types(sql: sa.Engine, found: tuple[dict[str, Any], int] | None) -> tuple[dict[str, Any], int] | None:
@@ -256,11 +265,11 @@ def _with_types(sql: sa.Engine, found: tuple[dict[str, Any], int] | None) -> tup
     steps = run.get("steps") or ()
     if all(step["type"] is not None for step in steps):
         return found
-    types = _node_types(sql, run["flow_id"], run["version"])
-    if types is not None:
+    nodes = version_nodes(sql, run["flow_id"], run["version"])
+    if nodes is not None:
         for step in steps:
-            if step["type"] is None:
-                step["type"] = types.get(step["node"])
+            if step["type"] is None and (facts := nodes.get(step["node"])) is not None:
+                step["type"] = facts.type
     return found
 
 

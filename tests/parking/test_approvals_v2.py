@@ -356,3 +356,17 @@ def test_reminders_and_escalations_are_engine_events_a_flow_can_listen_to(parked
     wait_until(lambda: len(parked.services.list_runs(flow_id="approval-escalated")) == 1, what="an escalated run")
     parked.still_waiting(run_id, "ask")
     assert len(parked.services.list_runs(flow_id="approval-reminded")) == 1
+
+
+def test_a_pending_approval_names_its_nodes_title_in_its_runs_version(parked: Parked) -> None:
+    titled = gate("titled")
+    titled["nodes"][1]["title"] = "  Release approval "
+    _park(parked, titled)
+    untitled_run, _ = _park(parked, gate("untitled"))
+    titles = {p.flow_id: p.node_title for p in list_pending(parked.handles)}
+    assert titles == {"titled": "Release approval", "untitled": ""}
+    titled["nodes"][1]["title"] = "Second look"  # a new version renames it; the parked run keeps its version's
+    _park(parked, titled)
+    assert sorted(p.node_title for p in list_pending(parked.handles) if p.flow_id == "titled") == [
+        "Release approval", "Second look"]
+    assert untitled_run in {p.run_id for p in list_pending(parked.handles)}
