@@ -8,8 +8,10 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QTabWidget, QWidget
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtWidgets import QTabBar, QTabWidget, QToolButton, QWidget
+
+from app.toolbar_icons import toolbar_icon
 
 if TYPE_CHECKING:
     from canvas.document import FlowDocument
@@ -48,11 +50,9 @@ class FlowTabs(QTabWidget):
         super().__init__(parent)
         self.setObjectName("flowTabs")
         self.setDocumentMode(True)
-        self.setTabsClosable(True)
         self.setMovable(True)
         self.fixed_titles: dict[int, tuple[str, str]] = {}
         """(title, tooltip) by id(document) of tabs whose title is not the flow's name (a published version)."""
-        self.tabCloseRequested.connect(self.close_requested.emit)
         self.currentChanged.connect(lambda _index: self.current_document_changed.emit(self.current_document()))
 
     def add_document(self, document: FlowDocument) -> FlowEditor:
@@ -60,6 +60,7 @@ class FlowTabs(QTabWidget):
 
         editor = FlowEditor(document, self)
         index = self.addTab(editor, tab_title(document))
+        self.tabBar().setTabButton(index, QTabBar.ButtonPosition.RightSide, self._close_button(editor))
         self.setTabToolTip(index, tab_tooltip(document))
         document.dirty_changed.connect(lambda _dirty, d=document: self.refresh_title(d))
         document.path_changed.connect(lambda _path, d=document: self.refresh_title(d))
@@ -70,6 +71,26 @@ class FlowTabs(QTabWidget):
         self.setCurrentIndex(index)
         return editor
 
+
+    def _close_button(self, editor: QWidget) -> QToolButton:
+        """The tab's close button: an outline cross in the text colour (the style's own is a red square, which
+        reads as an error badge), closing the tab it sits on wherever that tab has moved."""
+        button = QToolButton(self.tabBar())
+        button.setObjectName("tabClose")
+        button.setAutoRaise(True)
+        button.setIcon(toolbar_icon("close", self.palette()))
+        button.setIconSize(QSize(14, 14))
+        button.setToolTip("Close this flow (Ctrl+W)")
+        button.setCursor(Qt.CursorShape.PointingHandCursor)
+        button.clicked.connect(lambda: self.close_requested.emit(self.indexOf(editor)))
+        return button
+
+    def refresh_close_buttons(self) -> None:
+        """Draw the close buttons again in the palette in force (after a theme change)."""
+        for index in range(self.count()):
+            button = self.tabBar().tabButton(index, QTabBar.ButtonPosition.RightSide)
+            if isinstance(button, QToolButton):
+                button.setIcon(toolbar_icon("close", self.palette()))
     def _forward_selection(self, editor: FlowEditor, node_ids: list[str]) -> None:
         if editor is self.currentWidget():
             self.selection_changed.emit(list(node_ids))

@@ -83,10 +83,17 @@ def _live() -> tuple[QPainterPath, bool]:
     return _polyline((1.5, 8.5), (4.5, 8.5), (6.5, 3), (9.5, 13.5), (11.5, 8.5), (14.5, 8.5)), False
 
 
+def _close() -> tuple[QPainterPath, bool]:
+    path = _polyline((4, 4), (12, 12))
+    path.addPath(_polyline((12, 4), (4, 12)))
+    return path, False
+
+
 TOOLBAR_ICONS: dict[str, _Maker] = {
     "new": _new, "open": _open, "save": _save, "undo": _undo, "redo": _redo,
-    "validate": _validate, "publish": _publish, "run": _run, "live": _live,
+    "validate": _validate, "publish": _publish, "run": _run, "live": _live, "close": _close,
 }
+"""Each toolbar action's drawing by action id; `close` is the flow tabs' close button."""
 
 
 def _pixmap(path: QPainterPath, filled: bool, colour: QColor, scale: int) -> QPixmap:

@@ -846,6 +846,7 @@ class MainWindow(QMainWindow):
         from app.toolbar_icons import apply_toolbar_icons
 
         apply_toolbar_icons(self.actions_by_id)
+        self.tabs.refresh_close_buttons()
 
     def show_settings(self, tab: str | None = None, budget: str | None = None) -> None:
         """The Settings dialog, on `tab` (or on the Budgets tab with `budget` selected, added if missing)."""
