@@ -68,18 +68,37 @@ def _name_each_parser(parser: argparse.ArgumentParser) -> None:
 def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line read, or a usage error (exit 2) from the command typed: an unknown option is named by
     `lockgate run`'s usage, with the option it may have meant, not by the top level's."""
+    _refuse_unknown_leading_option(parser, list(sys.argv[1:] if argv is None else argv))
     args, extras = parser.parse_known_args(argv)
     if extras:
         typed: argparse.ArgumentParser = getattr(args, PARSER_KEY)
         unknown = [extra for extra in extras if extra.startswith("-") and extra != "-"]
         if not unknown:
             typed.error(f"unexpected argument(s): {' '.join(extras)}")
-        known = [option for action in typed._actions for option in action.option_strings]
-        first = unknown[0].partition("=")[0]
-        close = difflib.get_close_matches(first, known, n=1, cutoff=0.6)
-        typed.error(f"unknown option {first}" + (f"; did you mean {close[0]}?" if close else "")
-                    + (f" (also unknown: {' '.join(unknown[1:])})" if len(unknown) > 1 else ""))
+        _unknown_option(typed, unknown)
     return args
+
+
+def _refuse_unknown_leading_option(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """An unknown option before the command (`lockgate --dat-dir x runs list`) is named as such; argparse would
+    take its value for the command and say "invalid choice: 'x'"."""
+    takes_value = {option for action in parser._actions if action.nargs != 0 for option in action.option_strings}
+    known = {option for action in parser._actions for option in action.option_strings}
+    index = 0
+    while index < len(argv) and argv[index].startswith("-") and argv[index] not in ("-", "--"):
+        typed = argv[index].partition("=")[0]
+        meant = [option for option in known if option.startswith(typed)]  # argparse takes a unique prefix
+        if not meant:
+            _unknown_option(parser, [typed])
+        index += 2 if len(meant) == 1 and meant[0] in takes_value and "=" not in argv[index] else 1
+
+
+def _unknown_option(parser: argparse.ArgumentParser, unknown: list[str]) -> None:
+    known = [option for action in parser._actions for option in action.option_strings]
+    first = unknown[0].partition("=")[0]
+    close = difflib.get_close_matches(first, known, n=1, cutoff=0.6)
+    parser.error(f"unknown option {first}" + (f"; did you mean {close[0]}?" if close else "")
+                 + (f" (also unknown: {' '.join(unknown[1:])})" if len(unknown) > 1 else ""))
 
 
 def log_file_name(command: str | None) -> str:

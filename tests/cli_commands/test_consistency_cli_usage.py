@@ -102,6 +102,10 @@ def test_unknown_ids_keep_the_command_lines_hints(served: Served) -> None:
      "lockgate runs list: error: unknown option --zzz (also unknown: --yyy)"),
     (["runs", "list", "extra"], "usage: lockgate runs list ",
      "lockgate runs list: error: unexpected argument(s): extra"),
+    (["--dat-dir", "x", "runs", "list"], "usage: lockgate [-h]",  # was "invalid choice: 'x'"
+     "lockgate: error: unknown option --dat-dir; did you mean --data-dir?"),
+    (["--log-level", "info", "--quiet", "runs", "list"], "usage: lockgate [-h]",
+     "lockgate: error: unknown option --quiet"),
 ])
 def test_a_mistyped_option_is_refused_by_the_command_typed(argv: list[str], usage: str, error: str,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
