@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QApplication
 from app.bridge import EngineBridge
 from app.examples import STARTER_BUDGET
 from app.settings import APPLICATION, ORGANIZATION, AppSettings, BudgetSetting
+from app.stop_on_signals import WindowCloser
 from app.window import MainWindow
 from engine.config import EngineConfig
 from engine.gc_pauses import freeze_startup_objects
@@ -111,6 +112,10 @@ def run_app(argv: Sequence[str] | None = None, settings: AppSettings | None = No
 
     closed = asyncio.Event()
     app.lastWindowClosed.connect(closed.set)
-    with loop:
-        loop.run_until_complete(closed.wait())
+    closer = WindowCloser(window).install()
+    try:
+        with loop:
+            loop.run_until_complete(closed.wait())
+    finally:
+        closer.restore()
     return 0
