@@ -75,6 +75,14 @@ def test_open_store_uses_the_data_folders_sqlite_by_default(tmp_path: Path) -> N
         engine.dispose()
 
 
+def _store_flow_f_v1(connection: sa.Connection) -> None:
+    """Flow `f` with its version 1, as rows written at an older revision (the runs inserted next need them)."""
+    connection.execute(sa.text("INSERT INTO flows (id, name, latest_version, enabled, created_at, updated_at) "
+                               "VALUES ('f', 'f', 1, true, '2026-01-01', '2026-01-01')"))
+    connection.execute(sa.text("INSERT INTO flow_versions (flow_id, version, content_hash, document, "
+                               "published_at) VALUES ('f', 1, 'h', '{}', '2026-01-01')"))
+
+
 def test_runs_stored_before_tokens_upgrade_with_zero_tokens_and_no_errors(db_url: str) -> None:
     from alembic import command
 
@@ -84,10 +92,7 @@ def test_runs_stored_before_tokens_upgrade_with_zero_tokens_and_no_errors(db_url
     with engine.begin() as connection:
         command.upgrade(_alembic_config(connection), "0001")
     with engine.begin() as connection:
-        connection.execute(sa.text("INSERT INTO flows (id, name, latest_version, enabled, created_at, updated_at) "
-                                   "VALUES ('f', 'f', 1, true, '2026-01-01', '2026-01-01')"))
-        connection.execute(sa.text("INSERT INTO flow_versions (flow_id, version, content_hash, document, "
-                                   "published_at) VALUES ('f', 1, 'h', '{}', '2026-01-01')"))
+        _store_flow_f_v1(connection)
         connection.execute(sa.text("INSERT INTO runs (id, flow_id, version, status, inputs, state, cost_micros, "
                                    "last_seq, created_at, updated_at) VALUES ('r-old', 'f', 1, 'succeeded', '{}', "
                                    "'{}', 7, 0, '2026-01-01', '2026-01-01')"))
@@ -108,10 +113,7 @@ def test_sequences_stored_before_0003_are_renumbered_per_run_and_last_seq_follow
     with engine.begin() as connection:
         command.upgrade(_alembic_config(connection), "0002")
     with engine.begin() as connection:
-        connection.execute(sa.text("INSERT INTO flows (id, name, latest_version, enabled, created_at, updated_at) "
-                                   "VALUES ('f', 'f', 1, true, '2026-01-01', '2026-01-01')"))
-        connection.execute(sa.text("INSERT INTO flow_versions (flow_id, version, content_hash, document, "
-                                   "published_at) VALUES ('f', 1, 'h', '{}', '2026-01-01')"))
+        _store_flow_f_v1(connection)
         for run_id, last_seq in (("r-a", 3), ("r-b", 1)):
             connection.execute(sa.text("INSERT INTO runs (id, flow_id, version, status, inputs, state, cost_micros, "
                                        "last_seq, created_at, updated_at) VALUES (:id, 'f', 1, 'succeeded', '{}', "
@@ -163,10 +165,7 @@ def test_parked_steps_of_runs_cancelled_before_0008_end_cancelled_with_their_run
     with engine.begin() as connection:
         command.upgrade(_alembic_config(connection), "0007_key_rights")
     with engine.begin() as connection:
-        connection.execute(sa.text("INSERT INTO flows (id, name, latest_version, enabled, created_at, updated_at) "
-                                   "VALUES ('f', 'f', 1, true, '2026-01-01', '2026-01-01')"))
-        connection.execute(sa.text("INSERT INTO flow_versions (flow_id, version, content_hash, document, "
-                                   "published_at) VALUES ('f', 1, 'h', '{}', '2026-01-01')"))
+        _store_flow_f_v1(connection)
         for run_id, status, finished in (("r-cancelled", "cancelled", "2026-01-02 10:00:00"),
                                          ("r-waiting", "waiting", None)):
             connection.execute(sa.text("INSERT INTO runs (id, flow_id, version, status, inputs, state, cost_micros, "
