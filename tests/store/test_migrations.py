@@ -75,6 +75,18 @@ def test_open_store_uses_the_data_folders_sqlite_by_default(tmp_path: Path) -> N
         engine.dispose()
 
 
+def _engine_at(db_url: str, revision: str) -> sa.Engine:
+    """The database at `db_url` migrated up to `revision` only, to hold rows as that revision wrote them."""
+    from alembic import command
+
+    from engine.store.db import _alembic_config
+
+    engine = make_engine(db_url)
+    with engine.begin() as connection:
+        command.upgrade(_alembic_config(connection), revision)
+    return engine
+
+
 def _store_flow_f_v1(connection: sa.Connection) -> None:
     """Flow `f` with its version 1, as rows written at an older revision (the runs inserted next need them)."""
     connection.execute(sa.text("INSERT INTO flows (id, name, latest_version, enabled, created_at, updated_at) "
@@ -84,13 +96,7 @@ def _store_flow_f_v1(connection: sa.Connection) -> None:
 
 
 def test_runs_stored_before_tokens_upgrade_with_zero_tokens_and_no_errors(db_url: str) -> None:
-    from alembic import command
-
-    from engine.store.db import _alembic_config
-
-    engine = make_engine(db_url)
-    with engine.begin() as connection:
-        command.upgrade(_alembic_config(connection), "0001")
+    engine = _engine_at(db_url, "0001")
     with engine.begin() as connection:
         _store_flow_f_v1(connection)
         connection.execute(sa.text("INSERT INTO runs (id, flow_id, version, status, inputs, state, cost_micros, "
@@ -105,13 +111,7 @@ def test_runs_stored_before_tokens_upgrade_with_zero_tokens_and_no_errors(db_url
 
 
 def test_sequences_stored_before_0003_are_renumbered_per_run_and_last_seq_follows(db_url: str) -> None:
-    from alembic import command
-
-    from engine.store.db import _alembic_config
-
-    engine = make_engine(db_url)
-    with engine.begin() as connection:
-        command.upgrade(_alembic_config(connection), "0002")
+    engine = _engine_at(db_url, "0002")
     with engine.begin() as connection:
         _store_flow_f_v1(connection)
         for run_id, last_seq in (("r-a", 3), ("r-b", 1)):
@@ -137,14 +137,9 @@ def test_sequences_stored_before_0003_are_renumbered_per_run_and_last_seq_follow
 
 
 def test_keys_made_before_rights_keep_every_right_they_had(db_url: str) -> None:
-    from alembic import command
-
     from engine.approvals.keys import ALL_SCOPES, START_SCOPE, check_key, hash_key, list_keys
-    from engine.store.db import _alembic_config
 
-    engine = make_engine(db_url)
-    with engine.begin() as connection:
-        command.upgrade(_alembic_config(connection), "0006_approvals_v2")
+    engine = _engine_at(db_url, "0006_approvals_v2")
     key = "lgk_" + "k" * 43
     with engine.begin() as connection:
         connection.execute(sa.text("INSERT INTO api_keys (name, key_hash, scopes, created_at) "
@@ -157,13 +152,7 @@ def test_keys_made_before_rights_keep_every_right_they_had(db_url: str) -> None:
 
 
 def test_parked_steps_of_runs_cancelled_before_0008_end_cancelled_with_their_run(db_url: str) -> None:
-    from alembic import command
-
-    from engine.store.db import _alembic_config
-
-    engine = make_engine(db_url)
-    with engine.begin() as connection:
-        command.upgrade(_alembic_config(connection), "0007_key_rights")
+    engine = _engine_at(db_url, "0007_key_rights")
     with engine.begin() as connection:
         _store_flow_f_v1(connection)
         for run_id, status, finished in (("r-cancelled", "cancelled", "2026-01-02 10:00:00"),
