@@ -130,6 +130,7 @@ class SimulatorProcess:
             self.process = subprocess.Popen(
                 lockgate_command("provider-sim", "--host", SIMULATOR_HOST, "--port", str(port)),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_app,
+                process_group=0,  # Ctrl-C in the app's terminal reaches the app alone, which stops its children
             )
         # The engine may call it as soon as its first run starts: be sure it listens before saying so.
         deadline = time.monotonic() + SIMULATOR_START_S
@@ -236,6 +237,7 @@ class EngineProcess:
                 command,
                 env=self.environment(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 preexec_fn=_background_child,
+                process_group=0,  # Ctrl-C in the app's terminal reaches the app alone, which stops this child
             )
         return self
 

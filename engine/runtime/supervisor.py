@@ -159,8 +159,11 @@ class Supervisor:
 
     def _spawn(self, child: _Child) -> None:
         try:
+            # A process group of its own: a terminal's Ctrl-C reaches the supervisor alone, which stops the
+            # children itself (a child that also got the SIGINT would take the SIGTERM for a second signal).
             child.process = subprocess.Popen(list(child.spec.argv), env=self.env, stdin=subprocess.DEVNULL,
-                                             pass_fds=child.spec.pass_fds, preexec_fn=die_with_parent(os.getpid()))
+                                             pass_fds=child.spec.pass_fds, preexec_fn=die_with_parent(os.getpid()),
+                                             process_group=0)
         except OSError as exc:
             log.error("%s could not be started (%s); retrying in %.1fs", child.spec.name, exc, child.backoff)
             child.restart_at = time.monotonic() + child.backoff
