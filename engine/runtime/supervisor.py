@@ -8,7 +8,8 @@ started again after a backoff that doubles with every quick death (reset once a 
 `STABLE_SECONDS`). SIGTERM to the supervisor is forwarded to every child, which drains (its workers finish
 the batch in hand; nothing half-done is acknowledged); children still running after `DRAIN_SECONDS` are
 killed, so the supervisor exits within 10 s. Children die with the supervisor even when it is killed
-outright (Linux PR_SET_PDEATHSIG, the same as the app's Valkey and engine children).
+outright (Linux PR_SET_PDEATHSIG, the same as the app's Valkey and engine children). Each child has a process
+group of its own, so a terminal's Ctrl-C reaches the supervisor alone and the children stop once, by its SIGTERM.
 """
 
 from __future__ import annotations
