@@ -68,7 +68,7 @@ def _name_each_parser(parser: argparse.ArgumentParser) -> None:
 def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line read, or a usage error (exit 2) from the command typed: an unknown option is named by
     `lockgate run`'s usage, with the option it may have meant, not by the top level's."""
-    _refuse_unknown_leading_option(parser, list(sys.argv[1:] if argv is None else argv))
+    _refuse_unknown_names(parser, list(sys.argv[1:] if argv is None else argv))
     args, extras = parser.parse_known_args(argv)
     if extras:
         typed: argparse.ArgumentParser = getattr(args, PARSER_KEY)
@@ -79,18 +79,33 @@ def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str] | No
     return args
 
 
-def _refuse_unknown_leading_option(parser: argparse.ArgumentParser, argv: list[str]) -> None:
-    """An unknown option before the command (`lockgate --dat-dir x runs list`) is named as such; argparse would
-    take its value for the command and say "invalid choice: 'x'"."""
+def _refuse_unknown_names(parser: argparse.ArgumentParser, argv: list[str], top: bool = True) -> None:
+    """An unknown option before the command (`lockgate --dat-dir x runs list`), an unknown command (`lockgate runs
+    lsit`) or a missing one (`lockgate runs`) is named as such, with what may have been meant; argparse would say
+    "invalid choice: 'x'" of its own argument names (`runs_command`)."""
     takes_value = {option for action in parser._actions if action.nargs != 0 for option in action.option_strings}
     known = {option for action in parser._actions for option in action.option_strings}
     index = 0
     while index < len(argv) and argv[index].startswith("-") and argv[index] not in ("-", "--"):
         typed = argv[index].partition("=")[0]
         meant = [option for option in known if option.startswith(typed)]  # argparse takes a unique prefix
-        if not meant:
+        if top and not meant:
             _unknown_option(parser, [typed])
         index += 2 if len(meant) == 1 and meant[0] in takes_value and "=" not in argv[index] else 1
+    commands = next((action for action in parser._actions if isinstance(action, argparse._SubParsersAction)), None)
+    if commands is None or "-h" in argv[:index] or "--help" in argv[:index]:
+        return
+    names = list(commands.choices)
+    if index >= len(argv):
+        if commands.required:
+            parser.error(f"a command is needed: {', '.join(names)}")
+        return
+    typed = argv[index]
+    if typed not in commands.choices:
+        close = difflib.get_close_matches(typed, names, n=1, cutoff=0.6)
+        parser.error(f"unknown command {typed!r}" + (f"; did you mean {close[0]}?" if close else "")
+                     + f" (commands: {', '.join(names)})")
+    _refuse_unknown_names(commands.choices[typed], argv[index + 1:], top=False)
 
 
 def _unknown_option(parser: argparse.ArgumentParser, unknown: list[str]) -> None:

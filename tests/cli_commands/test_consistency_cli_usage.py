@@ -106,8 +106,16 @@ def test_unknown_ids_keep_the_command_lines_hints(served: Served) -> None:
      "lockgate: error: unknown option --dat-dir; did you mean --data-dir?"),
     (["--log-level", "info", "--quiet", "runs", "list"], "usage: lockgate [-h]",
      "lockgate: error: unknown option --quiet"),
+    (["--data-dir", "x", "rnus", "list"], "usage: lockgate [-h]",
+     "lockgate: error: unknown command 'rnus'; did you mean runs? (commands: validate, run, worker, serve, "
+     "publish, runs, provider-sim, budgets, holds, keys, approvals, webhooks, schedules, diff, flows, admin, test)"),
+    (["runs", "lsit"], "usage: lockgate runs ",  # was "argument runs_command: invalid choice: 'lsit'"
+     "lockgate runs: error: unknown command 'lsit'; did you mean list? (commands: list, show, cancel, watch, "
+     "rerun, save-test)"),
+    (["approvals"], "usage: lockgate approvals ",  # was "the following arguments are required: approvals_command"
+     "lockgate approvals: error: a command is needed: list, decide, notify-secret"),
 ])
-def test_a_mistyped_option_is_refused_by_the_command_typed(argv: list[str], usage: str, error: str,
+def test_a_mistyped_option_or_command_is_named_with_what_was_meant(argv: list[str], usage: str, error: str,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as ended:
         main(argv)
