@@ -72,7 +72,7 @@ def _when(epoch: float) -> str:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    from engine.cli.output import note, print_json, print_table
+    from engine.cli.output import for_people, note, print_json, print_table
     from engine.cli.session import EngineUnavailable, engine_api, report_unavailable
 
     try:
@@ -86,16 +86,23 @@ def list_command(args: argparse.Namespace) -> int:
     if not pending.approvals:
         note("no pending approvals")
         return EXIT_OK
+    people = for_people()
     print_table(
         LIST_COLUMNS,
         [
-            (item.id, item.flow_id, item.node_id, item.run_id, _when(item.expires_at), item.message,
+            (item.id, item.flow_id, _node_shown(item, people), item.run_id, _when(item.expires_at), item.message,
              "; ".join(progress_lines(item)))
             for item in pending.approvals
         ],
     )
     return EXIT_OK
 
+
+
+def _node_shown(item: Approval, people: bool) -> str:
+    """At a terminal the node's title with its id (`Refund approval (approve)`); piped, the id alone, as scripts
+    read that column."""
+    return f"{item.node_title} ({item.node_id})" if people and item.node_title else item.node_id
 
 def progress_lines(item: Approval) -> list[str]:
     """Quorum progress, each decision, the escalation and reminders of a pending approval (none for a plain v1 one)."""

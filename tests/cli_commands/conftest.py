@@ -34,6 +34,7 @@ GATE = make_flow(
         {
             "id": "ask",
             "type": "approval",
+            "title": "Release sign-off",
             "config": {"timeout": "1h", "approvers": [APPROVER], "message": "Ship {{ inputs.tag }}?"},
         },
         {"id": "go", "type": "terminal", "config": {"output": "{{ 'shipped ' ~ inputs.tag }}"}},

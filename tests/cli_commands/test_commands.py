@@ -200,3 +200,14 @@ def test_people_get_rich_tables_and_live_progress(served: Served) -> None:
     code, screen = _at_a_terminal(served, "runs", "watch", run_id)
     assert code == 0
     assert f"run {run_id} succeeded (flow hello v1)" in screen and "│ greet" in screen
+
+
+def test_people_see_an_approvals_node_by_its_title_and_scripts_by_its_id(served: Served) -> None:
+    run_id = served.start_run("gate", {"tag": "v7"})["run_id"]
+    served.wait_status(run_id, "waiting")
+    code, screen = _at_a_terminal(served, "approvals", "list")
+    assert code == 0
+    assert "Release sign-off (ask)" in " ".join(screen.split()), screen
+    piped = served.lockgate("approvals", "list")
+    [row] = [line.split("\t") for line in piped.stdout.splitlines() if f"\t{run_id}\t" in line]
+    assert row[2] == "ask"
