@@ -36,6 +36,8 @@ def test_a_stop_signal_is_answered_while_the_main_thread_holds_a_lock_the_answer
 
 def test_each_signal_is_answered_and_restore_puts_back_what_was_there() -> None:
     before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    wakeup_before = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(wakeup_before)
     seen: list[signal.Signals] = []
     two = threading.Event()
 
@@ -54,4 +56,4 @@ def test_each_signal_is_answered_and_restore_puts_back_what_was_there() -> None:
         signals.restore()
     assert seen == [signal.SIGINT, signal.SIGTERM]
     assert {sig: signal.getsignal(sig) for sig in before} == before
-    assert signal.set_wakeup_fd(-1) == -1  # no descriptor left behind
+    assert signal.set_wakeup_fd(wakeup_before) == wakeup_before  # the descriptor found is back
