@@ -103,6 +103,14 @@ def _simple_reads(source: str) -> TemplateReads | None:
     return TemplateReads(frozenset(refs), tuple(dict.fromkeys(unsafe)))
 
 
+
+def _parsed(source: str) -> nodes.Template:
+    """The template's syntax tree; raises TemplateProblem naming the line of a syntax error."""
+    try:
+        return _env.parse(source)
+    except TemplateSyntaxError as exc:
+        raise TemplateProblem(f"line {exc.lineno}: {(exc.message or 'syntax error').rstrip('.')}") from None
+
 @lru_cache(maxsize=8192)
 def template_reads(source: str) -> TemplateReads:
     """The state keys and unsafe names of a template; raises TemplateProblem when it does not parse."""
@@ -111,10 +119,7 @@ def template_reads(source: str) -> TemplateReads:
     simple = _simple_reads(source)
     if simple is not None:
         return simple
-    try:
-        tree = _env.parse(source)
-    except TemplateSyntaxError as exc:
-        raise TemplateProblem(f"line {exc.lineno}: {(exc.message or 'syntax error').rstrip('.')}") from None
+    tree = _parsed(source)
     refs: set[str] = set()
     unsafe: list[str] = []
     called = {id(call.node): call for call in tree.find_all(nodes.Call) if isinstance(call.node, nodes.Getattr)}
@@ -238,10 +243,7 @@ def template_input_refs(source: str) -> frozenset[str]:
     """Top-level `inputs.X` / `inputs['X']` names a template reads; raises TemplateProblem."""
     if "inputs" not in source or not is_template(source):
         return frozenset()
-    try:
-        tree = _env.parse(source)
-    except TemplateSyntaxError as exc:
-        raise TemplateProblem(f"line {exc.lineno}: {(exc.message or 'syntax error').rstrip('.')}") from None
+    tree = _parsed(source)
     refs: set[str] = set()
     for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
         if isinstance(node, nodes.Getattr) and _is_inputs(node.node):
@@ -259,10 +261,7 @@ def template_names(source: str) -> frozenset[str]:
     globals; raises TemplateProblem."""
     if not is_template(source):
         return frozenset()
-    try:
-        tree = _env.parse(source)
-    except TemplateSyntaxError as exc:
-        raise TemplateProblem(f"line {exc.lineno}: {(exc.message or 'syntax error').rstrip('.')}") from None
+    tree = _parsed(source)
     return frozenset(meta.find_undeclared_variables(tree) - _env.globals.keys())
 
 
@@ -285,10 +284,7 @@ def template_callback_refs(source: str) -> CallbackRefs:
     """The node ids a template's `callback_url("<node>")` calls name; raises TemplateProblem."""
     if CALLBACK_URL not in source or not is_template(source):
         return _NO_CALLBACKS
-    try:
-        tree = _env.parse(source)
-    except TemplateSyntaxError as exc:
-        raise TemplateProblem(f"line {exc.lineno}: {(exc.message or 'syntax error').rstrip('.')}") from None
+    tree = _parsed(source)
     named: set[str] = set()
     dynamic = False
     for call in tree.find_all(nodes.Call):
