@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from app.panels.rows import ApprovalRow, ApprovalVoteRow
 from app.readable import short_run_id
 from engine.read_models import Approval
-
-if TYPE_CHECKING:
-    pass
 
 
 def approval_row(approval: Approval) -> ApprovalRow:

@@ -120,8 +120,6 @@ class EngineController(QObject):
         self.published_versions: dict[tuple[str, int], PublishedVersion] = {}
         """(PublishedVersion, Flow) by (flow id, version), read once: a published version never changes, and
         the followed run is re-read every second. Cleared when the engine stops (its data folder may change)."""
-        self.pending: list[Approval] = []
-        """The approvals listed last (their rows and the canvas's quorum badges are made from them)."""
         self.versions_dialog: QDialog | None = None
         self.ask_test_target: Callable[[str, Path | None], tuple[str, Path] | None] = self._ask_test_target
         """Save as test…: (flow id, the open flow's folder) -> (test name, folder), or None; tests replace it."""
@@ -144,7 +142,6 @@ class EngineController(QObject):
         else:
             self._countdown.stop()
             self.published_versions.clear()
-            self.pending = []
 
     # ----- publish and run ---------------------------------------------------------------
 
@@ -305,18 +302,14 @@ class EngineController(QObject):
             if error is not None or pending is None:
                 self.window.log.append(f"Approvals could not be read: {error}")
                 return
-            self.pending = pending
-            self._show_approvals()
+            rows = [approval_row(a) for a in pending]
+            self.window.approvals.set_approvals(rows)
+            editor = self.window.tabs.current_editor()
+            if editor is not None:
+                editor.view.set_quorum_badges(quorum_badges(rows, editor.document.flow_ref().id, self.selected_run))
 
         if self.bridge.available:
             self.bridge.pending_approvals(done)
-
-    def _show_approvals(self) -> None:
-        rows = [approval_row(a) for a in self.pending]
-        self.window.approvals.set_approvals(rows)
-        editor = self.window.tabs.current_editor()
-        if editor is not None:
-            editor.view.set_quorum_badges(quorum_badges(rows, editor.document.flow_ref().id, self.selected_run))
 
     def decide(self, approval_id: str, approved: bool, comment: str) -> None:
         """Decide as Settings ▸ General ▸ Your name; the answer goes back to the Approvals panel."""

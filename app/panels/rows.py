@@ -83,7 +83,7 @@ class ApprovalRow:
     escalated: bool = False
     reminders_sent: int = 0
     title: str = ""
-    """The node's title in the run's published version ('' while unknown, or when the node has none)."""
+    """The node's title in the run's published version ('' when the node has none)."""
 
     @property
     def node_label(self) -> str:
