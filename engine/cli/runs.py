@@ -63,9 +63,9 @@ def register(subparsers: Any) -> None:
 
 
 def unknown_run(command: str, run_id: str) -> int:
-    from engine.cli.output import CLI_HINTS
+    from engine.cli.output import cli_hinted
 
-    print(f"lockgate runs {command}: run {run_id!r} does not exist; {CLI_HINTS['unknown_run']}", file=sys.stderr)
+    print(f"lockgate runs {command}: {cli_hinted('unknown_run', f'run {run_id!r} does not exist')}", file=sys.stderr)
     return EXIT_UNKNOWN
 
 

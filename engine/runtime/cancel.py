@@ -87,7 +87,7 @@ def cancel_run(handles: EngineHandles, run_id: str, reason: str = "cancelled by 
     with reading(handles.sql) as conn:
         row = conn.execute(sa.select(Run.status, Run.last_seq).where(Run.id == run_id)).first()
     if row is None:
-        raise LookupError(f'run "{run_id}" does not exist')  # each surface adds how to list runs its way
+        raise LookupError(f'run "{run_id}" does not exist')
     status, last_seq = str(row.status), row.last_seq or 0
     if status in TERMINAL:
         return status
