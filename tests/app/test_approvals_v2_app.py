@@ -12,33 +12,16 @@ from app.panels.approvals import ApprovalsPanel
 from app.panels.rows import ApprovalRow, ApprovalVoteRow
 from app.window import MainWindow
 from canvas.document import FlowDocument
+from tests.app.approval_flows import approval_flow
 from tests.app.cells import cell
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
-QUORUM_FLOW = {
-    "format": "lockgate.flow/1",
-    "id": "release-ok",
-    "name": "Release OK?",
-    "inputs": {},
-    "nodes": [
-        {"id": "start", "type": "trigger.manual", "title": "Start", "position": [0, 0], "config": {}},
-        {
-            "id": "ask",
-            "type": "approval",
-            "title": "Two approvers",
-            "position": [220, 0],
-            "config": {"timeout": "1h", "message": "Release 2.0?", "required": 2, "forbid_self": True},
-        },
-        {"id": "done", "type": "terminal", "title": "Released", "position": [440, -60], "config": {}},
-        {"id": "declined", "type": "terminal", "title": "Held back", "position": [440, 60], "config": {}},
-    ],
-    "edges": [
-        {"from": "start", "to": "ask"},
-        {"from": "ask", "to": "done", "port": "approved"},
-        {"from": "ask", "to": "declined", "port": "rejected"},
-    ],
-}
+QUORUM_FLOW = approval_flow(
+    "release-ok", "Release OK?",
+    {"timeout": "1h", "message": "Release 2.0?", "required": 2, "forbid_self": True},
+    title="Two approvers", done="Released", declined="Held back", inputs={},
+)
 
 
 def _quorum_row(run_id: str = "run-1", approved: int = 2, escalated: bool = True) -> ApprovalRow:

@@ -13,22 +13,10 @@ from app.settings_dialog import SettingsDialog
 from app.window import MainWindow
 from canvas.document import FlowDocument
 from engine.flow import flow_from_data
+from tests.app.approval_flows import approval_flow
 
-ALICE_OR_BOB = {
-    "format": "lockgate.flow/1", "id": "refund-named", "name": "Refund, named approvers",
-    "nodes": [
-        {"id": "start", "type": "trigger.manual", "title": "Start", "position": [0, 0], "config": {}},
-        {"id": "ask", "type": "approval", "title": "Ask", "position": [220, 0],
-         "config": {"timeout": "1h", "approvers": ["alice", "bob"], "message": "Refund?"}},
-        {"id": "done", "type": "terminal", "title": "Done", "position": [440, -60], "config": {}},
-        {"id": "declined", "type": "terminal", "title": "Declined", "position": [440, 60], "config": {}},
-    ],
-    "edges": [
-        {"from": "start", "to": "ask"},
-        {"from": "ask", "to": "done", "port": "approved"},
-        {"from": "ask", "to": "declined", "port": "rejected"},
-    ],
-}
+ALICE_OR_BOB = approval_flow("refund-named", "Refund, named approvers",
+                             {"timeout": "1h", "approvers": ["alice", "bob"], "message": "Refund?"})
 
 
 def test_a_refused_decision_shows_in_the_panel_and_your_name_decides(qtbot, engine_window: MainWindow) -> None:

@@ -18,6 +18,7 @@ from engine.flow import load_flow_text
 from engine.providers.registry import providers_in
 from engine.runtime.queries import get_run
 from engine.store.db import make_engine
+from tests.app.approval_flows import approval_flow
 from tests.app.cells import cell
 
 
@@ -210,22 +211,9 @@ def test_open_a_parked_run_and_cancel_it(qtbot, engine_window: MainWindow) -> No
     qtbot.waitUntil(lambda: not details.cancel_button.isEnabled(), timeout=20_000)
 
 
-APPROVAL_FLOW = {
-    "format": "lockgate.flow/1", "id": "refund-ok", "name": "Refund OK?",
-    "inputs": {"ticket": {"type": "string", "required": True}},
-    "nodes": [
-        {"id": "start", "type": "trigger.manual", "title": "Start", "position": [0, 0], "config": {}},
-        {"id": "ask", "type": "approval", "title": "Ask", "position": [220, 0],
-         "config": {"timeout": "1h", "message": "Refund ticket {{ inputs.ticket }}?"}},
-        {"id": "done", "type": "terminal", "title": "Done", "position": [440, -60], "config": {}},
-        {"id": "declined", "type": "terminal", "title": "Declined", "position": [440, 60], "config": {}},
-    ],
-    "edges": [
-        {"from": "start", "to": "ask"},
-        {"from": "ask", "to": "done", "port": "approved"},
-        {"from": "ask", "to": "declined", "port": "rejected"},
-    ],
-}
+APPROVAL_FLOW = approval_flow("refund-ok", "Refund OK?",
+                              {"timeout": "1h", "message": "Refund ticket {{ inputs.ticket }}?"},
+                              inputs={"ticket": {"type": "string", "required": True}})
 
 
 def test_approve_in_the_panel_and_decisions_made_elsewhere_disappear(qtbot,

@@ -10,25 +10,13 @@ from app.panels.rows import ApprovalRow
 from app.window import MainWindow
 from canvas.document import FlowDocument
 from engine.flow import flow_from_data
+from tests.app.approval_flows import approval_flow
 from tests.app.cells import cell
 
 NOW = datetime(2026, 12, 7, 20, 0, tzinfo=UTC)
 
-REFUND_FLOW = {
-    "format": "lockgate.flow/1", "id": "refund-titles", "name": "Refund desk",
-    "nodes": [
-        {"id": "start", "type": "trigger.manual", "title": "Start", "position": [0, 0], "config": {}},
-        {"id": "approve", "type": "approval", "title": "Refund approval", "position": [220, 0],
-         "config": {"timeout": "1h", "message": "Refund it?"}},
-        {"id": "done", "type": "terminal", "title": "Done", "position": [440, -60], "config": {}},
-        {"id": "declined", "type": "terminal", "title": "Declined", "position": [440, 60], "config": {}},
-    ],
-    "edges": [
-        {"from": "start", "to": "approve"},
-        {"from": "approve", "to": "done", "port": "approved"},
-        {"from": "approve", "to": "declined", "port": "rejected"},
-    ],
-}
+REFUND_FLOW = approval_flow("refund-titles", "Refund desk", {"timeout": "1h", "message": "Refund it?"},
+                            node="approve", title="Refund approval")
 
 
 def _row(approval_id: str, title: str) -> ApprovalRow:
